@@ -1,0 +1,323 @@
+# etcdpilot Makefile.
+#
+# Every tool is built from pinned Go modules into bin/ (nothing is downloaded from anywhere
+# but the Go module proxy and Debian's apt). A tool target does nothing when the pinned
+# version is already in bin/. `make help` lists the targets.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := help
+
+# ---------------------------------------------------------------------------------------------
+# Release and images
+# ---------------------------------------------------------------------------------------------
+
+# VERSION is the operator release being built (semver, no leading v).
+VERSION ?= 0.0.1
+
+# Public image names: what a real user pulls. Local builds override the registry.
+IMAGE_TAG_BASE ?= quay.io/etcdpilot/etcdpilot
+IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
+ETCD_IMAGE_REPOSITORY ?= gcr.io/etcd-development/etcd
+
+# REGISTRY is where `make images` pushes and what the local deploy points the operator at.
+# The local cluster's registry is localhost:5000; with USE_EXISTING_CLUSTER=true name your own.
+REGISTRY ?= localhost:5000
+LOCAL_IMG ?= $(REGISTRY)/etcdpilot:v$(VERSION)
+LOCAL_ETCD_IMAGE_REPOSITORY ?= $(REGISTRY)/etcd
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools (pinned)
+# ---------------------------------------------------------------------------------------------
+
+CONTROLLER_TOOLS_VERSION ?= v0.20.1
+KUSTOMIZE_VERSION ?= v5.8.2
+GOLANGCI_LINT_VERSION ?= v2.15.0
+CRANE_VERSION ?= v0.20.6
+# Versions of tools built from a module under hack/tools/ are read from that go.mod, so the
+# pin lives in one place.
+modver = $(shell awk '$$1 == "$(2)" || $$2 == "$(2)" { v = ($$1 == "$(2)") ? $$2 : $$3 } END { print v }' hack/tools/$(1)/go.mod)
+OPERATOR_SDK_VERSION := $(call modver,operator-sdk,github.com/operator-framework/operator-sdk)
+OPM_VERSION := $(call modver,opm,github.com/operator-framework/operator-registry)
+COREDNS_VERSION := $(call modver,coredns,github.com/coredns/coredns)
+LOCAL_PATH_PROVISIONER_VERSION := $(call modver,local-path-provisioner,github.com/rancher/local-path-provisioner)
+# Kubernetes release of the local cluster and envtest.
+K8S_VERSION := $(call modver,kubernetes,k8s.io/kubernetes)
+# etcd releases the operator supports, one pinned module each (hack/tools/etcd-vX.Y); an
+# operand image is built for each.
+ETCD_VERSIONS := $(foreach d,$(notdir $(wildcard hack/tools/etcd-v*)),$(call modver,$(d),go.etcd.io/etcd/server/v3))
+# The etcd release the local control plane and envtest run on.
+CONTROL_PLANE_ETCD_VERSION := $(call modver,etcd-v3.6,go.etcd.io/etcd/server/v3)
+GINKGO_VERSION := $(shell awk '$$1 == "github.com/onsi/ginkgo/v2" { print $$2 }' go.mod)
+
+LOCALBIN ?= $(CURDIR)/bin
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+CRANE ?= $(LOCALBIN)/crane-$(CRANE_VERSION)
+GINKGO ?= $(LOCALBIN)/ginkgo-$(GINKGO_VERSION)
+OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk-$(OPERATOR_SDK_VERSION)
+OPM ?= $(LOCALBIN)/opm-$(OPM_VERSION)
+COREDNS ?= $(LOCALBIN)/coredns-$(COREDNS_VERSION)
+LOCAL_PATH_PROVISIONER ?= $(LOCALBIN)/local-path-provisioner-$(LOCAL_PATH_PROVISIONER_VERSION)
+K8S_BIN ?= $(LOCALBIN)/k8s-$(K8S_VERSION)
+K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+KUBECTL ?= $(K8S_BIN)/kubectl
+ETCD_BIN = $(LOCALBIN)/etcd-$(1)
+CONTROL_PLANE_ETCD_BIN := $(call ETCD_BIN,$(CONTROL_PLANE_ETCD_VERSION))
+
+# Builds must use this machine's Go and never fetch a toolchain.
+export GOTOOLCHAIN := local
+export GOFLAGS := -buildvcs=false
+
+# ---------------------------------------------------------------------------------------------
+# Local cluster
+# ---------------------------------------------------------------------------------------------
+
+# All state of the local cluster lives in CLUSTER_DIR; its admin kubeconfig is written to
+# LOCAL_KUBECONFIG. With USE_EXISTING_CLUSTER=true, targets use the current kubeconfig instead.
+CLUSTER_DIR ?= /var/lib/etcdpilot-cluster
+LOCAL_KUBECONFIG ?= $(CLUSTER_DIR)/kubeconfig
+USE_EXISTING_CLUSTER ?= false
+ifneq ($(USE_EXISTING_CLUSTER),true)
+export KUBECONFIG := $(LOCAL_KUBECONFIG)
+endif
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-20s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRDs and RBAC from the Go markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./controllers/..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: fmt
+fmt: ## Run go fmt.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint.
+	$(GOLANGCI_LINT) run
+
+.PHONY: lint-fix
+lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply its fixes.
+	$(GOLANGCI_LINT) run --fix
+
+# Integration tests run against our own kube-apiserver and etcd (envtest), never
+# setup-envtest's downloads.
+ENVTEST_ASSETS := $(LOCALBIN)/envtest-$(K8S_VERSION)
+.PHONY: envtest-assets
+envtest-assets: $(K8S_BIN)/kube-apiserver $(CONTROL_PLANE_ETCD_BIN)/etcd $(KUBECTL) ## Lay out the envtest binaries (kube-apiserver, etcd, kubectl).
+	@mkdir -p $(ENVTEST_ASSETS)
+	@ln -sf $(K8S_BIN)/kube-apiserver $(ENVTEST_ASSETS)/kube-apiserver
+	@ln -sf $(KUBECTL) $(ENVTEST_ASSETS)/kubectl
+	@ln -sf $(CONTROL_PLANE_ETCD_BIN)/etcd $(ENVTEST_ASSETS)/etcd
+
+.PHONY: test
+test: manifests generate fmt vet envtest-assets ## Run unit and integration tests.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v /test/e2e) -coverprofile cover.out
+
+.PHONY: bench
+bench: ## Run the benchmarks.
+	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/e2e)
+
+.PHONY: verify
+verify: manifests generate fmt ## Fail when generated files or go.mod are stale, or lint finds a problem.
+	go mod tidy
+	@for d in hack/tools/*/ hack/cluster/*/; do [ -f $$d/go.mod ] && (cd $$d && go mod tidy) || true; done
+	@if [ -n "$$(git status --porcelain)" ]; then \
+		echo "verify: these files are stale or uncommitted; run 'make manifests generate fmt' and 'go mod tidy' and commit:"; \
+		git status --porcelain; git diff --stat; exit 1; fi
+	$(MAKE) lint
+
+##@ Build
+
+.PHONY: build
+build: manifests generate fmt vet ## Build the manager binary.
+	go build -o $(LOCALBIN)/manager .
+
+.PHONY: run
+run: manifests generate fmt vet ## Run the manager on this machine against the current kubeconfig.
+	go run . --metrics-bind-address=0
+
+# The daemon-less image build mirrors Dockerfile: a static /manager on an empty base, run as
+# UID 65532. Etcd operand images mirror gcr.io/etcd-development/etcd: etcd, etcdctl and
+# etcdutl in /usr/local/bin.
+IMAGE_WORK := $(LOCALBIN)/image-work
+.PHONY: image
+image: $(CRANE) ## Build the operator image with no daemon and push it as LOCAL_IMG.
+	@rm -rf $(IMAGE_WORK)/operator && mkdir -p $(IMAGE_WORK)/operator/etc $(IMAGE_WORK)/operator/tmp
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags '-s -w' -o $(IMAGE_WORK)/operator/manager .
+	@printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > $(IMAGE_WORK)/operator/etc/passwd
+	@printf 'root:x:0:\nnonroot:x:65532:\n' > $(IMAGE_WORK)/operator/etc/group
+	@chmod 1777 $(IMAGE_WORK)/operator/tmp
+	CRANE=$(CRANE) hack/build-image.sh -t $(LOCAL_IMG) -e /manager -u 65532:65532 -w / $(IMAGE_WORK)/operator
+
+.PHONY: etcd-images
+etcd-images: $(CRANE) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build an etcd operand image per supported version and push them.
+	@for v in $(ETCD_VERSIONS); do \
+		root=$(IMAGE_WORK)/etcd-$$v; rm -rf $$root; mkdir -p $$root/usr/local/bin $$root/var/etcd $$root/var/lib/etcd; \
+		cp $(LOCALBIN)/etcd-$$v/etcd $(LOCALBIN)/etcd-$$v/etcdctl $(LOCALBIN)/etcd-$$v/etcdutl $$root/usr/local/bin/; \
+		CRANE=$(CRANE) hack/build-image.sh -t $(LOCAL_ETCD_IMAGE_REPOSITORY):$$v -c /usr/local/bin/etcd -w /var/etcd \
+			-E PATH=/usr/local/bin:/usr/bin:/bin $$root; \
+	done
+
+.PHONY: images
+images: image etcd-images ## Build and push the operator image and every etcd operand image to REGISTRY.
+
+##@ Deployment
+
+# The local deploy is a generated (git-ignored) kustomize overlay over config/default that
+# points the operator at LOCAL_IMG and at LOCAL_ETCD_IMAGE_REPOSITORY.
+DEPLOY_OVERLAY := $(LOCALBIN)/deploy-overlay
+.PHONY: deploy-overlay
+deploy-overlay:
+	@rm -rf $(DEPLOY_OVERLAY) && mkdir -p $(DEPLOY_OVERLAY)
+	@printf '%s\n' \
+		'apiVersion: kustomize.config.k8s.io/v1beta1' 'kind: Kustomization' \
+		'resources:' '- $(CURDIR)/config/default' \
+		'images:' '- name: controller' '  newName: $(firstword $(subst :, ,$(LOCAL_IMG)))' '  newTag: $(lastword $(subst :, ,$(LOCAL_IMG)))' \
+		'patches:' '- target: {kind: Deployment, name: controller-manager}' \
+		'  patch: |-' \
+		'    - op: replace' '      path: /spec/template/spec/containers/0/env/0/value' '      value: $(LOCAL_ETCD_IMAGE_REPOSITORY)' \
+		> $(DEPLOY_OVERLAY)/kustomization.yaml
+
+.PHONY: install
+install: manifests $(KUSTOMIZE) $(KUBECTL) ## Install the CRDs into the cluster.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests $(KUSTOMIZE) $(KUBECTL) ## Remove the CRDs from the cluster.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: manifests $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Deploy the operator (LOCAL_IMG) and wait until it is available.
+	$(KUSTOMIZE) build $(DEPLOY_OVERLAY) | $(KUBECTL) apply --server-side --force-conflicts -f -
+	$(KUBECTL) -n etcdpilot-system rollout status deployment/etcdpilot-controller-manager --timeout=180s
+
+.PHONY: undeploy
+undeploy: $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Remove the operator and its CRDs.
+	$(KUSTOMIZE) build $(DEPLOY_OVERLAY) | $(KUBECTL) delete --ignore-not-found --wait=true -f -
+
+##@ Local cluster
+
+CLUSTER_ENV = CLUSTER_DIR=$(CLUSTER_DIR) KUBECONFIG_OUT=$(LOCAL_KUBECONFIG) K8S_BIN=$(K8S_BIN) \
+	ETCD_BIN=$(CONTROL_PLANE_ETCD_BIN) COREDNS=$(COREDNS) LOCAL_PATH_PROVISIONER=$(LOCAL_PATH_PROVISIONER) \
+	CRANE=$(CRANE) BUILD_IMAGE=$(CURDIR)/hack/build-image.sh
+
+.PHONY: cluster-up
+cluster-up: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(CONTROL_PLANE_ETCD_BIN)/etcd $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(CRANE) ## Start (or restart clean) the local single-node cluster.
+	$(CLUSTER_ENV) hack/local-cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster and remove everything it made.
+	$(CLUSTER_ENV) hack/local-cluster.sh down
+
+.PHONY: cluster-status
+cluster-status: ## Show the health of the local cluster (exit 1 when unhealthy).
+	$(CLUSTER_ENV) hack/local-cluster.sh status
+
+# Ensure a healthy cluster: keep a running one, start one otherwise.
+.PHONY: cluster-ensure
+cluster-ensure:
+ifneq ($(USE_EXISTING_CLUSTER),true)
+	@$(CLUSTER_ENV) hack/local-cluster.sh status >/dev/null 2>&1 || $(MAKE) cluster-up
+endif
+
+##@ Tests on a cluster
+
+E2E_PROCS ?= 2
+.PHONY: test-e2e
+test-e2e: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images ## Run the e2e suite on the local cluster (or USE_EXISTING_CLUSTER=true).
+	KUBECTL=$(KUBECTL) LOCAL_IMG=$(LOCAL_IMG) $(GINKGO) -v --procs=$(E2E_PROCS) --timeout=40m ./test/e2e
+
+.PHONY: demo
+demo: $(KUSTOMIZE) $(KUBECTL) ## Start everything locally: cluster, images, operator, a sample EtcdCluster.
+	@hack/demo.sh
+
+##@ OLM (not built yet: see issues 4 and 5)
+
+.PHONY: bundle catalog scorecard
+bundle catalog scorecard:
+	@echo "make $@: not available yet; the OLM bundle, catalog and scorecard arrive with issues 4 and 5" >&2; exit 1
+
+##@ Tools
+
+.PHONY: tools
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
+
+# go-install-tool installs package $(2) at version $(3) as $(1) (a versioned file name).
+define go-install-tool
+@set -e; tmp=$$(mktemp -d); \
+echo "building $(notdir $(1)) from $(2)@$(3)"; \
+GOBIN=$$tmp go install $(2)@$(3); \
+mkdir -p $(LOCALBIN); mv $$tmp/$$(basename $(2)) $(1); rmdir $$tmp
+endef
+
+# go-build-module builds packages $(3) from the pinned module in hack/tools/$(2) into
+# directory $(1) (or file $(1) when one package), with extra go build flags $(4).
+define go-build-module
+@set -e; echo "building $(notdir $(1)) from hack/tools/$(2)"; mkdir -p $(dir $(1)); \
+cd hack/tools/$(2) && CGO_ENABLED=0 go build -trimpath $(4) -o $(1) $(3)
+endef
+
+$(CONTROLLER_GEN):
+	$(call go-install-tool,$@,sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+$(KUSTOMIZE):
+	$(call go-install-tool,$@,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+$(GOLANGCI_LINT):
+	$(call go-install-tool,$@,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+$(CRANE):
+	$(call go-install-tool,$@,github.com/google/go-containerregistry/cmd/crane,$(CRANE_VERSION))
+
+$(GINKGO):
+	$(call go-install-tool,$@,github.com/onsi/ginkgo/v2/ginkgo,$(GINKGO_VERSION))
+
+OSDK_VERSION_PKG := github.com/operator-framework/operator-sdk/internal/version
+$(OPERATOR_SDK):
+	$(call go-build-module,$@,operator-sdk,github.com/operator-framework/operator-sdk/cmd/operator-sdk,-tags containers_image_openpgp -ldflags "-s -w -X $(OSDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERSION) -X $(OSDK_VERSION_PKG).ImageVersion=$(OPERATOR_SDK_VERSION) -X $(OSDK_VERSION_PKG).GitVersion=$(OPERATOR_SDK_VERSION)")
+
+OPM_VERSION_PKG := github.com/operator-framework/operator-registry/cmd/opm/version
+$(OPM):
+	$(call go-build-module,$@,opm,github.com/operator-framework/operator-registry/cmd/opm,-tags json1,containers_image_openpgp -ldflags "-s -w -X $(OPM_VERSION_PKG).gitCommit=$(OPM_VERSION) -X $(OPM_VERSION_PKG).opmVersion=$(OPM_VERSION)")
+
+$(COREDNS):
+	$(call go-build-module,$@,coredns,github.com/coredns/coredns,-ldflags "-s -w")
+
+$(LOCAL_PATH_PROVISIONER):
+	$(call go-build-module,$@,local-path-provisioner,github.com/rancher/local-path-provisioner,-ldflags "-s -w")
+
+K8S_LDFLAGS := -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION:v%=%))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION:v%=%))) \
+	-X k8s.io/component-base/version.gitTreeState=clean \
+	-X k8s.io/client-go/pkg/version.gitVersion=$(K8S_VERSION)
+# One go build for all six binaries: they share most packages, so this is far faster than six.
+$(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) &:
+	$(call go-build-module,$(K8S_BIN)/,kubernetes,$(addprefix k8s.io/kubernetes/cmd/,$(K8S_BINARIES)),-ldflags "$(K8S_LDFLAGS)")
+
+# One rule per etcd release: server (named etcd), etcdctl, etcdutl, from hack/tools/etcd-vX.Y.
+define etcd-rule
+$(call ETCD_BIN,$(1))/etcd:
+	$$(call go-build-module,$(call ETCD_BIN,$(1))/etcd,etcd-$(basename $(1)),go.etcd.io/etcd/server/v3,-ldflags "-s -w")
+	$$(call go-build-module,$(call ETCD_BIN,$(1))/etcdctl,etcd-$(basename $(1)),go.etcd.io/etcd/etcdctl/v3,-ldflags "-s -w")
+	$$(call go-build-module,$(call ETCD_BIN,$(1))/etcdutl,etcd-$(basename $(1)),go.etcd.io/etcd/etcdutl/v3,-ldflags "-s -w")
+endef
+$(foreach v,$(ETCD_VERSIONS),$(eval $(call etcd-rule,$(v))))

@@ -1,0 +1,78 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/controllers"
+)
+
+// k8sClient talks to this package's envtest API server, where the EtcdCluster controller runs.
+var k8sClient client.Client
+
+// TestMain starts one envtest (our own kube-apiserver and etcd from bin/, found through
+// KUBEBUILDER_ASSETS) for the whole package, with the CRDs from config/crd/bases and the
+// controller running in a manager.
+func TestMain(m *testing.M) {
+	os.Exit(runWithEnvtest(m))
+}
+
+func runWithEnvtest(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run these tests with `make test`, which builds kube-apiserver and etcd into bin/")
+		return 1
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := etcdv1alpha1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating manager:", err)
+		return 1
+	}
+	if err := (&controllers.EtcdClusterReconciler{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), EtcdImageRepository: "example.invalid/etcd",
+	}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, "setting up controller:", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating client:", err)
+		return 1
+	}
+	return m.Run()
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# build-image.sh: assemble a single-layer linux/amd64 OCI image from a root filesystem
+# directory and push it to a registry, with no container daemon (go-containerregistry's crane).
+#
+#   hack/build-image.sh -t REF [-e ENTRYPOINT] [-c CMD] [-u USER] [-w WORKDIR] [-E KEY=VAL]... ROOTFS
+#
+# ENTRYPOINT and CMD are comma-separated argv lists, as crane mutate takes them.
+# Files are stored owned by 0:0 unless they belong under a directory the image runs as.
+# CRANE names the crane binary (default: crane on PATH). The registry is reached over plain
+# HTTP (--insecure), which is what the local registry on localhost:5000 speaks.
+set -euo pipefail
+
+crane=${CRANE:-crane}
+ref= entrypoint= cmd= user= workdir=
+envs=()
+while getopts "t:e:c:u:w:E:" opt; do
+  case $opt in
+    t) ref=$OPTARG ;;
+    e) entrypoint=$OPTARG ;;
+    c) cmd=$OPTARG ;;
+    u) user=$OPTARG ;;
+    w) workdir=$OPTARG ;;
+    E) envs+=(--env "$OPTARG") ;;
+    *) echo "usage: $0 -t REF [-e ENTRYPOINT] [-c CMD] [-u USER] [-w WORKDIR] [-E K=V]... ROOTFS" >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+rootfs=${1:?rootfs directory required}
+[[ -n $ref ]] || { echo "build-image.sh: -t REF is required" >&2; exit 2; }
+[[ -d $rootfs ]] || { echo "build-image.sh: $rootfs is not a directory" >&2; exit 2; }
+
+layer=$(mktemp --suffix=.tar)
+trap 'rm -f "$layer"' EXIT
+# Reproducible layer: fixed owner, sorted entries, fixed mtime.
+tar --owner=0 --group=0 --numeric-owner --sort=name --mtime='2020-01-01 00:00:00Z' \
+  -C "$rootfs" -cf "$layer" .
+
+"$crane" append --insecure --oci-empty-base -f "$layer" -t "$ref" >/dev/null
+args=(--insecure --set-platform linux/amd64 -t "$ref")
+[[ -n $entrypoint ]] && args+=(--entrypoint "$entrypoint")
+[[ -n $cmd ]] && args+=(--cmd "$cmd")
+[[ -n $user ]] && args+=(--user "$user")
+[[ -n $workdir ]] && args+=(--workdir "$workdir")
+"$crane" mutate "${args[@]}" "${envs[@]}" "$ref" >/dev/null
+echo "pushed $ref"

@@ -1,0 +1,135 @@
+// Command manager runs the etcdpilot operator.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/controllers"
+	"github.com/etcdpilot/etcdpilot/internal/watchns"
+)
+
+// defaultEtcdImageRepository is where a real user's etcd members come from: the official
+// etcd release images. Local clusters override it with --etcd-image-repository or the
+// ETCD_IMAGE_REPOSITORY environment variable.
+const defaultEtcdImageRepository = "gcr.io/etcd-development/etcd"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "etcdpilot:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		metricsAddr, probeAddr, etcdImageRepository string
+		leaderElect, secureMetrics, enableHTTP2     bool
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443",
+		"Address the metrics endpoint binds to (HTTPS, authenticated and authorized). Use \"0\" to disable it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the liveness and readiness probes bind to.")
+	flag.BoolVar(&leaderElect, "leader-elect", false,
+		"Elect a leader so that only one replica of the operator reconciles at a time.")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true,
+		"Serve metrics over HTTPS and require a bearer token authorized to get /metrics.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false,
+		"Serve metrics and webhooks over HTTP/2 as well (off by default: HTTP/2 Stream Cancellation and Rapid Reset CVEs).")
+	flag.StringVar(&etcdImageRepository, "etcd-image-repository", envOr("ETCD_IMAGE_REPOSITORY", defaultEtcdImageRepository),
+		"Image repository of the etcd members; the tag is the etcd version (env ETCD_IMAGE_REPOSITORY).")
+	opts := zap.Options{Development: false}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("setup")
+
+	namespaces, err := watchns.Parse(os.Getenv(watchns.EnvVar))
+	if err != nil {
+		return err
+	}
+	cacheOpts := cache.Options{}
+	if len(namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+		log.Info("watching namespaces", "namespaces", namespaces)
+	} else {
+		log.Info("watching all namespaces")
+	}
+
+	var tlsOpts []func(*tls.Config)
+	if !enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{
+		BindAddress:   metricsAddr,
+		SecureServing: secureMetrics,
+		TLSOpts:       tlsOpts,
+	}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(etcdv1alpha1.AddToScheme(scheme))
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  cacheOpts,
+		Metrics:                metricsOpts,
+		WebhookServer:          webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
+		HealthProbeBindAddress: probeAddr,
+		LeaderElection:         leaderElect,
+		LeaderElectionID:       "etcdpilot.etcd.etcdpilot.io",
+		// The manager exits right after it stops leading, so it can give up the lease at
+		// once and a new leader takes over without waiting for the lease to expire.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+
+	if err := (&controllers.EtcdClusterReconciler{
+		Client:              mgr.GetClient(),
+		Scheme:              mgr.GetScheme(),
+		EtcdImageRepository: etcdImageRepository,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the EtcdCluster controller: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+
+	log.Info("starting manager", "etcdImageRepository", etcdImageRepository)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
