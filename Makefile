@@ -23,7 +23,9 @@ ETCD_IMAGE_REPOSITORY ?= gcr.io/etcd-development/etcd
 # REGISTRY is where `make images` pushes and what the local deploy points the operator at.
 # The local cluster's registry is localhost:5000; with USE_EXISTING_CLUSTER=true name your own.
 REGISTRY ?= localhost:5000
-LOCAL_IMG ?= $(REGISTRY)/etcdpilot:v$(VERSION)
+LOCAL_IMG_NAME ?= $(REGISTRY)/etcdpilot
+LOCAL_IMG_TAG ?= v$(VERSION)
+LOCAL_IMG := $(LOCAL_IMG_NAME):$(LOCAL_IMG_TAG)
 LOCAL_ETCD_IMAGE_REPOSITORY ?= $(REGISTRY)/etcd
 
 
@@ -182,15 +184,15 @@ images: image etcd-images ## Build and push the operator image and every etcd op
 
 # The local deploy is a generated (git-ignored) kustomize overlay over config/default that
 # points the operator at LOCAL_IMG and at LOCAL_ETCD_IMAGE_REPOSITORY.
-DEPLOY_OVERLAY := $(LOCALBIN)/deploy-overlay
+DEPLOY_OVERLAY := $(CURDIR)/_output/deploy
 .PHONY: deploy-overlay
 deploy-overlay:
 	@rm -rf $(DEPLOY_OVERLAY) && mkdir -p $(DEPLOY_OVERLAY)
 	@printf '%s\n' \
 		'apiVersion: kustomize.config.k8s.io/v1beta1' 'kind: Kustomization' \
-		'resources:' '- $(CURDIR)/config/default' \
-		'images:' '- name: controller' '  newName: $(firstword $(subst :, ,$(LOCAL_IMG)))' '  newTag: $(lastword $(subst :, ,$(LOCAL_IMG)))' \
-		'patches:' '- target: {kind: Deployment, name: controller-manager}' \
+		'resources:' '- ../../config/default' \
+		'images:' '- name: $(IMAGE_TAG_BASE)' '  newName: $(LOCAL_IMG_NAME)' '  newTag: $(LOCAL_IMG_TAG)' \
+		'patches:' '- target: {kind: Deployment, name: etcdpilot-controller-manager}' \
 		'  patch: |-' \
 		'    - op: replace' '      path: /spec/template/spec/containers/0/env/0/value' '      value: $(LOCAL_ETCD_IMAGE_REPOSITORY)' \
 		> $(DEPLOY_OVERLAY)/kustomization.yaml
@@ -264,7 +266,7 @@ define go-install-tool
 @set -e; tmp=$$(mktemp -d); \
 echo "building $(notdir $(1)) from $(2)@$(3)"; \
 GOBIN=$$tmp go install $(2)@$(3); \
-mkdir -p $(LOCALBIN); mv $$tmp/$$(basename $(2)) $(1); rmdir $$tmp
+mkdir -p $(LOCALBIN); mv $$tmp/* $(1); rmdir $$tmp
 endef
 
 # go-build-module builds packages $(3) from the pinned module in hack/tools/$(2) into
@@ -321,3 +323,7 @@ $(call ETCD_BIN,$(1))/etcd:
 	$$(call go-build-module,$(call ETCD_BIN,$(1))/etcdutl,etcd-$(basename $(1)),go.etcd.io/etcd/etcdutl/v3,-ldflags "-s -w")
 endef
 $(foreach v,$(ETCD_VERSIONS),$(eval $(call etcd-rule,$(v))))
+
+# print-VAR prints a make variable (scripts use it to share the Makefile's settings).
+print-%:
+	@echo '$($*)'

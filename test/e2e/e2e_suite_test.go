@@ -1,0 +1,85 @@
+// Package e2e holds the end-to-end tests: they run against a real cluster (the local one from
+// `make cluster-up`, or the current kubeconfig's with USE_EXISTING_CLUSTER=true) with the
+// operator deployed by `make deploy`. Run them with `make test-e2e`.
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// operatorNamespace is where `make deploy` installs the operator.
+const operatorNamespace = "etcdpilot-system"
+
+var clientset *kubernetes.Clientset
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "etcdpilot e2e")
+}
+
+// repoRoot is the repository root, found from this file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// run runs a command from the repository root and fails the spec with its output on error.
+func run(name string, args ...string) string {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = repoRoot()
+	cmd.Env = os.Environ()
+	out, err := cmd.CombinedOutput()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "%s %v failed:\n%s", name, args, out)
+	return string(out)
+}
+
+// The operator is deployed once, by the first parallel process, and removed after all
+// processes are done; every spec shares it.
+var _ = SynchronizedBeforeSuite(func() []byte {
+	By("deploying the operator with make deploy")
+	run("make", "deploy")
+	return nil
+}, func(_ []byte) {
+	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
+	Expect(err).NotTo(HaveOccurred(), "loading the kubeconfig (KUBECONFIG=%q)", os.Getenv("KUBECONFIG"))
+	clientset, err = kubernetes.NewForConfig(config)
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = SynchronizedAfterSuite(func() {}, func() {
+	if os.Getenv("E2E_KEEP_OPERATOR") == "true" {
+		return
+	}
+	By("removing the operator with make undeploy")
+	run("make", "undeploy")
+})
+
+// When a spec fails, its report carries the operator's logs.
+var _ = JustAfterEach(func() {
+	if !CurrentSpecReport().Failed() || clientset == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
+	if err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		logs, _ := clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "manager"}).DoRaw(ctx)
+		AddReportEntry("operator log "+p.Name, string(logs))
+	}
+})

@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+const (
+	metricsServiceName = "etcdpilot-controller-manager-metrics-service"
+	metricsReaderRole  = "etcdpilot-metrics-reader"
+)
+
+func operatorPodSelector() metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: "control-plane=controller-manager,app.kubernetes.io/name=etcdpilot"}
+}
+
+var _ = Describe("the operator", func() {
+	It("runs one Ready manager pod", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pods.Items).To(HaveLen(1))
+			pod := pods.Items[0]
+			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+			g.Expect(podReady(&pod)).To(BeTrue(), "pod %s is not Ready", pod.Name)
+			g.Expect(pod.Spec.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	})
+
+	Describe("metrics endpoint", Ordered, func() {
+		var (
+			endpoint string
+			ns       string
+		)
+
+		BeforeAll(func(ctx SpecContext) {
+			endpoint = metricsEndpoint(ctx)
+			created, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-metrics-"},
+			}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			ns = created.Name
+			DeferCleanup(func(ctx SpecContext) {
+				_ = clientset.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+			})
+		})
+
+		It("serves metrics to a ServiceAccount bound to the metrics-reader role", func(ctx SpecContext) {
+			token := serviceAccountToken(ctx, ns, "scraper")
+			binding := &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-metrics-reader-"},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReaderRole},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: ns}},
+			}
+			binding, err := clientset.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx SpecContext) {
+				_ = clientset.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
+			})
+
+			// RBAC changes reach the authorizer's cache within a moment; retry briefly.
+			Eventually(func(g Gomega) {
+				code, body := getMetrics(ctx, endpoint, token)
+				g.Expect(code).To(Equal(http.StatusOK), body)
+				g.Expect(body).To(ContainSubstring("controller_runtime_reconcile_total"))
+				g.Expect(body).To(ContainSubstring(`controller="etcdcluster"`))
+			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		})
+
+		It("refuses a request without a token", func(ctx SpecContext) {
+			code, body := getMetrics(ctx, endpoint, "")
+			Expect(code).To(Equal(http.StatusUnauthorized), body)
+		})
+
+		It("refuses a ServiceAccount that is not bound to the metrics-reader role", func(ctx SpecContext) {
+			token := serviceAccountToken(ctx, ns, "stranger")
+			code, body := getMetrics(ctx, endpoint, token)
+			Expect(code).To(Equal(http.StatusForbidden), body)
+		})
+	})
+})
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// metricsEndpoint returns host:port of a ready endpoint behind the metrics Service. The test
+// connects to the pod IP on the cluster bridge rather than the virtual Service IP, so that
+// nothing is ever sent to an address this machine does not own.
+func metricsEndpoint(ctx context.Context) string {
+	var endpoint string
+	Eventually(func(g Gomega) {
+		slices, err := clientset.DiscoveryV1().EndpointSlices(operatorNamespace).List(ctx, metav1.ListOptions{
+			LabelSelector: discoveryv1.LabelServiceName + "=" + metricsServiceName,
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, s := range slices.Items {
+			for _, p := range s.Ports {
+				if p.Port == nil || ptr.Deref(p.Name, "") != "https" {
+					continue
+				}
+				for _, e := range s.Endpoints {
+					if ptr.Deref(e.Conditions.Ready, false) && len(e.Addresses) > 0 {
+						endpoint = net.JoinHostPort(e.Addresses[0], strconv.Itoa(int(*p.Port)))
+					}
+				}
+			}
+		}
+		g.Expect(endpoint).NotTo(BeEmpty(), "the metrics Service has no ready endpoint")
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	return endpoint
+}
+
+// serviceAccountToken creates a ServiceAccount and returns a short-lived token for it.
+func serviceAccountToken(ctx context.Context, ns, name string) string {
+	_, err := clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	tr, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
+}
+
+// getMetrics GETs /metrics over HTTPS (the operator's certificate is self-signed) with an
+// optional bearer token and returns the status code and body.
+func getMetrics(ctx context.Context, endpoint, token string) (int, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://%s/metrics", endpoint), nil)
+	Expect(err).NotTo(HaveOccurred())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	httpClient := &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // self-signed serving cert
+	}
+	resp, err := httpClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return resp.StatusCode, string(body)
+}
