@@ -295,9 +295,10 @@ OSDK_VERSION_PKG := github.com/operator-framework/operator-sdk/internal/version
 $(OPERATOR_SDK):
 	$(call go-build-module,$@,operator-sdk,github.com/operator-framework/operator-sdk/cmd/operator-sdk,-tags containers_image_openpgp -ldflags "-s -w -X $(OSDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERSION) -X $(OSDK_VERSION_PKG).ImageVersion=$(OPERATOR_SDK_VERSION) -X $(OSDK_VERSION_PKG).GitVersion=$(OPERATOR_SDK_VERSION)")
 
+comma := ,
 OPM_VERSION_PKG := github.com/operator-framework/operator-registry/cmd/opm/version
 $(OPM):
-	$(call go-build-module,$@,opm,github.com/operator-framework/operator-registry/cmd/opm,-tags json1,containers_image_openpgp -ldflags "-s -w -X $(OPM_VERSION_PKG).gitCommit=$(OPM_VERSION) -X $(OPM_VERSION_PKG).opmVersion=$(OPM_VERSION)")
+	$(call go-build-module,$@,opm,github.com/operator-framework/operator-registry/cmd/opm,-tags json1$(comma)containers_image_openpgp -ldflags "-s -w -X $(OPM_VERSION_PKG).gitCommit=$(OPM_VERSION) -X $(OPM_VERSION_PKG).opmVersion=$(OPM_VERSION)")
 
 $(COREDNS):
 	$(call go-build-module,$@,coredns,github.com/coredns/coredns,-ldflags "-s -w")

@@ -36,13 +36,12 @@ func repoRoot() string {
 }
 
 // run runs a command from the repository root and fails the spec with its output on error.
-func run(name string, args ...string) string {
+func run(name string, args ...string) {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = repoRoot()
 	cmd.Env = os.Environ()
 	out, err := cmd.CombinedOutput()
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "%s %v failed:\n%s", name, args, out)
-	return string(out)
 }
 
 // The operator is deployed once, by the first parallel process, and removed after all
