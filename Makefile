@@ -228,6 +228,10 @@ cluster-up: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(CONTROL_PLANE_ETCD_BIN)/e
 cluster-down: ## Stop the local cluster and remove everything it made.
 	$(CLUSTER_ENV) hack/local-cluster.sh down
 
+.PHONY: cluster-smoke
+cluster-smoke: ## Prove the running local cluster works: registry pull, logs/exec, Service DNS, PVC data.
+	$(CLUSTER_ENV) hack/cluster/smoke-test.sh
+
 .PHONY: cluster-status
 cluster-status: ## Show the health of the local cluster (exit 1 when unhealthy).
 	$(CLUSTER_ENV) hack/local-cluster.sh status
@@ -304,7 +308,7 @@ $(COREDNS):
 	$(call go-build-module,$@,coredns,github.com/coredns/coredns,-ldflags "-s -w")
 
 $(LOCAL_PATH_PROVISIONER):
-	$(call go-build-module,$@,local-path-provisioner,github.com/rancher/local-path-provisioner,-ldflags "-s -w")
+	$(call go-build-module,$@,local-path-provisioner,github.com/rancher/local-path-provisioner,-ldflags "-s -w -X main.VERSION=$(LOCAL_PATH_PROVISIONER_VERSION)")
 
 K8S_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \

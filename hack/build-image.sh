@@ -5,7 +5,8 @@
 #   hack/build-image.sh -t REF [-e ENTRYPOINT] [-c CMD] [-u USER] [-w WORKDIR] [-E KEY=VAL]... ROOTFS
 #
 # ENTRYPOINT and CMD are comma-separated argv lists, as crane mutate takes them.
-# Files are stored owned by 0:0 unless they belong under a directory the image runs as.
+# Every file is stored owned by 0:0; a non-root USER can read and execute them, and a
+# directory it must write to needs mode 1777 (like /tmp) in ROOTFS.
 # CRANE names the crane binary (default: crane on PATH). The registry is reached over plain
 # HTTP (--insecure), which is what the local registry on localhost:5000 speaks.
 set -euo pipefail

@@ -1,0 +1,3 @@
+module github.com/etcdpilot/etcdpilot/hack/cluster/pause
+
+go 1.22

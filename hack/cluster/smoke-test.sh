@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# smoke-test.sh: prove the local cluster (hack/local-cluster.sh up) works end to end:
+# a pod from the local registry runs, kubectl logs/exec work, a ClusterIP Service answers
+# by its DNS name from another pod, and a PVC of the default StorageClass keeps its data
+# across pod re-creation. Everything happens in namespace cluster-smoke, deleted at the end.
+#
+# Uses the same environment as the cluster script (KUBECONFIG_OUT, K8S_BIN, REGISTRY_ADDR).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CLUSTER_DIR=${CLUSTER_DIR:-/var/lib/etcdpilot-cluster}
+KUBECONFIG_OUT=${KUBECONFIG_OUT:-$CLUSTER_DIR/kubeconfig}
+K8S_BIN=${K8S_BIN:-$ROOT/bin/k8s-v1.35.4}
+REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:5000}
+BUSYBOX=localhost:${REGISTRY_ADDR##*:}/busybox:1.35
+NS=cluster-smoke
+
+k() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_OUT" -n "$NS" "$@"; }
+
+step() {
+  local name=$1 t0=${EPOCHREALTIME/./}
+  shift
+  "$@"
+  local dt=$(((${EPOCHREALTIME/./} - t0) / 100000))
+  printf '[smoke] %s ... %d.%ds\n' "$name" $((dt / 10)) $((dt % 10))
+}
+
+fail() {
+  echo "[smoke] FAILED: $*" >&2
+  k get all,pvc -o wide >&2 || true
+  exit 1
+}
+
+# pod_spec NAME COMMAND [CLAIM]: a busybox pod running COMMAND, with CLAIM at /data.
+pod_spec() {
+  local volumes=
+  [[ -z ${3:-} ]] || volumes="
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: $3}}]"
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, labels: {app: $1}}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: main
+    image: $BUSYBOX
+    command: [sh, -c, '$2']$volumes
+EOF
+}
+
+setup() {
+  "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_OUT" delete namespace "$NS" --ignore-not-found --wait >/dev/null
+  "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_OUT" create namespace "$NS" >/dev/null
+}
+
+pod_logs_exec() {
+  pod_spec hello 'echo hello-from-pod; exec sleep 3600' | k apply -f - >/dev/null
+  k wait --for=condition=Ready pod/hello --timeout=90s >/dev/null || fail "pod hello not Ready"
+  [[ $(k logs hello) == hello-from-pod ]] || fail "kubectl logs: $(k logs hello)"
+  # shellcheck disable=SC2016 # expanded by the shell in the pod
+  [[ $(k exec hello -- sh -c 'echo exec-$((40 + 2))') == exec-42 ]] || fail "kubectl exec"
+}
+
+service_by_dns() {
+  pod_spec web 'mkdir -p /www && echo served-by-web >/www/index.html && exec httpd -f -p 8080 -h /www' |
+    k apply -f - >/dev/null
+  k expose pod web --name=web --port=80 --target-port=8080 >/dev/null
+  k wait --for=condition=Ready pod/web --timeout=90s >/dev/null || fail "pod web not Ready"
+  local out
+  for _ in $(seq 30); do
+    out=$(k exec hello -- timeout 5 wget -qO- "http://web.$NS.svc.cluster.local" 2>&1) && break
+    sleep 1
+  done
+  [[ $out == served-by-web ]] || fail "Service web by DNS name: $out"
+  out=$(k exec hello -- nslookup kubernetes.default.svc.cluster.local 2>&1) || fail "nslookup: $out"
+}
+
+volume_persists() {
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 16Mi}}
+EOF
+  # shellcheck disable=SC2016 # runs in the pod
+  local script='if [ -f /data/token ]; then echo FOUND $(cat /data/token); else echo smoke-token >/data/token && echo WROTE; fi; exec sleep 3600'
+  pod_spec writer "$script" data | k apply -f - >/dev/null
+  k wait --for=condition=Ready pod/writer --timeout=90s >/dev/null || fail "pod writer not Ready"
+  [[ $(k logs writer) == WROTE ]] || fail "first writer: $(k logs writer)"
+  [[ $(k get pvc data -o 'jsonpath={.spec.storageClassName}') == local-path ]] || fail "PVC did not get the default StorageClass"
+  k delete pod writer --wait >/dev/null
+  pod_spec writer "$script" data | k apply -f - >/dev/null
+  k wait --for=condition=Ready pod/writer --timeout=90s >/dev/null || fail "second pod writer not Ready"
+  [[ $(k logs writer) == "FOUND smoke-token" ]] || fail "data did not survive: $(k logs writer)"
+}
+
+teardown() {
+  local pv
+  pv=$(k get pvc data -o 'jsonpath={.spec.volumeName}')
+  "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_OUT" delete namespace "$NS" --wait --timeout=120s >/dev/null
+  # reclaimPolicy Delete: the provisioner's helper pod removes the volume, then the PV goes.
+  "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_OUT" wait --for=delete "pv/$pv" --timeout=60s >/dev/null
+}
+
+step "namespace" setup
+step "pod from local registry, logs, exec" pod_logs_exec
+step "ClusterIP Service by DNS name" service_by_dns
+step "PVC (default StorageClass) survives pod re-creation" volume_persists
+step "cleanup (namespace, PV reclaimed)" teardown
+echo "[smoke] all passed"
