@@ -248,7 +248,7 @@ endif
 E2E_PROCS ?= 2
 .PHONY: test-e2e
 test-e2e: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images ## Run the e2e suite on the local cluster (or USE_EXISTING_CLUSTER=true).
-	KUBECTL=$(KUBECTL) LOCAL_IMG=$(LOCAL_IMG) $(GINKGO) -v --procs=$(E2E_PROCS) --timeout=40m ./test/e2e
+	KUBECTL=$(KUBECTL) LOCAL_IMG=$(LOCAL_IMG) $(GINKGO) -v $(if $(CI),--no-color) --procs=$(E2E_PROCS) --timeout=40m ./test/e2e
 
 .PHONY: demo
 demo: $(KUSTOMIZE) $(KUBECTL) ## Start everything locally: cluster, images, operator, a sample EtcdCluster.
