@@ -276,7 +276,7 @@ endef
 # go-build-module builds packages $(3) from the pinned module in hack/tools/$(2) into
 # directory $(1) (or file $(1) when one package), with extra go build flags $(4).
 define go-build-module
-@set -e; echo "building $(notdir $(1)) from hack/tools/$(2)"; mkdir -p $(dir $(1)); \
+@set -e; echo "building $(notdir $(patsubst %/,%,$(1))) from hack/tools/$(2)"; mkdir -p $(dir $(1)); \
 cd hack/tools/$(2) && CGO_ENABLED=0 go build -trimpath $(4) -o $(1) $(3)
 endef
 

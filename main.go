@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"os"
 
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -20,6 +24,8 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/controllers"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/watchns"
 )
 
@@ -37,8 +43,8 @@ func main() {
 
 func run() error {
 	var (
-		metricsAddr, probeAddr, etcdImageRepository string
-		leaderElect, secureMetrics, enableHTTP2     bool
+		metricsAddr, probeAddr, etcdImageRepository, clusterDomain string
+		leaderElect, secureMetrics, enableHTTP2                    bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443",
 		"Address the metrics endpoint binds to (HTTPS, authenticated and authorized). Use \"0\" to disable it.")
@@ -51,6 +57,8 @@ func run() error {
 		"Serve metrics and webhooks over HTTP/2 as well (off by default: HTTP/2 Stream Cancellation and Rapid Reset CVEs).")
 	flag.StringVar(&etcdImageRepository, "etcd-image-repository", envOr("ETCD_IMAGE_REPOSITORY", defaultEtcdImageRepository),
 		"Image repository of the etcd members; the tag is the etcd version (env ETCD_IMAGE_REPOSITORY).")
+	flag.StringVar(&clusterDomain, "cluster-domain", envOr("CLUSTER_DOMAIN", "cluster.local"),
+		"DNS domain of the Kubernetes cluster, named in member certificates (env CLUSTER_DOMAIN).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -61,7 +69,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cacheOpts := cache.Options{}
+	// The operator only reads the pods, claims, services, secrets and disruption budgets it
+	// made; caching only those (by label) keeps its memory flat however big the cluster.
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{cluster.LabelManagedBy: cluster.ManagedBy})}
+	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: ours, &corev1.PersistentVolumeClaim{}: ours, &corev1.Service{}: ours,
+		&corev1.Secret{}: ours, &policyv1.PodDisruptionBudget{}: ours,
+	}}
 	if len(namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range namespaces {
@@ -108,7 +122,10 @@ func run() error {
 	if err := (&controllers.EtcdClusterReconciler{
 		Client:              mgr.GetClient(),
 		Scheme:              mgr.GetScheme(),
+		Recorder:            mgr.GetEventRecorder("etcdpilot"),
 		EtcdImageRepository: etcdImageRepository,
+		ClusterDomain:       clusterDomain,
+		NewEtcdClient:       etcd.New,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdCluster controller: %w", err)
 	}

@@ -4,58 +4,279 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/membership"
+	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
+)
+
+// Finalizer holds an EtcdCluster until the operator has applied its PVC deletion policy.
+const Finalizer = "etcd.etcdpilot.io/cleanup"
+
+// How soon to look again: quickly while a change is under way, and periodically when the
+// cluster is steady, to notice unhealthy members (etcd does not emit Kubernetes events).
+const (
+	requeueProgressing = 2 * time.Second
+	requeueSteady      = 30 * time.Second
 )
 
 // EtcdClusterReconciler reconciles EtcdCluster objects.
 type EtcdClusterReconciler struct {
-	Client client.Client
-	Scheme *runtime.Scheme
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
 
 	// EtcdImageRepository is the repository etcd member images are pulled from
 	// (for example gcr.io/etcd-development/etcd); the tag is the etcd version.
 	EtcdImageRepository string
+	// ClusterDomain is the cluster's DNS domain (cluster.local), for certificate names.
+	ClusterDomain string
+	// NewEtcdClient makes the client the operator talks to members with.
+	NewEtcdClient etcd.Factory
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
 }
 
-// +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdclusters,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services;secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one EtcdCluster towards its spec. Steps:
 //
-//  1. Observe: read the EtcdCluster; a deleted one needs nothing (owned objects are
-//     garbage-collected).
-//  2. Decide: compute the status from the observation (internal/status).
-//  3. Report: patch the status once, only when it changed.
-func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	cluster := &etcdv1alpha1.EtcdCluster{}
-	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
+//  1. Read the EtcdCluster. A deleted one is finalized: its PVC deletion policy is applied
+//     and the finalizer removed; everything else it owns is garbage-collected.
+//  2. Add the finalizer, before anything is created.
+//  3. Ensure the TLS secrets: CA, member certificate, client certificate.
+//  4. Ensure the peer and client Services and the PodDisruptionBudget.
+//  5. Observe the member pods and claims, and the etcd membership and health.
+//  6. Plan one membership change (internal/membership) and carry it out.
+//  7. Patch the status once, computed from steps 5 and 6 (internal/status), and emit
+//     events for the transitions it shows.
+func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, err error) {
+	c := &etcdv1alpha1.EtcdCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-
-	desired := status.Compute(cluster)
-
-	if apiequality.Semantic.DeepEqual(cluster.Status, desired) {
-		return reconcile.Result{}, nil
+	if !c.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, r.finalize(ctx, c)
 	}
-	patch := client.MergeFrom(cluster.DeepCopy())
-	cluster.Status = desired
-	return reconcile.Result{}, r.Client.Status().Patch(ctx, cluster, patch)
+	if controllerutil.AddFinalizer(c, Finalizer) {
+		// The update's watch event brings the next reconcile.
+		return reconcile.Result{}, r.Client.Update(ctx, c)
+	}
+
+	in := status.Input{Cluster: c}
+	defer func() {
+		if perr := r.patchStatus(ctx, c, in); perr != nil && err == nil {
+			err = perr
+		}
+	}()
+
+	tlsConfig, err := r.ensureTLS(ctx, c)
+	if err != nil {
+		in.Err = err
+		return reconcile.Result{}, err
+	}
+	if err := r.ensureServices(ctx, c); err != nil {
+		in.Err = err
+		return reconcile.Result{}, err
+	}
+	obs, err := r.observe(ctx, c, tlsConfig)
+	if err != nil {
+		in.Err = fmt.Errorf("observing members: %w", err)
+		return reconcile.Result{}, in.Err
+	}
+	defer obs.close()
+	if err := r.recordBootstrapped(ctx, obs); err != nil {
+		in.Err = fmt.Errorf("recording bootstrapped members: %w", err)
+		return reconcile.Result{}, in.Err
+	}
+	in.Observed, in.Details = obs.planner, obs.details
+	in.Action = membership.Plan(obs.planner)
+	result, err = r.act(ctx, c, obs, in.Action)
+	in.Err = err
+	return result, err
 }
 
-// SetupWithManager registers the reconciler with the manager.
+// act carries out the planned action: at most one membership change.
+func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, a membership.Action) (reconcile.Result, error) {
+	log.FromContext(ctx).Info("Planned", "action", a.Kind, "member", a.Member, "reason", a.Reason)
+	switch a.Kind {
+	case membership.CreateSeed, membership.CreatePod:
+		if err := r.createMember(ctx, c, a); err != nil {
+			return reconcile.Result{}, fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
+		}
+		r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", a.Member, a.Message)
+	case membership.AddLearner:
+		if _, _, err := obs.etcd.MemberAddAsLearner(ctx, []string{a.PeerURL}); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding member %s as a learner: %w", a.Member, err)
+		}
+		r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "Added member %s as a learner", a.Member)
+		if err := r.createMember(ctx, c, a); err != nil {
+			return reconcile.Result{}, fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
+		}
+	case membership.Promote:
+		err := obs.etcd.MemberPromote(ctx, a.MemberID)
+		if etcd.IsLearnerNotReady(err) {
+			return reconcile.Result{RequeueAfter: requeueProgressing}, nil
+		}
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("promoting learner %s: %w", a.Member, err)
+		}
+		r.event(c, corev1.EventTypeNormal, "LearnerPromoted", "PromoteMember", "Promoted learner %s to a voting member", a.Member)
+	case membership.None, membership.Blocked:
+		return reconcile.Result{RequeueAfter: requeueSteady}, nil
+	}
+	return reconcile.Result{RequeueAfter: requeueProgressing}, nil
+}
+
+// createMember creates a member's claim (unless ephemeral, or it exists) and its pod.
+func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action) error {
+	if !c.Spec.Storage.Ephemeral {
+		if err := r.Client.Create(ctx, resources.MemberPVC(c, a.Member)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	pod := resources.MemberPod(c, resources.MemberConfig{
+		Name: a.Member, InitialCluster: a.InitialCluster, InitialClusterState: a.InitialClusterState,
+	}, r.EtcdImageRepository)
+	if err := r.Client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// ensureServices creates or corrects the peer and client Services and the
+// PodDisruptionBudget, copying only the fields the operator owns.
+func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	for _, desired := range []*corev1.Service{resources.PeerService(c), resources.ClientService(c)} {
+		svc := &corev1.Service{ObjectMeta: desired.ObjectMeta}
+		if _, err := controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
+			svc.Labels, svc.OwnerReferences = desired.Labels, desired.OwnerReferences
+			svc.Spec.Selector, svc.Spec.Ports = desired.Spec.Selector, desired.Spec.Ports
+			svc.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
+			if svc.CreationTimestamp.IsZero() {
+				svc.Spec.ClusterIP = desired.Spec.ClusterIP
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("ensuring service %s: %w", desired.Name, err)
+		}
+	}
+	desired := resources.PodDisruptionBudget(c)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: desired.ObjectMeta}
+	if _, err := controllerutil.CreateOrPatch(ctx, r.Client, pdb, func() error {
+		pdb.Labels, pdb.OwnerReferences, pdb.Spec = desired.Labels, desired.OwnerReferences, desired.Spec
+		return nil
+	}); err != nil {
+		return fmt.Errorf("ensuring pod disruption budget %s: %w", desired.Name, err)
+	}
+	return nil
+}
+
+// finalize applies the PVC deletion policy, then lets the EtcdCluster go. Retained claims
+// lose their owner reference, so the garbage collector leaves them (and the data) alone.
+func (r *EtcdClusterReconciler) finalize(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	if !controllerutil.ContainsFinalizer(c, Finalizer) {
+		return nil
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := r.Client.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(cluster.For(c).SelectorLabels())); err != nil {
+		return err
+	}
+	for i := range pvcs.Items {
+		pvc := &pvcs.Items[i]
+		if c.Spec.DeletionPolicy == etcdv1alpha1.DeletionPolicyDelete {
+			if err := r.Client.Delete(ctx, pvc); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			continue
+		}
+		patch := client.MergeFrom(pvc.DeepCopy())
+		var kept []metav1.OwnerReference
+		for _, ref := range pvc.OwnerReferences {
+			if ref.UID != c.UID {
+				kept = append(kept, ref)
+			}
+		}
+		pvc.OwnerReferences = kept
+		if err := r.Client.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	verb := "Kept"
+	if c.Spec.DeletionPolicy == etcdv1alpha1.DeletionPolicyDelete {
+		verb = "Deleted"
+	}
+	r.event(c, corev1.EventTypeNormal, "Finalized", "Delete", "%s %d member volume claims (deletionPolicy %s)", verb, len(pvcs.Items), c.Spec.DeletionPolicy)
+	controllerutil.RemoveFinalizer(c, Finalizer)
+	return r.Client.Update(ctx, c)
+}
+
+// patchStatus computes the status and patches it if it changed, then emits events for
+// the transitions between the old status and the new.
+func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, c *etcdv1alpha1.EtcdCluster, in status.Input) error {
+	desired := status.Compute(in)
+	if apiequality.Semantic.DeepEqual(c.Status, desired) {
+		return nil
+	}
+	old := c.Status
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Status = desired
+	if err := r.Client.Status().Patch(ctx, c, patch); err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	for _, e := range status.Transitions(old, desired) {
+		r.event(c, e.Type, e.Reason, e.Action, "%s", e.Message)
+	}
+	return nil
+}
+
+func (r *EtcdClusterReconciler) event(c *etcdv1alpha1.EtcdCluster, eventType, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(c, nil, eventType, reason, action, note, args...)
+	}
+}
+
+func (r *EtcdClusterReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// SetupWithManager registers the reconciler with the manager: it watches EtcdClusters and
+// everything they own.
 func (r *EtcdClusterReconciler) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		For(&etcdv1alpha1.EtcdCluster{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.Secret{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		Named("etcdcluster").
 		Complete(r)
 }

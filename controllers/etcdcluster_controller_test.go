@@ -2,17 +2,28 @@ package controllers_test
 
 import (
 	"context"
+	"crypto/x509"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/controllers"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/etcd/fake"
+	"github.com/etcdpilot/etcdpilot/internal/pki"
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 100 * time.Millisecond
 )
 
 // newNamespace creates a namespace of its own for one test.
@@ -23,44 +34,163 @@ func newNamespace(t *testing.T) string {
 	return ns.Name
 }
 
-func TestSizeDefaultsToThree(t *testing.T) {
-	g := NewWithT(t)
-	cluster := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: newNamespace(t)}}
+func keyOf(o client.Object) client.ObjectKey { return client.ObjectKeyFromObject(o) }
 
-	g.Expect(k8sClient.Create(context.Background(), cluster)).To(Succeed())
-
-	g.Expect(cluster.Spec.Size).To(Equal(int32(3)))
+func get[T client.Object](g Gomega, ns, name string, obj T) T {
+	g.ExpectWithOffset(1, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj)).To(Succeed())
+	return obj
 }
 
-func TestSizeMustBeOddAndAtMostSeven(t *testing.T) {
-	ns := newNamespace(t)
-	for _, size := range []int32{2, 4, 9, -1} {
-		g := NewWithT(t)
-		cluster := &etcdv1alpha1.EtcdCluster{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-size-", Namespace: ns},
-			Spec:       etcdv1alpha1.EtcdClusterSpec{Size: size},
-		}
-
-		err := k8sClient.Create(context.Background(), cluster)
-
-		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "size %d: want Invalid, got %v", size, err)
-		g.Expect(err).To(MatchError(ContainSubstring(`spec.size: Unsupported value: %d: supported values: "1", "3", "5", "7"`, size)))
+func condition(c *etcdv1alpha1.EtcdCluster, t string) metav1.Condition {
+	if cond := meta.FindStatusCondition(c.Status.Conditions, t); cond != nil {
+		return *cond
 	}
+	return metav1.Condition{}
 }
 
-func TestStatusSaysMembersAreNotManagedYet(t *testing.T) {
+func TestBootstrapCreatesOwnedObjectsAndTheSeedOnly(t *testing.T) {
 	g := NewWithT(t)
-	key := client.ObjectKey{Name: "status", Namespace: newNamespace(t)}
-	cluster := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
-	g.Expect(k8sClient.Create(context.Background(), cluster)).To(Succeed())
+	ctx := context.Background()
+	ns := newNamespace(t)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "boot", Namespace: ns}}
+	g.Expect(k8sClient.Create(ctx, c)).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		got := &etcdv1alpha1.EtcdCluster{}
-		g.Expect(k8sClient.Get(context.Background(), key, got)).To(Succeed())
+		got := get(g, ns, "boot", &etcdv1alpha1.EtcdCluster{})
+		g.Expect(got.Finalizers).To(ContainElement(controllers.Finalizer))
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
-		ready := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionReady)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(ready.Reason).To(Equal(etcdv1alpha1.ReasonMembersNotManaged))
-	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+		g.Expect(got.Status.ClientService).To(Equal("boot-client"))
+		g.Expect(got.Status.ClientSecret).To(Equal("boot-client-tls"))
+		g.Expect(got.Status.Selector).To(Equal("app.kubernetes.io/name=etcd,etcd.etcdpilot.io/cluster=boot"))
+		g.Expect(condition(got, etcdv1alpha1.ConditionAvailable).Reason).To(Equal(etcdv1alpha1.ReasonBootstrapping))
+		g.Expect(condition(got, etcdv1alpha1.ConditionProgressing).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	owner := get(g, ns, "boot", &etcdv1alpha1.EtcdCluster{})
+	ownedByCluster := func(o client.Object) {
+		g.ExpectWithOffset(1, o.GetOwnerReferences()).To(ContainElement(HaveField("UID", owner.UID)), o.GetName())
+	}
+
+	By := func(string) {}
+	By("the CA signs the member certificate, which covers every member name")
+	ca := get(g, ns, "boot-ca", &corev1.Secret{})
+	ownedByCluster(ca)
+	authority, err := pki.LoadCA(pki.KeyPair{CertPEM: ca.Data["ca.crt"], KeyPEM: ca.Data["ca.key"]})
+	g.Expect(err).NotTo(HaveOccurred())
+	member := get(g, ns, "boot-member-tls", &corev1.Secret{})
+	g.Expect(member.Type).To(Equal(corev1.SecretTypeTLS))
+	g.Expect(authority.Verify(member.Data["tls.crt"], "boot-4.boot-peer."+ns+".svc", x509.ExtKeyUsageServerAuth, time.Now())).To(Succeed())
+	g.Expect(authority.Verify(member.Data["tls.crt"], "boot-client."+ns+".svc", x509.ExtKeyUsageServerAuth, time.Now())).To(Succeed())
+	clientSecret := get(g, ns, "boot-client-tls", &corev1.Secret{})
+	g.Expect(authority.Verify(clientSecret.Data["tls.crt"], "", x509.ExtKeyUsageClientAuth, time.Now())).To(Succeed())
+	g.Expect(clientSecret.Data["ca.crt"]).To(Equal(ca.Data["ca.crt"]))
+
+	By("services and the disruption budget")
+	peer := get(g, ns, "boot-peer", &corev1.Service{})
+	g.Expect(peer.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+	g.Expect(peer.Spec.PublishNotReadyAddresses).To(BeTrue())
+	ownedByCluster(peer)
+	ownedByCluster(get(g, ns, "boot-client", &corev1.Service{}))
+	pdb := get(g, ns, "boot", &policyv1.PodDisruptionBudget{})
+	g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(2))
+
+	By("only the seed member, as a new cluster of one")
+	var pods corev1.PodList
+	g.Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(1))
+	seed := pods.Items[0]
+	g.Expect(seed.Name).To(Equal("boot-0"))
+	ownedByCluster(&seed)
+	g.Expect(seed.Spec.Containers[0].Image).To(Equal(testImageRepository + ":v3.7.3"))
+	g.Expect(seed.Spec.Containers[0].Args).To(ContainElements(
+		"--initial-cluster-state=new",
+		"--initial-cluster=boot-0=https://boot-0.boot-peer."+ns+".svc:2380",
+		"--initial-cluster-token=boot-"+string(owner.UID),
+	))
+	ownedByCluster(get(g, ns, "boot-0-data", &corev1.PersistentVolumeClaim{}))
+}
+
+func TestMembersJoinAsLearnersOneAtATime(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	names := func(m string) (peer, client string) {
+		return "https://" + m + ".grow-peer." + ns + ".svc:2380", "https://" + m + ".grow-peer." + ns + ".svc:2379"
+	}
+	seedPeer, seedClient := names("grow-0")
+	etcdFake := fake.New(etcd.Member{ID: 1, Name: "grow-0", PeerURLs: []string{seedPeer}, ClientURLs: []string{seedClient}})
+	fakeEtcd.register(ns, etcdFake)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "grow", Namespace: ns}}
+	g.Expect(k8sClient.Create(ctx, c)).To(Succeed())
+
+	// The seed pod is created while nothing answers... but the fake answers as soon as the
+	// seed pod exists, so the operator adds grow-1 as a learner and creates its pod.
+	g.Eventually(func(g Gomega) {
+		get(g, ns, "grow-1", &corev1.Pod{})
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(etcdFake.MembershipChanges()).To(Equal([]string{"MemberAddAsLearner " + must(names("grow-1"))}))
+	pod := get(g, ns, "grow-1", &corev1.Pod{})
+	g.Expect(pod.Spec.Containers[0].Args).To(ContainElement("--initial-cluster-state=existing"))
+
+	// While grow-1 has not started, nothing else changes.
+	g.Consistently(etcdFake.MembershipChanges).WithTimeout(2 * time.Second).Should(HaveLen(1))
+	got := get(g, ns, "grow", &etcdv1alpha1.EtcdCluster{})
+	g.Expect(condition(got, etcdv1alpha1.ConditionProgressing).Reason).To(Equal(etcdv1alpha1.ReasonPromotingLearner))
+	g.Expect(condition(got, etcdv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+
+	// Once it starts, it is promoted, and the next member is added.
+	learner := etcdFake.Members()[1]
+	_, client1 := names("grow-1")
+	g.Expect(etcdFake.StartMember(learner.ID, "grow-1", client1)).To(Succeed())
+	g.Eventually(etcdFake.MembershipChanges).WithTimeout(timeout).Should(Equal([]string{
+		"MemberAddAsLearner " + must(names("grow-1")),
+		"MemberPromote 2",
+		"MemberAddAsLearner " + must(names("grow-2")),
+	}))
+	third := etcdFake.Members()[2]
+	_, client2 := names("grow-2")
+	g.Expect(etcdFake.StartMember(third.ID, "grow-2", client2)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "grow", &etcdv1alpha1.EtcdCluster{})
+		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "%+v", got.Status.Conditions)
+		g.Expect(got.Status.ReadyMembers).To(Equal(int32(3)))
+		g.Expect(got.Status.Members).To(HaveLen(3))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(etcdFake.MembershipChanges()).To(HaveLen(4), "exactly one add and one promote per member")
+}
+
+func must(peer, _ string) string { return peer }
+
+func TestDeletionAppliesThePVCPolicy(t *testing.T) {
+	for _, policy := range []etcdv1alpha1.DeletionPolicy{etcdv1alpha1.DeletionPolicyRetain, etcdv1alpha1.DeletionPolicyDelete} {
+		t.Run(string(policy), func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			ns := newNamespace(t)
+			c := &etcdv1alpha1.EtcdCluster{
+				ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: ns},
+				Spec:       etcdv1alpha1.EtcdClusterSpec{DeletionPolicy: policy},
+			}
+			g.Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			g.Eventually(func(g Gomega) { get(g, ns, "gone-0-data", &corev1.PersistentVolumeClaim{}) }).
+				WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+			g.Expect(k8sClient.Delete(ctx, c)).To(Succeed())
+
+			g.Eventually(func() bool {
+				return apierrors.IsNotFound(k8sClient.Get(ctx, keyOf(c), &etcdv1alpha1.EtcdCluster{}))
+			}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the finalizer must let the cluster go")
+			pvc := get(g, ns, "gone-0-data", &corev1.PersistentVolumeClaim{})
+			if policy == etcdv1alpha1.DeletionPolicyRetain {
+				g.Expect(pvc.OwnerReferences).To(BeEmpty(), "a retained claim must not be garbage-collected")
+				g.Expect(pvc.DeletionTimestamp).To(BeNil())
+			} else {
+				// envtest runs no controller-manager, so the claim's protection finalizer
+				// keeps it visible; it is being deleted.
+				g.Expect(pvc.DeletionTimestamp).NotTo(BeNil())
+			}
+		})
+	}
 }

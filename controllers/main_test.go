@@ -2,9 +2,13 @@ package controllers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,10 +21,48 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/controllers"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/etcd/fake"
 )
 
 // k8sClient talks to this package's envtest API server, where the EtcdCluster controller runs.
 var k8sClient client.Client
+
+// testImageRepository is the etcd image repository the controller under test is given.
+const testImageRepository = "registry.example/etcd"
+
+// fakeEtcd stands in for the etcd members, which never run in envtest (there is no kubelet):
+// a test registers a fake cluster for its namespace; namespaces without one do not answer.
+var fakeEtcd = &etcdRouter{byNamespace: map[string]*fake.Client{}}
+
+type etcdRouter struct {
+	mu          sync.Mutex
+	byNamespace map[string]*fake.Client
+}
+
+func (r *etcdRouter) register(namespace string, f *fake.Client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byNamespace[namespace] = f
+}
+
+// factory routes by the namespace in the member URLs (https://<member>.<peer>.<ns>.svc:2379).
+func (r *etcdRouter) factory(cfg etcd.Config) (etcd.Client, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range cfg.Endpoints {
+		u, err := url.Parse(e)
+		if err != nil {
+			return nil, err
+		}
+		if labels := strings.Split(u.Hostname(), "."); len(labels) == 4 {
+			if f, ok := r.byNamespace[labels[2]]; ok {
+				return f.Factory()(cfg)
+			}
+		}
+	}
+	return nil, errors.New("no etcd member answers in envtest")
+}
 
 // TestMain starts one envtest (our own kube-apiserver and etcd from bin/, found through
 // KUBEBUILDER_ASSETS) for the whole package, with the CRDs from config/crd/bases and the
@@ -59,7 +101,8 @@ func runWithEnvtest(m *testing.M) int {
 		return 1
 	}
 	if err := (&controllers.EtcdClusterReconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), EtcdImageRepository: "example.invalid/etcd",
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("etcdpilot"),
+		EtcdImageRepository: testImageRepository, ClusterDomain: "cluster.local", NewEtcdClient: fakeEtcd.factory,
 	}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up controller:", err)
 		return 1

@@ -1,13 +1,14 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
 //
-// This is the first cut of the API: it carries only the member count. Version, storage, TLS
-// and the etcd tuning options arrive with the level 1 (Basic Install) work.
+// +kubebuilder:validation:XValidation:rule="!has(self.storage) || !has(self.storage.size) || (has(self.storage.ephemeral) && self.storage.ephemeral) || !has(self.etcd) || !has(self.etcd.quotaBackendBytes) || quantity(string(self.etcd.quotaBackendBytes)).isLessThan(quantity(string(self.storage.size)))",message="etcd.quotaBackendBytes must be smaller than storage.size: etcd needs room beyond its quota for the write-ahead log and snapshots"
 type EtcdClusterSpec struct {
 	// size is the number of etcd members. An etcd cluster tolerates the loss of
 	// (size-1)/2 members, so only odd sizes are useful: 1 (no fault tolerance, for
@@ -16,6 +17,204 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:validation:Enum=1;3;5;7
 	// +optional
 	Size int32 `json:"size,omitempty"`
+
+	// version is the etcd release the members run, without a leading "v" (for example
+	// "3.6.16"). It must be one of the releases this operator supports; the default is the
+	// newest of them.
+	// +kubebuilder:default="3.7.3"
+	// +kubebuilder:validation:Enum="3.5.35";"3.6.16";"3.7.3"
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// storage is where each member keeps its data: a PersistentVolumeClaim per member by
+	// default, or an emptyDir when ephemeral is set.
+	// +kubebuilder:default={}
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// resources are the CPU and memory requests and limits of each etcd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// podTemplate adds scheduling and metadata settings to every member pod.
+	// +optional
+	PodTemplate PodTemplate `json:"podTemplate,omitempty"`
+
+	// tls selects how peer and client traffic is secured. The default is TLS on both,
+	// with certificates from a certificate authority the operator creates for this cluster.
+	// +kubebuilder:default={}
+	// +optional
+	TLS TLSSpec `json:"tls,omitempty"`
+
+	// etcd holds the etcd settings that matter in production.
+	// +kubebuilder:default={}
+	// +optional
+	Etcd EtcdOptions `json:"etcd,omitempty"`
+
+	// deletionPolicy says what happens to the members' PersistentVolumeClaims when the
+	// EtcdCluster is deleted: Retain keeps them (and the data), Delete removes them.
+	// +kubebuilder:default=Retain
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// DeletionPolicy says what happens to member PVCs when their EtcdCluster is deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyRetain keeps the member PVCs, detached from the deleted EtcdCluster.
+	DeletionPolicyRetain DeletionPolicy = "Retain"
+	// DeletionPolicyDelete deletes the member PVCs with the EtcdCluster.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+)
+
+// StorageSpec is where each member keeps its data.
+//
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.ephemeral) && !has(self.ephemeral) || has(oldSelf.ephemeral) && has(self.ephemeral) && self.ephemeral == oldSelf.ephemeral",message="storage.ephemeral cannot be changed after the cluster is created"
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storage.storageClassName cannot be changed after the cluster is created: volumes cannot move between storage classes"
+// +kubebuilder:validation:XValidation:rule="!has(self.size) || !has(oldSelf.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="storage.size cannot be decreased: volumes can only grow"
+type StorageSpec struct {
+	// size is the capacity of each member's volume. It can grow (when the storage class
+	// allows volume expansion) but never shrink.
+	// +kubebuilder:default="4Gi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('63Mi'))",message="storage.size must be at least 64Mi"
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// storageClassName is the StorageClass of the members' volumes; empty means the
+	// cluster's default StorageClass. It cannot be changed after creation.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// ephemeral keeps member data in an emptyDir instead of a PersistentVolumeClaim. The
+	// data of a member is lost when its pod is deleted: use it only for tests and caches.
+	// It cannot be changed after creation.
+	// +optional
+	Ephemeral bool `json:"ephemeral,omitempty"`
+}
+
+// PodTemplate holds the settings applied to every member pod on top of the operator's own.
+type PodTemplate struct {
+	// labels are added to every member pod. They cannot override the operator's own labels.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations are added to every member pod.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// affinity replaces the default affinity, which prefers spreading members across nodes.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// tolerations of every member pod.
+	// +listType=atomic
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// nodeSelector of every member pod.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// priorityClassName of every member pod.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// topologySpreadConstraints of every member pod. The operator fills in the label
+	// selector when a constraint has none.
+	// +listType=atomic
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+}
+
+// TLSMode is how an etcd cluster's traffic is secured.
+// +kubebuilder:validation:Enum=OperatorCA;Disabled
+type TLSMode string
+
+const (
+	// TLSModeOperatorCA secures peer and client traffic with certificates from a
+	// certificate authority the operator creates for the cluster (Secret <name>-ca).
+	TLSModeOperatorCA TLSMode = "OperatorCA"
+	// TLSModeDisabled serves peer and client traffic in plain text. Anyone who can reach
+	// the pods can read and write every key: use it only for tests.
+	TLSModeDisabled TLSMode = "Disabled"
+)
+
+// TLSSpec selects how an etcd cluster's traffic is secured.
+type TLSSpec struct {
+	// mode is how peer and client traffic is secured: OperatorCA (the default: TLS with
+	// certificates from a CA the operator creates for this cluster, and client
+	// certificates required) or Disabled (plain text, for tests only). It cannot be
+	// changed after the cluster is created.
+	// +kubebuilder:default=OperatorCA
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tls.mode cannot be changed after the cluster is created; create a new cluster and restore a backup into it"
+	// +optional
+	Mode TLSMode `json:"mode,omitempty"`
+}
+
+// AutoCompactionMode is how etcd decides which revisions to compact.
+// +kubebuilder:validation:Enum=periodic;revision
+type AutoCompactionMode string
+
+const (
+	// AutoCompactionPeriodic keeps the history of the last retention period (a duration).
+	AutoCompactionPeriodic AutoCompactionMode = "periodic"
+	// AutoCompactionRevision keeps the last retention revisions (a count).
+	AutoCompactionRevision AutoCompactionMode = "revision"
+)
+
+// EtcdOptions are the etcd settings that matter in production, typed and validated.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionMode) || !has(self.autoCompactionRetention) || self.autoCompactionMode != 'periodic' || self.autoCompactionRetention.matches('^([0-9]+(\\\\.[0-9]+)?(h|m|s))+$')",message="etcd.autoCompactionRetention must be a duration such as 1h or 30m when autoCompactionMode is periodic"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionMode) || !has(self.autoCompactionRetention) || self.autoCompactionMode != 'revision' || self.autoCompactionRetention.matches('^[1-9][0-9]*$')",message="etcd.autoCompactionRetention must be a positive number of revisions such as 10000 when autoCompactionMode is revision"
+// +kubebuilder:validation:XValidation:rule="!has(self.electionTimeoutMillis) || !has(self.heartbeatIntervalMillis) || self.electionTimeoutMillis >= 5 * self.heartbeatIntervalMillis",message="etcd.electionTimeoutMillis must be at least 5 times etcd.heartbeatIntervalMillis, or members start needless elections"
+type EtcdOptions struct {
+	// autoCompactionMode is how old revisions are compacted: periodic (keep a time window
+	// of history) or revision (keep a number of revisions).
+	// +kubebuilder:default=periodic
+	// +optional
+	AutoCompactionMode AutoCompactionMode `json:"autoCompactionMode,omitempty"`
+
+	// autoCompactionRetention is how much history to keep: a duration such as "1h" in
+	// periodic mode, a number of revisions such as "10000" in revision mode.
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
+
+	// quotaBackendBytes is the size at which etcd stops accepting writes (NOSPACE alarm).
+	// etcd recommends at most 8Gi. It must be smaller than storage.size.
+	// +kubebuilder:default="2Gi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('15Mi')) && quantity(string(self)).isLessThan(quantity('8Gi')) || quantity(string(self)).compareTo(quantity('8Gi')) == 0",message="etcd.quotaBackendBytes must be between 16Mi and 8Gi"
+	// +optional
+	QuotaBackendBytes *resource.Quantity `json:"quotaBackendBytes,omitempty"`
+
+	// snapshotCount is the number of committed transactions after which a member takes a
+	// snapshot to disk and can release its in-memory log.
+	// +kubebuilder:default=10000
+	// +kubebuilder:validation:Minimum=100
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	SnapshotCount int64 `json:"snapshotCount,omitempty"`
+
+	// heartbeatIntervalMillis is how often, in milliseconds, the leader tells followers it
+	// is alive. Set it near the round-trip time between members.
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=5000
+	// +optional
+	HeartbeatIntervalMillis int32 `json:"heartbeatIntervalMillis,omitempty"`
+
+	// electionTimeoutMillis is how long, in milliseconds, a follower waits without a
+	// heartbeat before it calls an election. At least 5 times heartbeatIntervalMillis.
+	// +kubebuilder:default=1000
+	// +kubebuilder:validation:Minimum=50
+	// +kubebuilder:validation:Maximum=50000
+	// +optional
+	ElectionTimeoutMillis int32 `json:"electionTimeoutMillis,omitempty"`
 }
 
 // EtcdClusterStatus is the observed state of an etcd cluster, written only by the operator.
@@ -25,33 +224,90 @@ type EtcdClusterStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions describe the cluster. Ready summarises the others.
+	// conditions describe the cluster: Available, Progressing, Degraded, and Ready as
+	// their summary.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// members are the etcd members, as the cluster itself reports them.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Members []MemberStatus `json:"members,omitempty"`
+
+	// currentVersion is the lowest etcd version its members run.
+	// +optional
+	CurrentVersion string `json:"currentVersion,omitempty"`
+
+	// readyMembers is the number of voting members that are healthy.
+	// +optional
+	ReadyMembers int32 `json:"readyMembers,omitempty"`
+
+	// selector selects the member pods (for the scale subresource).
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// clientService is the name of the Service clients connect to (port 2379).
+	// +optional
+	ClientService string `json:"clientService,omitempty"`
+
+	// clientSecret is the name of the Secret with a client certificate (tls.crt, tls.key)
+	// and the cluster's CA certificate (ca.crt). Empty when TLS is disabled.
+	// +optional
+	ClientSecret string `json:"clientSecret,omitempty"`
 }
 
-// Condition types of an EtcdCluster.
-const (
-	// ConditionReady is True when the cluster is serving as the spec asks.
-	ConditionReady = "Ready"
-)
+// MemberStatus is one etcd member as observed by the operator.
+type MemberStatus struct {
+	// name is the member's name, which is also the name of its pod and PVC.
+	Name string `json:"name"`
 
-// Condition reasons of an EtcdCluster.
-const (
-	// ReasonMembersNotManaged: this release of the operator accepts EtcdCluster objects
-	// but does not create etcd members yet, so the cluster is never Ready.
-	ReasonMembersNotManaged = "MembersNotManaged"
-)
+	// id is the etcd member ID, in hexadecimal as etcdctl prints it.
+	// +optional
+	ID string `json:"id,omitempty"`
+
+	// peerURL is the URL other members reach this member on.
+	// +optional
+	PeerURL string `json:"peerURL,omitempty"`
+
+	// clientURL is the URL clients reach this member on.
+	// +optional
+	ClientURL string `json:"clientURL,omitempty"`
+
+	// leader is true for the current raft leader.
+	// +optional
+	Leader bool `json:"leader,omitempty"`
+
+	// learner is true while the member is a non-voting learner catching up.
+	// +optional
+	Learner bool `json:"learner,omitempty"`
+
+	// healthy is true when the member answered a health check in the last reconcile.
+	// +optional
+	Healthy bool `json:"healthy,omitempty"`
+
+	// version is the etcd version the member runs.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// dbSize is the size of the member's database file in bytes.
+	// +optional
+	DBSize int64 `json:"dbSize,omitempty"`
+}
 
 // EtcdCluster is an etcd cluster managed by etcdpilot.
 //
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 48",message="metadata.name must be at most 48 characters: member pod names, which add a suffix, must stay valid DNS labels"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.readyMembers,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=etcd,categories=etcdpilot
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdCluster struct {
 	metav1.TypeMeta `json:",inline"`
@@ -59,6 +315,7 @@ type EtcdCluster struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the desired state of the cluster.
+	// +kubebuilder:default={}
 	// +optional
 	Spec EtcdClusterSpec `json:"spec,omitempty"`
 

@@ -1,29 +1,215 @@
-// Package status computes an EtcdCluster's status from what the operator observed. It is the
-// one place status is decided; the controller only patches the result.
+// Package status computes an EtcdCluster's status from what the operator observed and
+// decided in one reconcile. It is the one place status is decided; the controller only
+// patches the result, once per reconcile.
 package status
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/membership"
 )
 
-// Compute returns the status the cluster should have after a successful reconcile of its
-// current generation. Existing conditions keep their lastTransitionTime when their status
-// does not change.
-//
-// This release does not create etcd members, so Ready is always False with
-// ReasonMembersNotManaged; the message says so, rather than leaving users guessing.
-func Compute(cluster *etcdv1alpha1.EtcdCluster) etcdv1alpha1.EtcdClusterStatus {
-	out := *cluster.Status.DeepCopy()
-	out.ObservedGeneration = cluster.Generation
-	meta.SetStatusCondition(&out.Conditions, metav1.Condition{
-		Type:               etcdv1alpha1.ConditionReady,
-		Status:             metav1.ConditionFalse,
-		Reason:             etcdv1alpha1.ReasonMembersNotManaged,
-		Message:            "this etcdpilot release accepts EtcdCluster objects but does not create etcd members yet",
-		ObservedGeneration: cluster.Generation,
-	})
+// Detail is what a member's status call reported, beyond membership.
+type Detail struct {
+	Leader  bool
+	Version string
+	DBSize  int64
+}
+
+// Input is everything one reconcile learned.
+type Input struct {
+	// Cluster is the EtcdCluster as read at the start of the reconcile.
+	Cluster *etcdv1alpha1.EtcdCluster
+	// Observed is what the planner saw; Observed.Members is nil when no member answered.
+	Observed membership.Observed
+	// Details are the status reports of the members that answered, by member name.
+	Details map[string]Detail
+	// Action is what the planner decided (zero when the reconcile failed before planning).
+	Action membership.Action
+	// Err is the error that ended the reconcile, if any.
+	Err error
+}
+
+// Compute returns the status the cluster should have after this reconcile. Existing
+// conditions keep their lastTransitionTime when their status does not change, and
+// observedGeneration only advances when the reconcile succeeded.
+func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
+	c := in.Cluster
+	names := cluster.For(c)
+	out := *c.Status.DeepCopy()
+	if in.Err == nil {
+		out.ObservedGeneration = c.Generation
+	}
+	out.Selector = labels.SelectorFromSet(names.SelectorLabels()).String()
+	out.ClientService = names.ClientService()
+	out.ClientSecret = ""
+	if names.TLS {
+		out.ClientSecret = names.ClientTLSSecret()
+	}
+
+	if in.Observed.Members != nil {
+		out.Members = members(names, in.Observed.Members, in.Details)
+		if v := lowestVersion(out.Members); v != "" {
+			out.CurrentVersion = v
+		}
+	} else {
+		// Nobody answered: keep what is known of the members, none of it healthy.
+		for i := range out.Members {
+			out.Members[i].Healthy, out.Members[i].Leader = false, false
+		}
+	}
+	voters, healthy := countVoters(out.Members)
+	out.ReadyMembers = int32(healthy)
+
+	set := func(cond metav1.Condition) {
+		cond.ObservedGeneration = c.Generation
+		meta.SetStatusCondition(&out.Conditions, cond)
+	}
+	available := availableCondition(in, voters, healthy)
+	progressing := progressingCondition(in.Action)
+	degraded := degradedCondition(in, out.Members)
+	set(available)
+	set(progressing)
+	set(degraded)
+	set(readyCondition(available, progressing, degraded, healthy, int(c.Spec.Size)))
 	return out
+}
+
+func members(names cluster.Cluster, in []membership.Member, details map[string]Detail) []etcdv1alpha1.MemberStatus {
+	out := make([]etcdv1alpha1.MemberStatus, 0, len(in))
+	for _, m := range in {
+		d := details[m.Name]
+		out = append(out, etcdv1alpha1.MemberStatus{
+			Name:      m.Name,
+			ID:        strconv.FormatUint(m.ID, 16),
+			PeerURL:   m.PeerURL,
+			ClientURL: names.ClientURL(m.Name),
+			Leader:    d.Leader,
+			Learner:   m.Learner,
+			Healthy:   m.Healthy,
+			Version:   d.Version,
+			DBSize:    d.DBSize,
+		})
+	}
+	return out
+}
+
+func countVoters(ms []etcdv1alpha1.MemberStatus) (voters, healthy int) {
+	for _, m := range ms {
+		if m.Learner {
+			continue
+		}
+		voters++
+		if m.Healthy {
+			healthy++
+		}
+	}
+	return voters, healthy
+}
+
+func availableCondition(in Input, voters, healthy int) metav1.Condition {
+	switch {
+	case in.Observed.Members != nil && voters > 0 && healthy >= voters/2+1:
+		return metav1.Condition{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue,
+			Reason:  etcdv1alpha1.ReasonQuorumAvailable,
+			Message: fmt.Sprintf("%d of %d voting members are healthy", healthy, voters)}
+	case in.Action.Reason == etcdv1alpha1.ReasonBootstrapping:
+		return metav1.Condition{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse,
+			Reason: etcdv1alpha1.ReasonBootstrapping, Message: in.Action.Message}
+	default:
+		return metav1.Condition{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse,
+			Reason: etcdv1alpha1.ReasonQuorumLost,
+			Message: fmt.Sprintf("%d of %d voting members are healthy; a quorum needs %d, so the cluster refuses writes",
+				healthy, voters, voters/2+1)}
+	}
+}
+
+func progressingCondition(a membership.Action) metav1.Condition {
+	switch a.Kind {
+	case membership.CreateSeed, membership.CreatePod, membership.AddLearner, membership.Promote, membership.Wait:
+		return metav1.Condition{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
+			Reason: a.Reason, Message: a.Message}
+	}
+	return metav1.Condition{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse,
+		Reason: etcdv1alpha1.ReasonAsExpected, Message: "no change under way"}
+}
+
+func degradedCondition(in Input, ms []etcdv1alpha1.MemberStatus) metav1.Condition {
+	degraded := func(reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
+	}
+	if in.Err != nil {
+		return degraded(etcdv1alpha1.ReasonReconcileFailed, in.Err.Error())
+	}
+	if in.Action.Kind == membership.Blocked {
+		return degraded(in.Action.Reason, in.Action.Message)
+	}
+	if in.Observed.Members != nil {
+		var sick []string
+		for _, m := range in.Observed.Members {
+			if m.Started && !m.Learner && !m.Healthy {
+				sick = append(sick, m.Name)
+			}
+		}
+		if len(sick) > 0 {
+			return degraded(etcdv1alpha1.ReasonMembersUnhealthy,
+				fmt.Sprintf("members not healthy: %s", strings.Join(sick, ", ")))
+		}
+	}
+	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse,
+		Reason: etcdv1alpha1.ReasonAsExpected, Message: fmt.Sprintf("%d members observed", len(ms))}
+}
+
+func readyCondition(available, progressing, degraded metav1.Condition, healthy, size int) metav1.Condition {
+	notReady := func(reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+	}
+	switch {
+	case available.Status != metav1.ConditionTrue:
+		return notReady(etcdv1alpha1.ReasonNotAvailable, available.Message)
+	case degraded.Status == metav1.ConditionTrue:
+		return notReady(etcdv1alpha1.ReasonDegraded, degraded.Message)
+	case progressing.Status == metav1.ConditionTrue:
+		return notReady(etcdv1alpha1.ReasonProgressing, progressing.Message)
+	case healthy != size:
+		return notReady(etcdv1alpha1.ReasonProgressing, fmt.Sprintf("%d of %d members are healthy voting members", healthy, size))
+	}
+	return metav1.Condition{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: etcdv1alpha1.ReasonReady, Message: fmt.Sprintf("%d of %d members are healthy", healthy, size)}
+}
+
+// lowestVersion is the lowest version any member reports: the version the cluster as a
+// whole can be relied on to support.
+func lowestVersion(ms []etcdv1alpha1.MemberStatus) string {
+	lowest := ""
+	for _, m := range ms {
+		if m.Version == "" {
+			continue
+		}
+		if lowest == "" || versionLess(m.Version, lowest) {
+			lowest = m.Version
+		}
+	}
+	return lowest
+}
+
+// versionLess compares dotted numeric versions ("3.5.35" < "3.6.2").
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		x, _ := strconv.Atoi(as[i])
+		y, _ := strconv.Atoi(bs[i])
+		if x != y {
+			return x < y
+		}
+	}
+	return len(as) < len(bs)
 }

@@ -1,6 +1,7 @@
 package status_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -9,36 +10,164 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/membership"
 	"github.com/etcdpilot/etcdpilot/internal/status"
 )
 
-func TestComputeReportsMembersNotManaged(t *testing.T) {
-	g := NewWithT(t)
-	cluster := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Generation: 4}}
-
-	got := status.Compute(cluster)
-
-	g.Expect(got.ObservedGeneration).To(Equal(int64(4)))
-	ready := meta.FindStatusCondition(got.Conditions, etcdv1alpha1.ConditionReady)
-	g.Expect(ready).NotTo(BeNil())
-	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-	g.Expect(ready.Reason).To(Equal(etcdv1alpha1.ReasonMembersNotManaged))
-	g.Expect(ready.ObservedGeneration).To(Equal(int64(4)))
-	g.Expect(cluster.Status.Conditions).To(BeEmpty(), "Compute must not modify its input")
+func newCluster(size int32) *etcdv1alpha1.EtcdCluster {
+	return &etcdv1alpha1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns", Generation: 3},
+		Spec:       etcdv1alpha1.EtcdClusterSpec{Size: size, TLS: etcdv1alpha1.TLSSpec{Mode: etcdv1alpha1.TLSModeOperatorCA}},
+	}
 }
 
-func TestComputeKeepsTransitionTimeWhenUnchanged(t *testing.T) {
+func members(healthy ...bool) []membership.Member {
+	c := cluster.Cluster{Name: "e", Namespace: "ns", TLS: true}
+	var out []membership.Member
+	for i, h := range healthy {
+		name := c.MemberName(i)
+		out = append(out, membership.Member{Name: name, ID: uint64(0xa0 + i), PeerURL: c.PeerURL(name), Started: true, Healthy: h})
+	}
+	return out
+}
+
+func cond(g Gomega, s etcdv1alpha1.EtcdClusterStatus, t string) metav1.Condition {
+	c := meta.FindStatusCondition(s.Conditions, t)
+	g.ExpectWithOffset(1, c).NotTo(BeNil(), "condition %s", t)
+	g.ExpectWithOffset(1, c.ObservedGeneration).To(Equal(int64(3)))
+	return *c
+}
+
+func TestHealthyClusterIsReady(t *testing.T) {
+	g := NewWithT(t)
+	in := status.Input{
+		Cluster:  newCluster(3),
+		Observed: membership.Observed{Members: members(true, true, true)},
+		Details: map[string]status.Detail{
+			"e-0": {Leader: true, Version: "3.6.16", DBSize: 20480},
+			"e-1": {Version: "3.5.35"}, "e-2": {Version: "3.6.16"},
+		},
+		Action: membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"},
+	}
+
+	s := status.Compute(in)
+
+	g.Expect(s.ObservedGeneration).To(Equal(int64(3)))
+	g.Expect(s.ReadyMembers).To(Equal(int32(3)))
+	g.Expect(s.CurrentVersion).To(Equal("3.5.35"), "the lowest member version")
+	g.Expect(s.Selector).To(Equal("app.kubernetes.io/name=etcd,etcd.etcdpilot.io/cluster=e"))
+	g.Expect(s.ClientService).To(Equal("e-client"))
+	g.Expect(s.ClientSecret).To(Equal("e-client-tls"))
+	g.Expect(s.Members).To(HaveLen(3))
+	g.Expect(s.Members[0]).To(Equal(etcdv1alpha1.MemberStatus{
+		Name: "e-0", ID: "a0", PeerURL: "https://e-0.e-peer.ns.svc:2380", ClientURL: "https://e-0.e-peer.ns.svc:2379",
+		Leader: true, Healthy: true, Version: "3.6.16", DBSize: 20480,
+	}))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionProgressing).Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+	ready := cond(g, s, etcdv1alpha1.ConditionReady)
+	g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(ready.Reason).To(Equal(etcdv1alpha1.ReasonReady))
+}
+
+func TestOneMemberDownKeepsQuorumButDegrades(t *testing.T) {
+	g := NewWithT(t)
+	s := status.Compute(status.Input{
+		Cluster:  newCluster(3),
+		Observed: membership.Observed{Members: members(true, false, true)},
+		Action:   membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting for e-1"},
+	})
+
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+	degraded := cond(g, s, etcdv1alpha1.ConditionDegraded)
+	g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonMembersUnhealthy))
+	g.Expect(degraded.Message).To(ContainSubstring("e-1"))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionReady).Reason).To(Equal(etcdv1alpha1.ReasonDegraded))
+}
+
+func TestQuorumLost(t *testing.T) {
+	g := NewWithT(t)
+	s := status.Compute(status.Input{
+		Cluster:  newCluster(3),
+		Observed: membership.Observed{Members: members(true, false, false)},
+		Action:   membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting"},
+	})
+
+	available := cond(g, s, etcdv1alpha1.ConditionAvailable)
+	g.Expect(available.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(available.Reason).To(Equal(etcdv1alpha1.ReasonQuorumLost))
+	g.Expect(available.Message).To(Equal("1 of 3 voting members are healthy; a quorum needs 2, so the cluster refuses writes"))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionReady).Reason).To(Equal(etcdv1alpha1.ReasonNotAvailable))
+}
+
+func TestLearnersDoNotCountTowardsQuorumOrReadiness(t *testing.T) {
+	g := NewWithT(t)
+	ms := members(true, true)
+	ms[1].Learner = true
+	s := status.Compute(status.Input{
+		Cluster:  newCluster(3),
+		Observed: membership.Observed{Members: ms},
+		Action:   membership.Action{Kind: membership.Promote, Reason: etcdv1alpha1.ReasonPromotingLearner, Message: "promoting e-1"},
+	})
+
+	g.Expect(s.ReadyMembers).To(Equal(int32(1)))
+	g.Expect(s.Members[1].Learner).To(BeTrue())
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionAvailable).Message).To(Equal("1 of 1 voting members are healthy"))
+	progressing := cond(g, s, etcdv1alpha1.ConditionProgressing)
+	g.Expect(progressing.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(progressing.Reason).To(Equal(etcdv1alpha1.ReasonPromotingLearner))
+}
+
+func TestBootstrapping(t *testing.T) {
+	g := NewWithT(t)
+	s := status.Compute(status.Input{
+		Cluster: newCluster(3),
+		Action:  membership.Action{Kind: membership.CreateSeed, Reason: etcdv1alpha1.ReasonBootstrapping, Message: "creating the first member e-0"},
+	})
+
+	available := cond(g, s, etcdv1alpha1.ConditionAvailable)
+	g.Expect(available.Reason).To(Equal(etcdv1alpha1.ReasonBootstrapping))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionProgressing).Message).To(Equal("creating the first member e-0"))
+}
+
+func TestFailedReconcileKeepsObservedGenerationAndDegrades(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(3)
+	c.Status.ObservedGeneration = 2
+	s := status.Compute(status.Input{Cluster: c, Err: errors.New("ensuring TLS secrets: boom")})
+
+	g.Expect(s.ObservedGeneration).To(Equal(int64(2)))
+	degraded := cond(g, s, etcdv1alpha1.ConditionDegraded)
+	g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonReconcileFailed))
+	g.Expect(degraded.Message).To(Equal("ensuring TLS secrets: boom"))
+}
+
+func TestUnreachableKeepsMembersButNotTheirHealth(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(1)
+	c.Status.Members = []etcdv1alpha1.MemberStatus{{Name: "e-0", Healthy: true, Leader: true, Version: "3.6.16"}}
+	c.Status.CurrentVersion = "3.6.16"
+	s := status.Compute(status.Input{Cluster: c, Action: membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "w"}})
+
+	g.Expect(s.Members).To(Equal([]etcdv1alpha1.MemberStatus{{Name: "e-0", Version: "3.6.16"}}))
+	g.Expect(s.CurrentVersion).To(Equal("3.6.16"))
+	g.Expect(s.ReadyMembers).To(BeZero())
+	g.Expect(c.Status.Members[0].Healthy).To(BeTrue(), "Compute must not modify its input")
+}
+
+func TestKeepsTransitionTimeWhenUnchanged(t *testing.T) {
 	g := NewWithT(t)
 	then := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	cluster := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
-	cluster.Status.Conditions = []metav1.Condition{{
-		Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: etcdv1alpha1.ReasonMembersNotManaged, LastTransitionTime: then, ObservedGeneration: 1,
+	c := newCluster(1)
+	c.Status.Conditions = []metav1.Condition{{
+		Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue,
+		Reason: etcdv1alpha1.ReasonQuorumAvailable, LastTransitionTime: then, ObservedGeneration: 1,
 	}}
+	s := status.Compute(status.Input{Cluster: c, Observed: membership.Observed{Members: members(true)},
+		Action: membership.Action{Kind: membership.None}})
 
-	got := status.Compute(cluster)
-
-	ready := meta.FindStatusCondition(got.Conditions, etcdv1alpha1.ConditionReady)
-	g.Expect(ready.LastTransitionTime).To(Equal(then))
-	g.Expect(ready.ObservedGeneration).To(Equal(int64(2)))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionAvailable).LastTransitionTime).To(Equal(then))
 }

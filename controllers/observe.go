@@ -1,0 +1,142 @@
+package controllers
+
+import (
+	"context"
+	"crypto/tls"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/membership"
+	"github.com/etcdpilot/etcdpilot/internal/status"
+)
+
+// annotationBootstrapped marks a member claim whose member has started and joined: from then
+// on its data belongs to the cluster and the member must never start a new cluster.
+const annotationBootstrapped = "etcd.etcdpilot.io/bootstrapped"
+
+// observation is everything one reconcile saw, and the etcd client it saw it with.
+type observation struct {
+	planner membership.Observed
+	details map[string]status.Detail
+	pvcs    map[string]*corev1.PersistentVolumeClaim
+	etcd    etcd.Client
+}
+
+// close releases the etcd client, if one was made.
+func (o *observation) close() {
+	if o.etcd != nil {
+		_ = o.etcd.Close()
+	}
+}
+
+// observe lists the member pods and claims and asks the members about the membership and
+// their health. A cluster where no member answers has planner.Members == nil.
+func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.EtcdCluster, tlsConfig *tls.Config) (*observation, error) {
+	names := cluster.For(c)
+	o := &observation{
+		planner: membership.Observed{
+			Cluster: names, Size: int(c.Spec.Size), Ephemeral: c.Spec.Storage.Ephemeral,
+			Pods: map[string]membership.Pod{}, PVCs: map[string]membership.PVC{},
+		},
+		details: map[string]status.Detail{},
+		pvcs:    map[string]*corev1.PersistentVolumeClaim{},
+	}
+	selector := client.MatchingLabels(names.SelectorLabels())
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(c.Namespace), selector); err != nil {
+		return nil, err
+	}
+	for _, p := range pods.Items {
+		if member := p.Labels[cluster.LabelMember]; member != "" {
+			o.planner.Pods[member] = membership.Pod{}
+		}
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := r.Client.List(ctx, &pvcs, client.InNamespace(c.Namespace), selector); err != nil {
+		return nil, err
+	}
+	for i := range pvcs.Items {
+		pvc := &pvcs.Items[i]
+		if member := pvc.Labels[cluster.LabelMember]; member != "" {
+			o.pvcs[member] = pvc
+			o.planner.PVCs[member] = membership.PVC{Bootstrapped: pvc.Annotations[annotationBootstrapped] == "true"}
+		}
+	}
+	r.observeEtcd(ctx, tlsConfig, o)
+	return o, nil
+}
+
+// observeEtcd fills in the membership and health, through the client URLs of the members
+// that have pods. Errors leave the membership unknown (nil): to the planner, a cluster that
+// does not answer.
+func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.Config, o *observation) {
+	names := o.planner.Cluster
+	endpoints := make([]string, 0, len(o.planner.Pods))
+	for member := range o.planner.Pods {
+		endpoints = append(endpoints, names.ClientURL(member))
+	}
+	if len(endpoints) == 0 {
+		return
+	}
+	sort.Strings(endpoints)
+	logger := log.FromContext(ctx)
+	cli, err := r.NewEtcdClient(etcd.Config{Endpoints: endpoints, TLS: tlsConfig})
+	if err != nil {
+		logger.Info("Cannot create an etcd client", "error", err.Error())
+		return
+	}
+	o.etcd = cli
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		logger.Info("No member answered the member list", "error", err.Error())
+		return
+	}
+	members := make([]membership.Member, 0, len(list))
+	for _, m := range list {
+		if len(m.PeerURLs) == 0 {
+			continue
+		}
+		name, ok := names.MemberFromPeerURL(m.PeerURLs[0])
+		if !ok {
+			logger.Info("Ignoring an etcd member that this operator did not create", "id", m.ID, "peerURLs", m.PeerURLs)
+			continue
+		}
+		member := membership.Member{Name: name, ID: m.ID, PeerURL: m.PeerURLs[0], Started: m.Name != "", Learner: m.IsLearner}
+		if _, hasPod := o.planner.Pods[name]; hasPod && member.Started {
+			st, err := cli.Status(ctx, names.ClientURL(name))
+			member.Healthy = err == nil && len(st.Errors) == 0
+			if err == nil {
+				o.details[name] = status.Detail{Leader: st.LeaderID == m.ID, Version: st.Version, DBSize: st.DBSize}
+			}
+		}
+		members = append(members, member)
+	}
+	o.planner.Members = members
+}
+
+// recordBootstrapped marks the claims of started members, so that a later reconcile never
+// starts such a member as a new cluster, even if nothing answers then.
+func (r *EtcdClusterReconciler) recordBootstrapped(ctx context.Context, o *observation) error {
+	for _, m := range o.planner.Members {
+		pvc, ok := o.pvcs[m.Name]
+		if !ok || !m.Started || pvc.Annotations[annotationBootstrapped] == "true" {
+			continue
+		}
+		patch := client.MergeFrom(pvc.DeepCopy())
+		if pvc.Annotations == nil {
+			pvc.Annotations = map[string]string{}
+		}
+		pvc.Annotations[annotationBootstrapped] = "true"
+		if err := r.Client.Patch(ctx, pvc, patch); err != nil {
+			return err
+		}
+		o.planner.PVCs[m.Name] = membership.PVC{Bootstrapped: true}
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package controllers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+)
+
+// Every validation rule of the EtcdCluster API, against the real API server: what it
+// accepts, what it refuses, and the message a user sees.
+
+func TestDefaults(t *testing.T) {
+	g := NewWithT(t)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: newNamespace(t)}}
+
+	g.Expect(k8sClient.Create(context.Background(), c)).To(Succeed())
+
+	g.Expect(c.Spec.Size).To(Equal(int32(3)))
+	g.Expect(c.Spec.Version).To(Equal("3.7.3"))
+	g.Expect(c.Spec.Storage.Size.String()).To(Equal("4Gi"))
+	g.Expect(c.Spec.Storage.Ephemeral).To(BeFalse())
+	g.Expect(c.Spec.TLS.Mode).To(Equal(etcdv1alpha1.TLSModeOperatorCA))
+	g.Expect(c.Spec.DeletionPolicy).To(Equal(etcdv1alpha1.DeletionPolicyRetain))
+	g.Expect(c.Spec.Etcd).To(Equal(etcdv1alpha1.EtcdOptions{
+		AutoCompactionMode: etcdv1alpha1.AutoCompactionPeriodic, AutoCompactionRetention: "1h",
+		QuotaBackendBytes: ptr.To(resource.MustParse("2Gi")), SnapshotCount: 10000,
+		HeartbeatIntervalMillis: 100, ElectionTimeoutMillis: 1000,
+	}))
+}
+
+func TestCreateValidation(t *testing.T) {
+	ns := newNamespace(t)
+	cases := []struct {
+		name   string
+		mutate func(c *etcdv1alpha1.EtcdCluster)
+		// refusal is a substring of the API server's message; empty means accepted.
+		refusal string
+	}{
+		{"size 1", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 1 }, ""},
+		{"size 7", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 7 }, ""},
+		{"even size", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 4 },
+			`spec.size: Unsupported value: 4: supported values: "1", "3", "5", "7"`},
+		{"size above 7", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 9 }, `spec.size: Unsupported value: 9`},
+		{"negative size", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = -1 }, `spec.size: Unsupported value: -1`},
+		{"supported version", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = "3.5.35" }, ""},
+		{"unsupported version", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = "3.4.30" },
+			`spec.version: Unsupported value: "3.4.30": supported values: "3.5.35", "3.6.16", "3.7.3"`},
+		{"malformed version", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = "v3.6.16" },
+			`spec.version: Unsupported value: "v3.6.16"`},
+		{"tiny storage", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse("10Mi")) },
+			"storage.size must be at least 64Mi"},
+		{"quota not below storage", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Storage.Size = ptr.To(resource.MustParse("2Gi"))
+			c.Spec.Etcd.QuotaBackendBytes = ptr.To(resource.MustParse("2Gi"))
+		}, "etcd.quotaBackendBytes must be smaller than storage.size"},
+		{"quota above storage is fine when ephemeral", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Storage = etcdv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi")), Ephemeral: true}
+		}, ""},
+		{"quota too large", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Storage.Size = ptr.To(resource.MustParse("20Gi"))
+			c.Spec.Etcd.QuotaBackendBytes = ptr.To(resource.MustParse("9Gi"))
+		}, "etcd.quotaBackendBytes must be between 16Mi and 8Gi"},
+		{"quota of exactly 8Gi", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Storage.Size = ptr.To(resource.MustParse("20Gi"))
+			c.Spec.Etcd.QuotaBackendBytes = ptr.To(resource.MustParse("8Gi"))
+		}, ""},
+		{"election timeout too short", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Etcd.HeartbeatIntervalMillis, c.Spec.Etcd.ElectionTimeoutMillis = 200, 900
+		}, "etcd.electionTimeoutMillis must be at least 5 times etcd.heartbeatIntervalMillis"},
+		{"periodic retention must be a duration", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Etcd.AutoCompactionRetention = "lots"
+		}, "etcd.autoCompactionRetention must be a duration such as 1h"},
+		{"periodic retention of 1h30m", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Etcd.AutoCompactionRetention = "1h30m"
+		}, ""},
+		{"revision retention must be a count", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Etcd.AutoCompactionMode, c.Spec.Etcd.AutoCompactionRetention = etcdv1alpha1.AutoCompactionRevision, "1h"
+		}, "etcd.autoCompactionRetention must be a positive number of revisions"},
+		{"revision retention of 10000", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Etcd.AutoCompactionMode, c.Spec.Etcd.AutoCompactionRetention = etcdv1alpha1.AutoCompactionRevision, "10000"
+		}, ""},
+		{"unknown TLS mode", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.TLS.Mode = "Sometimes" },
+			`spec.tls.mode: Unsupported value: "Sometimes": supported values: "OperatorCA", "Disabled"`},
+		{"unknown deletion policy", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.DeletionPolicy = "Orphan" },
+			`spec.deletionPolicy: Unsupported value: "Orphan": supported values: "Retain", "Delete"`},
+		{"name too long", func(c *etcdv1alpha1.EtcdCluster) { c.Name = strings.Repeat("a", 49) },
+			"metadata.name must be at most 48 characters"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{GenerateName: "v-", Namespace: ns}}
+			tc.mutate(c)
+			if c.Name != "" {
+				c.GenerateName = ""
+			}
+
+			err := k8sClient.Create(context.Background(), c)
+
+			if tc.refusal == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tc.refusal))
+		})
+	}
+}
+
+func TestUpdateValidation(t *testing.T) {
+	ns := newNamespace(t)
+	cases := []struct {
+		name    string
+		initial func(c *etcdv1alpha1.EtcdCluster)
+		update  func(c *etcdv1alpha1.EtcdCluster)
+		refusal string
+	}{
+		{"storage grows", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse("8Gi")) }, ""},
+		{"storage shrinks", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse("3Gi")) },
+			"storage.size cannot be decreased"},
+		{"storage class set after creation", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("fast") },
+			"storage.storageClassName cannot be changed"},
+		{"storage class changed",
+			func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("fast") },
+			func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("slow") },
+			"storage.storageClassName cannot be changed"},
+		{"storage class kept",
+			func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("fast") },
+			func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse("5Gi")) }, ""},
+		{"ephemeral switched on", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.Ephemeral = true },
+			"storage.ephemeral cannot be changed"},
+		{"TLS switched off", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.TLS.Mode = etcdv1alpha1.TLSModeDisabled },
+			"tls.mode cannot be changed after the cluster is created"},
+		{"size changes", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 5 }, ""},
+		{"etcd options change", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.SnapshotCount = 50000 }, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{GenerateName: "u-", Namespace: ns}}
+			if tc.initial != nil {
+				tc.initial(c)
+			}
+			g.Expect(k8sClient.Create(ctx, c)).To(Succeed())
+
+			// The controller updates the object (finalizer, status); retry on conflicts.
+			var err error
+			for range 5 {
+				g.Expect(k8sClient.Get(ctx, keyOf(c), c)).To(Succeed())
+				tc.update(c)
+				if err = k8sClient.Update(ctx, c); !apierrors.IsConflict(err) {
+					break
+				}
+			}
+
+			if tc.refusal == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tc.refusal))
+		})
+	}
+}

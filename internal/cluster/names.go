@@ -1,0 +1,171 @@
+// Package cluster names the objects that make up one etcd cluster and the URLs its members
+// use. Every name is derived from the EtcdCluster, so the operator can find everything again
+// after a restart without remembering anything.
+package cluster
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+)
+
+// Ports every member listens on.
+const (
+	ClientPort  = 2379
+	PeerPort    = 2380
+	MetricsPort = 2381
+)
+
+// Labels the operator puts on everything it creates for a cluster.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelComponent = "app.kubernetes.io/component"
+	// LabelCluster names the EtcdCluster an object belongs to.
+	LabelCluster = "etcd.etcdpilot.io/cluster"
+	// LabelMember names the member a pod or PVC belongs to.
+	LabelMember = "etcd.etcdpilot.io/member"
+
+	// AppName is the value of LabelName on every object.
+	AppName = "etcd"
+	// ManagedBy is the value of LabelManagedBy on every object.
+	ManagedBy = "etcdpilot"
+)
+
+// Cluster is the naming view of one EtcdCluster.
+type Cluster struct {
+	Name      string
+	Namespace string
+	TLS       bool
+}
+
+// For returns the naming view of an EtcdCluster.
+func For(c *etcdv1alpha1.EtcdCluster) Cluster {
+	return Cluster{Name: c.Name, Namespace: c.Namespace, TLS: c.Spec.TLS.Mode != etcdv1alpha1.TLSModeDisabled}
+}
+
+// Labels returns the labels shared by every object of the cluster. They never change, so an
+// operator upgrade does not touch running pods.
+func (c Cluster) Labels() map[string]string {
+	return map[string]string{
+		LabelName:      AppName,
+		LabelInstance:  c.Name,
+		LabelManagedBy: ManagedBy,
+		LabelCluster:   c.Name,
+	}
+}
+
+// SelectorLabels select the member pods of the cluster.
+func (c Cluster) SelectorLabels() map[string]string {
+	return map[string]string{LabelCluster: c.Name, LabelName: AppName}
+}
+
+// MemberLabels returns the labels of one member's pod and PVC.
+func (c Cluster) MemberLabels(member string) map[string]string {
+	l := c.Labels()
+	l[LabelComponent] = "member"
+	l[LabelMember] = member
+	return l
+}
+
+// PeerService is the headless Service that gives every member a stable DNS name.
+func (c Cluster) PeerService() string { return c.Name + "-peer" }
+
+// ClientService is the Service clients connect to.
+func (c Cluster) ClientService() string { return c.Name + "-client" }
+
+// PodDisruptionBudget keeps a quorum of members up during voluntary disruptions.
+func (c Cluster) PodDisruptionBudget() string { return c.Name }
+
+// CASecret holds the cluster's certificate authority (OperatorCA mode).
+func (c Cluster) CASecret() string { return c.Name + "-ca" }
+
+// MemberTLSSecret holds the certificate every member serves clients and peers with.
+func (c Cluster) MemberTLSSecret() string { return c.Name + "-member-tls" }
+
+// ClientTLSSecret holds a client certificate and the CA: for users and for the operator.
+func (c Cluster) ClientTLSSecret() string { return c.Name + "-client-tls" }
+
+// Token is the initial cluster token. It is derived from the EtcdCluster's UID, so two
+// clusters, even with the same name, can never join each other by mistake.
+func Token(c *etcdv1alpha1.EtcdCluster) string {
+	return fmt.Sprintf("%s-%s", c.Name, c.UID)
+}
+
+// MemberName is the name of the member with the given ordinal: also its pod's name.
+func (c Cluster) MemberName(ordinal int) string { return fmt.Sprintf("%s-%d", c.Name, ordinal) }
+
+// MemberOrdinal returns the ordinal of a member name of this cluster.
+func (c Cluster) MemberOrdinal(member string) (int, bool) {
+	rest, ok := strings.CutPrefix(member, c.Name+"-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || strconv.Itoa(n) != rest {
+		return 0, false
+	}
+	return n, true
+}
+
+// PVCName is the name of a member's data volume claim.
+func (c Cluster) PVCName(member string) string { return member + "-data" }
+
+func (c Cluster) scheme() string {
+	if c.TLS {
+		return "https"
+	}
+	return "http"
+}
+
+// MemberHost is the stable DNS name of a member, through the headless peer Service.
+func (c Cluster) MemberHost(member string) string {
+	return fmt.Sprintf("%s.%s.%s.svc", member, c.PeerService(), c.Namespace)
+}
+
+// PeerURL is the URL other members reach a member on.
+func (c Cluster) PeerURL(member string) string {
+	return fmt.Sprintf("%s://%s:%d", c.scheme(), c.MemberHost(member), PeerPort)
+}
+
+// ClientURL is the URL clients reach one member on.
+func (c Cluster) ClientURL(member string) string {
+	return fmt.Sprintf("%s://%s:%d", c.scheme(), c.MemberHost(member), ClientPort)
+}
+
+// MemberFromPeerURL returns the member name a peer URL of this cluster belongs to.
+func (c Cluster) MemberFromPeerURL(peerURL string) (string, bool) {
+	u, err := url.Parse(peerURL)
+	if err != nil {
+		return "", false
+	}
+	member, rest, ok := strings.Cut(u.Hostname(), ".")
+	if !ok || rest != fmt.Sprintf("%s.%s.svc", c.PeerService(), c.Namespace) {
+		return "", false
+	}
+	if _, ok := c.MemberOrdinal(member); !ok {
+		return "", false
+	}
+	return member, true
+}
+
+// ServingDNSNames are the names the member certificate must cover: every member through
+// the peer Service (a wildcard, so members come and go without re-issuing), the client
+// Service, and localhost for etcdctl inside a member pod.
+func (c Cluster) ServingDNSNames(clusterDomain string) []string {
+	peer := fmt.Sprintf("%s.%s.svc", c.PeerService(), c.Namespace)
+	client := c.ClientService()
+	return []string{
+		"*." + peer,
+		"*." + peer + "." + clusterDomain,
+		client,
+		client + "." + c.Namespace,
+		client + "." + c.Namespace + ".svc",
+		client + "." + c.Namespace + ".svc." + clusterDomain,
+		"localhost",
+	}
+}

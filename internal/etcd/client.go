@@ -1,0 +1,139 @@
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"time"
+)
+
+const (
+	// CallTimeout caps every Client call, on top of the deadline of the context passed in:
+	// the call gives up at whichever comes first. clientv3 waits for a connection instead of
+	// failing fast, so without a cap a call to an unreachable member would hang for as long as
+	// the reconcile context allows.
+	CallTimeout = 10 * time.Second
+
+	// HealthTimeout caps Client.Health, shorter than CallTimeout because a health probe that
+	// takes seconds already means the member is not healthy, and the operator probes every
+	// member in turn.
+	HealthTimeout = 5 * time.Second
+
+	// DefaultDialTimeout is used when Config.DialTimeout is zero.
+	DefaultDialTimeout = 5 * time.Second
+)
+
+// Member is one etcd cluster member as reported by the member list.
+type Member struct {
+	// ID is etcd's member ID. etcd and etcdctl print it in hexadecimal.
+	ID uint64
+	// Name is the member's --name. It is empty for a member that was added but has not
+	// started and joined yet.
+	Name string
+	// PeerURLs are the URLs other members reach this member on.
+	PeerURLs []string
+	// ClientURLs are the URLs the member advertises to clients; empty until it has started.
+	ClientURLs []string
+	// IsLearner is true for a non-voting member that still has to be promoted.
+	IsLearner bool
+}
+
+// MemberStatus is what one member reports about itself, from the maintenance Status call.
+type MemberStatus struct {
+	// Endpoint is the client URL the status was read from.
+	Endpoint string
+	// MemberID is the ID of the member serving Endpoint.
+	MemberID uint64
+	// LeaderID is the ID of the leader as this member sees it; 0 when it knows no leader.
+	LeaderID uint64
+	// Version is the etcd server version, such as "3.6.16".
+	Version string
+	// DBSize is the size of the backend database file in bytes, including free pages.
+	DBSize int64
+	// DBSizeInUse is the part of DBSize in use; the rest is reclaimed by defragmentation.
+	DBSizeInUse int64
+	// RaftIndex is the member's current raft index.
+	RaftIndex uint64
+	// RaftAppliedIndex is the raft index the member has applied.
+	RaftAppliedIndex uint64
+	// RaftTerm is the member's current raft term.
+	RaftTerm uint64
+	// IsLearner is true when the member is a learner.
+	IsLearner bool
+	// Errors are the alarms and other errors the member reports, such as
+	// "memberID:... alarm:NOSPACE".
+	Errors []string
+}
+
+// Client is everything the operator asks of an etcd cluster. Implementations are New (a
+// real cluster) and internal/etcd/fake (tests).
+//
+// Every call is bounded by ctx and additionally capped by CallTimeout (HealthTimeout for
+// Health). Errors from etcd keep their identity through wrapping, so the IsXxx classifiers
+// of this package work on them.
+type Client interface {
+	// MemberList returns the cluster's members. The read is linearizable, so the answer
+	// reflects every membership change committed before the call.
+	MemberList(ctx context.Context) ([]Member, error)
+
+	// MemberAddAsLearner adds a non-voting member with the given peer URLs and returns it
+	// together with the resulting member list. A learner does not count towards quorum, so
+	// adding one is always safe; it must be promoted once it has caught up. etcd refuses a
+	// second learner by default (IsTooManyLearners).
+	MemberAddAsLearner(ctx context.Context, peerURLs []string) (Member, []Member, error)
+
+	// MemberAdd adds a voting member and returns it together with the resulting member
+	// list. Unlike MemberAddAsLearner this raises the quorum immediately, before the new
+	// member has started; etcd refuses it when that would lose quorum (IsUnhealthyCluster).
+	MemberAdd(ctx context.Context, peerURLs []string) (Member, []Member, error)
+
+	// MemberPromote makes learner id a voting member. etcd refuses while the learner has
+	// not caught up with the leader (IsLearnerNotReady); that is the normal answer for a
+	// while after the learner started, so callers retry later.
+	MemberPromote(ctx context.Context, id uint64) error
+
+	// MemberRemove removes member id. Removing a member that is already gone fails with an
+	// error for which IsMemberNotFound is true, which callers may treat as done.
+	MemberRemove(ctx context.Context, id uint64) error
+
+	// MoveLeader transfers leadership to the voting member transfereeID and waits until the
+	// transfer is done. etcd only accepts this from the current leader, so the
+	// implementation finds which configured endpoint is the leader (via Status) and sends
+	// the request there.
+	MoveLeader(ctx context.Context, transfereeID uint64) error
+
+	// Status returns the status of the member serving endpoint, which need not be one of
+	// the configured endpoints.
+	Status(ctx context.Context, endpoint string) (MemberStatus, error)
+
+	// Health checks the member serving endpoint the way `etcdctl endpoint health` does: a
+	// linearizable read of the key "health", which only succeeds when the member is part of
+	// a cluster with a leader and quorum. It returns nil when the member is healthy.
+	Health(ctx context.Context, endpoint string) error
+
+	// Put writes key. The operator uses it for its own canary key; tests use it too.
+	Put(ctx context.Context, key, value string) error
+
+	// Get reads key linearizably. found is false when the key does not exist.
+	Get(ctx context.Context, key string) (value string, found bool, err error)
+
+	// Close releases the connections. The Client must not be used afterwards.
+	Close() error
+}
+
+// Config says how to reach a cluster.
+type Config struct {
+	// Endpoints are the client URLs to talk to. The client does not discover further
+	// members: it uses exactly these, so the operator decides which members it reaches and
+	// over which addresses.
+	Endpoints []string
+	// TLS is used for https endpoints; nil for plain http.
+	TLS *tls.Config
+	// DialTimeout is clientv3's dial timeout; zero means DefaultDialTimeout. Connections are
+	// made in the background (New does not wait for one), so an unreachable endpoint shows as
+	// calls failing at their deadline rather than as New failing.
+	DialTimeout time.Duration
+}
+
+// Factory creates a Client. The controller holds a Factory rather than calling New, so tests
+// can hand it one that returns a fake.
+type Factory func(cfg Config) (Client, error)

@@ -1,0 +1,275 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// healthKey is the key Health reads, the same one etcdctl endpoint health reads.
+const healthKey = "health"
+
+// New returns a Client for the cluster behind cfg.Endpoints. It does not wait for a
+// connection: an unreachable cluster shows up as errors of the first calls, not of New, so
+// New only fails on an invalid Config.
+//
+// The client logs nothing (clientv3's own retry and balancer logs would drown the operator's;
+// what matters reaches the caller as an error), does not sync its endpoint list from the
+// member list (the operator chooses the endpoints) and does not refuse old clusters (the
+// operator manages etcd versions itself).
+func New(cfg Config) (Client, error) {
+	cli, err := newClientv3(cfg, cfg.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	return &client{cfg: cfg, cli: cli}, nil
+}
+
+// New must keep satisfying Factory, which is how the controller gets it.
+var _ Factory = New
+
+// newClientv3 builds a clientv3.Client from cfg for the given endpoints, which are either
+// cfg.Endpoints or the single member a call has to reach.
+func newClientv3(cfg Config, endpoints []string) (*clientv3.Client, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("etcd client: no endpoints")
+	}
+	dialTimeout := cfg.DialTimeout
+	if dialTimeout == 0 {
+		dialTimeout = DefaultDialTimeout
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:        endpoints,
+		TLS:              cfg.TLS,
+		DialTimeout:      dialTimeout,
+		Logger:           zap.NewNop(),
+		RejectOldCluster: false,
+		AutoSyncInterval: 0,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
+	}
+	return cli, nil
+}
+
+// client is the Client backed by clientv3.
+type client struct {
+	cfg Config
+	cli *clientv3.Client
+}
+
+func (c *client) MemberList(ctx context.Context) ([]Member, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	resp, err := c.cli.MemberList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing etcd members: %w", err)
+	}
+	return toMembers(resp.Members), nil
+}
+
+func (c *client) MemberAddAsLearner(ctx context.Context, peerURLs []string) (Member, []Member, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	resp, err := c.cli.MemberAddAsLearner(ctx, peerURLs)
+	if err != nil {
+		return Member{}, nil, fmt.Errorf("adding etcd learner %v: %w", peerURLs, err)
+	}
+	return toMember(resp.Member), toMembers(resp.Members), nil
+}
+
+func (c *client) MemberAdd(ctx context.Context, peerURLs []string) (Member, []Member, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	resp, err := c.cli.MemberAdd(ctx, peerURLs)
+	if err != nil {
+		return Member{}, nil, fmt.Errorf("adding etcd member %v: %w", peerURLs, err)
+	}
+	return toMember(resp.Member), toMembers(resp.Members), nil
+}
+
+func (c *client) MemberPromote(ctx context.Context, id uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	if _, err := c.cli.MemberPromote(ctx, id); err != nil {
+		return fmt.Errorf("promoting etcd learner %s: %w", hexID(id), err)
+	}
+	return nil
+}
+
+func (c *client) MemberRemove(ctx context.Context, id uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	if _, err := c.cli.MemberRemove(ctx, id); err != nil {
+		return fmt.Errorf("removing etcd member %s: %w", hexID(id), err)
+	}
+	return nil
+}
+
+func (c *client) MoveLeader(ctx context.Context, transfereeID uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	leader, err := c.leaderEndpoint(ctx)
+	if err != nil {
+		return fmt.Errorf("moving etcd leadership to %s: %w", hexID(transfereeID), err)
+	}
+	// clientv3 sends MoveLeader over its balanced connection, which may reach any of the
+	// configured endpoints; a client of the leader's endpoint alone makes sure it is the
+	// leader that gets it.
+	err = c.withEndpoint(leader, func(cli *clientv3.Client) error {
+		_, err := cli.MoveLeader(ctx, transfereeID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("moving etcd leadership to %s via %s: %w", hexID(transfereeID), leader, err)
+	}
+	return nil
+}
+
+// leaderEndpoint asks every configured endpoint for its status at once and returns the first
+// one that reports being the leader. Asking in parallel keeps a down member from using up the
+// deadline before the leader is asked.
+func (c *client) leaderEndpoint(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the status calls still running once the leader is known
+	type result struct {
+		status MemberStatus
+		err    error
+	}
+	results := make(chan result, len(c.cfg.Endpoints))
+	for _, endpoint := range c.cfg.Endpoints {
+		go func() {
+			status, err := c.status(ctx, endpoint)
+			results <- result{status: status, err: err}
+		}()
+	}
+	var errs []error
+	for range c.cfg.Endpoints {
+		r := <-results
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		if r.status.LeaderID != 0 && r.status.MemberID == r.status.LeaderID {
+			return r.status.Endpoint, nil
+		}
+	}
+	if len(errs) > 0 {
+		return "", fmt.Errorf("no endpoint of %v is the leader: %w", c.cfg.Endpoints, errors.Join(errs...))
+	}
+	return "", fmt.Errorf("no endpoint of %v is the leader", c.cfg.Endpoints)
+}
+
+func (c *client) Status(ctx context.Context, endpoint string) (MemberStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	return c.status(ctx, endpoint)
+}
+
+// status is Status without the cap, for callers that already applied it.
+func (c *client) status(ctx context.Context, endpoint string) (MemberStatus, error) {
+	// Maintenance.Status dials endpoint itself, whatever the configured endpoints are.
+	resp, err := c.cli.Status(ctx, endpoint)
+	if err != nil {
+		return MemberStatus{}, fmt.Errorf("etcd status of %s: %w", endpoint, err)
+	}
+	return MemberStatus{
+		Endpoint:         endpoint,
+		MemberID:         resp.Header.GetMemberId(),
+		LeaderID:         resp.Leader,
+		Version:          resp.Version,
+		DBSize:           resp.DbSize,
+		DBSizeInUse:      resp.DbSizeInUse,
+		RaftIndex:        resp.RaftIndex,
+		RaftAppliedIndex: resp.RaftAppliedIndex,
+		RaftTerm:         resp.RaftTerm,
+		IsLearner:        resp.IsLearner,
+		Errors:           slices.Clone(resp.Errors),
+	}, nil
+}
+
+func (c *client) Health(ctx context.Context, endpoint string) error {
+	ctx, cancel := context.WithTimeout(ctx, HealthTimeout)
+	defer cancel()
+	// A KV read goes over the balanced connection, so it needs a client of endpoint alone
+	// to be sure it is that member answering.
+	err := c.withEndpoint(endpoint, func(cli *clientv3.Client) error {
+		_, err := cli.Get(ctx, healthKey)
+		// Like etcdctl: with authentication on, the read is denied only after it went
+		// through consensus, so the member is healthy.
+		if errors.Is(err, rpctypes.ErrPermissionDenied) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("etcd member %s is not healthy: %w", endpoint, err)
+	}
+	return nil
+}
+
+// withEndpoint runs fn with a client connected to endpoint only, closed afterwards.
+func (c *client) withEndpoint(endpoint string, fn func(*clientv3.Client) error) error {
+	cli, err := newClientv3(c.cfg, []string{endpoint})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cli.Close() }() // a close error changes nothing about fn's result
+	return fn(cli)
+}
+
+func (c *client) Put(ctx context.Context, key, value string) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	if _, err := c.cli.Put(ctx, key, value); err != nil {
+		return fmt.Errorf("writing etcd key %q: %w", key, err)
+	}
+	return nil
+}
+
+func (c *client) Get(ctx context.Context, key string) (string, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	resp, err := c.cli.Get(ctx, key)
+	if err != nil {
+		return "", false, fmt.Errorf("reading etcd key %q: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", false, nil
+	}
+	return string(resp.Kvs[0].Value), true, nil
+}
+
+func (c *client) Close() error {
+	return c.cli.Close()
+}
+
+func toMember(m *etcdserverpb.Member) Member {
+	return Member{
+		ID:         m.GetID(),
+		Name:       m.GetName(),
+		PeerURLs:   slices.Clone(m.GetPeerURLs()),
+		ClientURLs: slices.Clone(m.GetClientURLs()),
+		IsLearner:  m.GetIsLearner(),
+	}
+}
+
+func toMembers(ms []*etcdserverpb.Member) []Member {
+	out := make([]Member, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, toMember(m))
+	}
+	return out
+}
+
+// hexID formats a member ID the way etcd and etcdctl print it.
+func hexID(id uint64) string {
+	return strconv.FormatUint(id, 16)
+}

@@ -1,0 +1,294 @@
+// Package membership decides, as a pure function of what the operator observed, the one
+// next change an etcd cluster needs: bootstrap the first member, bring back a member's pod,
+// add a learner, promote it. It never does I/O; the controller observes, calls Plan, and
+// carries out the single Action it returns, then observes again.
+//
+// Bootstrap is single-seed: the first member starts alone with initial-cluster-state=new,
+// and every other member joins the running cluster as a learner. No member is ever started
+// with "new" while another member may hold data, so a lost or recreated pod can never form
+// a second cluster (split brain).
+package membership
+
+import (
+	"fmt"
+	"sort"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+)
+
+// Observed is everything Plan needs, gathered by the controller in one reconcile.
+type Observed struct {
+	// Cluster names the cluster's objects and URLs.
+	Cluster cluster.Cluster
+	// Size is spec.size.
+	Size int
+	// Ephemeral is spec.storage.ephemeral: member data lives and dies with the pod.
+	Ephemeral bool
+	// Pods are the member pods that exist, by member name.
+	Pods map[string]Pod
+	// PVCs are the member data claims that exist, by member name.
+	PVCs map[string]PVC
+	// Members is the etcd member list, or nil when no member answered.
+	Members []Member
+}
+
+// Pod is a member pod as observed.
+type Pod struct {
+	// Ready is the pod's Ready condition.
+	Ready bool
+	// Terminating is true once the pod has a deletion timestamp.
+	Terminating bool
+}
+
+// PVC is a member data claim as observed.
+type PVC struct {
+	// Bootstrapped is true once the member on this claim has been seen in the etcd member
+	// list with its name, that is, it has started and holds data of the cluster.
+	Bootstrapped bool
+}
+
+// Member is an etcd member as the cluster reports it, joined with its health.
+type Member struct {
+	// Name is the member name derived from its peer URL (never empty).
+	Name string
+	// ID is the etcd member ID.
+	ID uint64
+	// PeerURL is the member's first peer URL.
+	PeerURL string
+	// Started is true when the member has started (etcd reports its name).
+	Started bool
+	// Learner is true for a non-voting learner.
+	Learner bool
+	// Healthy is true when the member answered its health check.
+	Healthy bool
+}
+
+// Kind is the kind of change an Action makes.
+type Kind string
+
+// The kinds of Action.
+const (
+	// None: the membership is as the spec asks; nothing to do.
+	None Kind = "None"
+	// Wait: a change is under way or the cluster is not healthy enough for the next one.
+	Wait Kind = "Wait"
+	// Blocked: the spec asks for something this release does not do, or a member's data
+	// is lost; nothing is changed.
+	Blocked Kind = "Blocked"
+	// CreateSeed: create the first member's claim and pod, starting a new cluster.
+	CreateSeed Kind = "CreateSeed"
+	// CreatePod: create the claim (when missing) and pod of a member that is in the
+	// membership (or was the seed) but has no pod.
+	CreatePod Kind = "CreatePod"
+	// AddLearner: add a member to etcd as a learner, then create its claim and pod.
+	AddLearner Kind = "AddLearner"
+	// Promote: promote a started learner to a voting member.
+	Promote Kind = "Promote"
+)
+
+// Action is the one change Plan chose, with what carrying it out needs.
+type Action struct {
+	Kind Kind
+	// Member is the member the action is about.
+	Member string
+	// MemberID is the etcd ID of the member to promote.
+	MemberID uint64
+	// PeerURL is the peer URL of the member to add.
+	PeerURL string
+	// InitialCluster and InitialClusterState are the member's bootstrap flags, used only
+	// when its data directory is empty.
+	InitialCluster      []string
+	InitialClusterState string
+	// Reason is the condition reason (an etcdv1alpha1.Reason* constant) and Message says
+	// what is happening, for the status.
+	Reason  string
+	Message string
+}
+
+// Plan returns the one next change the cluster needs.
+func Plan(o Observed) Action {
+	if o.Members == nil {
+		return planUnreachable(o)
+	}
+	return planReachable(o)
+}
+
+// planUnreachable decides when no member answered: at bootstrap, or when every member is
+// down. Only a cluster with no member data at all is started anew (for an ephemeral
+// cluster whose pods are all gone, that data is gone with them).
+func planUnreachable(o Observed) Action {
+	known := o.knownMembers()
+	if len(known) == 0 {
+		seed := o.Cluster.MemberName(0)
+		return Action{
+			Kind: CreateSeed, Member: seed,
+			InitialCluster:      []string{initialClusterEntry(o.Cluster, seed)},
+			InitialClusterState: "new",
+			Reason:              etcdv1alpha1.ReasonBootstrapping,
+			Message:             fmt.Sprintf("creating the first member %s", seed),
+		}
+	}
+	for _, name := range known {
+		if _, ok := o.Pods[name]; ok {
+			continue
+		}
+		// Without a pod, a known member has a claim (ephemeral members are known only by
+		// their pods). A seed that never started holds no data: it may start anew. Any
+		// other member rejoins with its data; "existing" makes etcd refuse to start a new
+		// cluster.
+		if len(known) == 1 && !o.PVCs[name].Bootstrapped {
+			return Action{
+				Kind: CreatePod, Member: name,
+				InitialCluster:      []string{initialClusterEntry(o.Cluster, name)},
+				InitialClusterState: "new",
+				Reason:              etcdv1alpha1.ReasonBootstrapping,
+				Message:             fmt.Sprintf("recreating the pod of the first member %s, which never started", name),
+			}
+		}
+		return Action{
+			Kind: CreatePod, Member: name,
+			InitialCluster:      initialClusterOf(o.Cluster, known),
+			InitialClusterState: "existing",
+			Reason:              etcdv1alpha1.ReasonRecreatingPod,
+			Message:             fmt.Sprintf("recreating the pod of member %s with its data", name),
+		}
+	}
+	if len(known) == 1 {
+		return Action{Kind: Wait, Reason: etcdv1alpha1.ReasonBootstrapping,
+			Message: fmt.Sprintf("waiting for the first member %s to start", known[0])}
+	}
+	return Action{Kind: Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers,
+		Message: "no member answers; waiting for the member pods to start"}
+}
+
+// planReachable decides from the member list: first bring back members without pods, then
+// promote learners, then grow; every step only while all members are healthy.
+func planReachable(o Observed) Action {
+	if a, ok := o.missingPod(); ok {
+		return a
+	}
+	for _, m := range o.Members {
+		if !m.Learner {
+			continue
+		}
+		if !m.Started || !m.Healthy {
+			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonPromotingLearner,
+				Message: fmt.Sprintf("waiting for learner %s to start", m.Name)}
+		}
+		return Action{Kind: Promote, Member: m.Name, MemberID: m.ID, Reason: etcdv1alpha1.ReasonPromotingLearner,
+			Message: fmt.Sprintf("promoting learner %s to a voting member", m.Name)}
+	}
+	for _, m := range o.Members {
+		if !m.Healthy {
+			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonWaitingForMembers,
+				Message: fmt.Sprintf("waiting for member %s to become healthy", m.Name)}
+		}
+	}
+	switch {
+	case len(o.Members) < o.Size:
+		return o.addLearner()
+	case len(o.Members) > o.Size:
+		return Action{Kind: Blocked, Reason: etcdv1alpha1.ReasonScaleDownNotSupported,
+			Message: fmt.Sprintf("spec.size is %d but the cluster has %d members; removing members is not supported by this release, so none is removed", o.Size, len(o.Members))}
+	}
+	return Action{Kind: None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "all members are running"}
+}
+
+// missingPod finds the first member of the membership without a pod and says how to bring
+// it back: with its claim when it has one, or fresh when it never started.
+func (o Observed) missingPod() (Action, bool) {
+	for _, m := range o.Members {
+		if _, ok := o.Pods[m.Name]; ok {
+			continue
+		}
+		_, hasPVC := o.PVCs[m.Name]
+		if m.Started && (o.Ephemeral || !hasPVC) {
+			return Action{Kind: Blocked, Member: m.Name, Reason: etcdv1alpha1.ReasonMemberDataLost,
+				Message: fmt.Sprintf("member %s lost its data (its pod or volume was deleted); replacing members is not supported by this release", m.Name)}, true
+		}
+		return Action{
+			Kind: CreatePod, Member: m.Name,
+			InitialCluster:      o.initialClusterFromMembers(),
+			InitialClusterState: "existing",
+			Reason:              etcdv1alpha1.ReasonRecreatingPod,
+			Message:             fmt.Sprintf("creating the pod of member %s", m.Name),
+		}, true
+	}
+	return Action{}, false
+}
+
+// addLearner adds the next member as a learner. Its name takes the lowest ordinal used by no
+// member, pod or claim, so a retained claim of an old member is never reused by a new one.
+func (o Observed) addLearner() Action {
+	used := map[string]bool{}
+	for _, m := range o.Members {
+		used[m.Name] = true
+	}
+	for n := range o.Pods {
+		used[n] = true
+	}
+	for n := range o.PVCs {
+		used[n] = true
+	}
+	name := ""
+	for i := 0; name == ""; i++ {
+		if candidate := o.Cluster.MemberName(i); !used[candidate] {
+			name = candidate
+		}
+	}
+	return Action{
+		Kind: AddLearner, Member: name, PeerURL: o.Cluster.PeerURL(name),
+		InitialCluster:      append(o.initialClusterFromMembers(), initialClusterEntry(o.Cluster, name)),
+		InitialClusterState: "existing",
+		Reason:              etcdv1alpha1.ReasonAddingMember,
+		Message:             fmt.Sprintf("adding member %s (%d of %d) as a learner", name, len(o.Members)+1, o.Size),
+	}
+}
+
+// knownMembers are the members that have a pod or a claim, sorted by ordinal.
+func (o Observed) knownMembers() []string {
+	set := map[string]bool{}
+	for n := range o.Pods {
+		set[n] = true
+	}
+	if !o.Ephemeral {
+		for n := range o.PVCs {
+			set[n] = true
+		}
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sortByOrdinal(o.Cluster, names)
+	return names
+}
+
+func (o Observed) initialClusterFromMembers() []string {
+	out := make([]string, 0, len(o.Members)+1)
+	for _, m := range o.Members {
+		out = append(out, fmt.Sprintf("%s=%s", m.Name, m.PeerURL))
+	}
+	return out
+}
+
+func initialClusterOf(c cluster.Cluster, names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, initialClusterEntry(c, n))
+	}
+	return out
+}
+
+func initialClusterEntry(c cluster.Cluster, name string) string {
+	return fmt.Sprintf("%s=%s", name, c.PeerURL(name))
+}
+
+func sortByOrdinal(c cluster.Cluster, names []string) {
+	sort.Slice(names, func(i, j int) bool {
+		a, _ := c.MemberOrdinal(names[i])
+		b, _ := c.MemberOrdinal(names[j])
+		return a < b
+	})
+}

@@ -1,0 +1,211 @@
+package membership_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/membership"
+)
+
+var c = cluster.Cluster{Name: "e", Namespace: "ns", TLS: true}
+
+func member(ordinal int, id uint64, started, learner, healthy bool) membership.Member {
+	name := c.MemberName(ordinal)
+	return membership.Member{Name: name, ID: id, PeerURL: c.PeerURL(name), Started: started, Learner: learner, Healthy: healthy}
+}
+
+func voter(ordinal int, id uint64) membership.Member { return member(ordinal, id, true, false, true) }
+
+func pods(names ...string) map[string]membership.Pod {
+	out := map[string]membership.Pod{}
+	for _, n := range names {
+		out[n] = membership.Pod{Ready: true}
+	}
+	return out
+}
+
+func pvcs(bootstrapped bool, names ...string) map[string]membership.PVC {
+	out := map[string]membership.PVC{}
+	for _, n := range names {
+		out[n] = membership.PVC{Bootstrapped: bootstrapped}
+	}
+	return out
+}
+
+func TestPlan(t *testing.T) {
+	e0, e1, e2, e3 := c.MemberName(0), c.MemberName(1), c.MemberName(2), c.MemberName(3)
+	cases := []struct {
+		name  string
+		obs   membership.Observed
+		want  membership.Kind
+		check func(g Gomega, a membership.Action)
+	}{
+		{
+			name: "empty cluster: create the seed as a new cluster of one",
+			obs:  membership.Observed{Size: 3},
+			want: membership.CreateSeed,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e0))
+				g.Expect(a.InitialCluster).To(Equal([]string{e0 + "=" + c.PeerURL(e0)}))
+				g.Expect(a.InitialClusterState).To(Equal("new"))
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonBootstrapping))
+			},
+		},
+		{
+			name: "seed pod starting: wait, do not create a second seed",
+			obs:  membership.Observed{Size: 3, Pods: pods(e0), PVCs: pvcs(false, e0)},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonBootstrapping))
+			},
+		},
+		{
+			name: "seed pod deleted before it ever started: start it anew",
+			obs:  membership.Observed{Size: 3, PVCs: pvcs(false, e0)},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e0))
+				g.Expect(a.InitialClusterState).To(Equal("new"))
+			},
+		},
+		{
+			name: "bootstrapped seed pod deleted while unreachable: rejoin as existing, never new",
+			obs:  membership.Observed{Size: 1, PVCs: pvcs(true, e0)},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e0))
+				g.Expect(a.InitialClusterState).To(Equal("existing"))
+			},
+		},
+		{
+			name: "several members and none answers: recreate a missing pod as existing",
+			obs:  membership.Observed{Size: 3, Pods: pods(e0, e2), PVCs: pvcs(false, e0, e1, e2)},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.InitialClusterState).To(Equal("existing"))
+				g.Expect(a.InitialCluster).To(HaveLen(3))
+			},
+		},
+		{
+			name: "several members, all pods present, none answers: wait",
+			obs:  membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2)},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonWaitingForMembers))
+			},
+		},
+		{
+			name: "ephemeral cluster whose pods are all gone: its data is gone, bootstrap again",
+			obs:  membership.Observed{Size: 3, Ephemeral: true},
+			want: membership.CreateSeed, // nothing of the old cluster is left to protect
+		},
+		{
+			name: "seed healthy, size 3: add the next member as a learner",
+			obs:  membership.Observed{Size: 3, Pods: pods(e0), PVCs: pvcs(true, e0), Members: []membership.Member{voter(0, 10)}},
+			want: membership.AddLearner,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.PeerURL).To(Equal(c.PeerURL(e1)))
+				g.Expect(a.InitialCluster).To(Equal([]string{e0 + "=" + c.PeerURL(e0), e1 + "=" + c.PeerURL(e1)}))
+				g.Expect(a.InitialClusterState).To(Equal("existing"))
+			},
+		},
+		{
+			name: "learner added but the operator stopped before creating its pod: create it",
+			obs: membership.Observed{Size: 3, Pods: pods(e0), PVCs: pvcs(true, e0),
+				Members: []membership.Member{voter(0, 10), member(1, 11, false, true, false)}},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.InitialClusterState).To(Equal("existing"))
+				g.Expect(a.InitialCluster).To(ContainElement(e1 + "=" + c.PeerURL(e1)))
+			},
+		},
+		{
+			name: "learner pod starting: wait, add nothing",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1), PVCs: pvcs(true, e0),
+				Members: []membership.Member{voter(0, 10), member(1, 11, false, true, false)}},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonPromotingLearner))
+			},
+		},
+		{
+			name: "learner started and healthy: promote it",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1), PVCs: pvcs(true, e0, e1),
+				Members: []membership.Member{voter(0, 10), member(1, 11, true, true, true)}},
+			want: membership.Promote,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.MemberID).To(Equal(uint64(11)))
+			},
+		},
+		{
+			name: "a voter is unhealthy: do not grow",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1), PVCs: pvcs(true, e0, e1),
+				Members: []membership.Member{voter(0, 10), member(1, 11, true, false, false)}},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+			},
+		},
+		{
+			name: "member pod deleted: recreate it with its data, no membership change",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e2), PVCs: pvcs(true, e0, e1, e2),
+				Members: []membership.Member{voter(0, 10), member(1, 11, true, false, false), voter(2, 12)}},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.InitialClusterState).To(Equal("existing"))
+			},
+		},
+		{
+			name: "started member whose claim is gone: blocked, its data is lost",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e2), PVCs: pvcs(true, e0, e2),
+				Members: []membership.Member{voter(0, 10), member(1, 11, true, false, false), voter(2, 12)}},
+			want: membership.Blocked,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonMemberDataLost))
+			},
+		},
+		{
+			name: "retained claim of an old member is never reused for a new member",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e2), PVCs: pvcs(true, e0, e1, e2),
+				Members: []membership.Member{voter(0, 10), voter(2, 12)}},
+			want: membership.AddLearner,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e3))
+			},
+		},
+		{
+			name: "all members healthy and voting: nothing to do",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2),
+				Members: []membership.Member{voter(0, 10), voter(1, 11), voter(2, 12)}},
+			want: membership.None,
+		},
+		{
+			name: "more members than the spec: blocked, nothing removed",
+			obs: membership.Observed{Size: 1, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2),
+				Members: []membership.Member{voter(0, 10), voter(1, 11), voter(2, 12)}},
+			want: membership.Blocked,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonScaleDownNotSupported))
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tc.obs.Cluster = c
+			a := membership.Plan(tc.obs)
+			g.Expect(a.Kind).To(Equal(tc.want), "action: %+v", a)
+			g.Expect(a.Message).NotTo(BeEmpty())
+			if tc.check != nil {
+				tc.check(g, a)
+			}
+		})
+	}
+}

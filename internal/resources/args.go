@@ -1,0 +1,104 @@
+package resources
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+)
+
+// Paths inside the etcd container.
+const (
+	// DataMountPath is where the member's data volume is mounted.
+	DataMountPath = "/var/lib/etcd"
+	// DataDir is etcd's --data-dir: a directory inside the volume rather than its root,
+	// so etcd can create it with the 0700 mode it insists on, whatever the volume's root
+	// looks like (lost+found, a root-owned mount point).
+	DataDir = DataMountPath + "/data"
+	// TLSMountPath is where the member certificate Secret is mounted.
+	TLSMountPath = "/etc/etcd/tls"
+	// TLSCertFile is the member certificate (kubernetes.io/tls layout).
+	TLSCertFile = TLSMountPath + "/tls.crt"
+	// TLSKeyFile is the member certificate's private key.
+	TLSKeyFile = TLSMountPath + "/tls.key"
+	// TLSCAFile is the cluster CA certificate, trusted for both clients and peers.
+	TLSCAFile = TLSMountPath + "/ca.crt"
+)
+
+// MemberConfig is what a member needs to know, besides the EtcdCluster, on its first
+// start: its name and the cluster it bootstraps or joins. etcd reads the --initial-*
+// flags only when its data directory is empty, so a restarted member ignores them.
+type MemberConfig struct {
+	// Name is the member's name: also its pod's name and the host in its URLs.
+	Name string
+	// InitialCluster lists "name=peerURL" for every member of the cluster the member
+	// starts into, itself included, in the order given. For a new cluster that is every
+	// initial member; for a member joining with `member add` it is the members etcd
+	// returned plus the new one.
+	InitialCluster []string
+	// InitialClusterState is "new" when bootstrapping a cluster and "existing" when the
+	// member joins a running one.
+	InitialClusterState string
+}
+
+// EtcdArgs returns the etcd command-line flags of member m, one "--flag=value" per
+// element, in a fixed order so the pod spec (and the golden files) are stable.
+//
+// etcd listens on all addresses but advertises the member's stable DNS name through the
+// headless peer Service, which survives pod rescheduling where a pod IP would not. The
+// metrics listener is always plain HTTP: it serves /metrics, /livez and /readyz, which
+// the kubelet probes and Prometheus scrape without a client certificate. With TLS, the
+// one member certificate serves both client and peer traffic, and client certificates
+// signed by the cluster CA are required on both.
+func EtcdArgs(c *etcdv1alpha1.EtcdCluster, m MemberConfig) []string {
+	spec := WithDefaults(c.Spec)
+	cl := cluster.For(c)
+	s := scheme(cl)
+	args := []string{
+		"--name=" + m.Name,
+		"--data-dir=" + DataDir,
+		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", s, cluster.PeerPort),
+		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", s, cluster.ClientPort),
+		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", cluster.MetricsPort),
+		"--advertise-client-urls=" + cl.ClientURL(m.Name),
+		"--initial-advertise-peer-urls=" + cl.PeerURL(m.Name),
+		"--initial-cluster=" + strings.Join(m.InitialCluster, ","),
+		"--initial-cluster-state=" + m.InitialClusterState,
+		"--initial-cluster-token=" + cluster.Token(c),
+		"--auto-compaction-mode=" + string(spec.Etcd.AutoCompactionMode),
+		"--auto-compaction-retention=" + spec.Etcd.AutoCompactionRetention,
+		"--quota-backend-bytes=" + strconv.FormatInt(spec.Etcd.QuotaBackendBytes.Value(), 10),
+		"--snapshot-count=" + strconv.FormatInt(spec.Etcd.SnapshotCount, 10),
+		"--heartbeat-interval=" + strconv.Itoa(int(spec.Etcd.HeartbeatIntervalMillis)),
+		"--election-timeout=" + strconv.Itoa(int(spec.Etcd.ElectionTimeoutMillis)),
+	}
+	if cl.TLS {
+		args = append(args, tlsArgs()...)
+	}
+	return args
+}
+
+// tlsArgs are the flags that turn on TLS, with client certificates required, for both
+// client and peer traffic.
+func tlsArgs() []string {
+	return []string{
+		"--cert-file=" + TLSCertFile,
+		"--key-file=" + TLSKeyFile,
+		"--trusted-ca-file=" + TLSCAFile,
+		"--client-cert-auth=true",
+		"--peer-cert-file=" + TLSCertFile,
+		"--peer-key-file=" + TLSKeyFile,
+		"--peer-trusted-ca-file=" + TLSCAFile,
+		"--peer-client-cert-auth=true",
+	}
+}
+
+// scheme is the URL scheme of the client and peer listeners.
+func scheme(cl cluster.Cluster) string {
+	if cl.TLS {
+		return "https"
+	}
+	return "http"
+}

@@ -1,0 +1,94 @@
+package resources
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/versions"
+)
+
+// Defaults of the EtcdCluster spec. They match the +kubebuilder:default markers of the
+// CRD, so an object the API server defaulted and one built by hand give the same result.
+const (
+	// DefaultSize is three members: the smallest cluster that survives losing one.
+	DefaultSize int32 = 3
+	// DefaultAutoCompactionRetention keeps one hour of history in periodic mode.
+	DefaultAutoCompactionRetention = "1h"
+	// DefaultRevisionRetention keeps 10000 revisions in revision mode. The CRD never
+	// stores revision mode without a retention ("1h" would be rejected there), so this
+	// only guards hand-built objects against an invalid etcd flag.
+	DefaultRevisionRetention = "10000"
+	// DefaultSnapshotCount is etcd's own default since 3.6.
+	DefaultSnapshotCount int64 = 10000
+	// DefaultHeartbeatIntervalMillis is etcd's own default heartbeat interval.
+	DefaultHeartbeatIntervalMillis int32 = 100
+	// DefaultElectionTimeoutMillis is etcd's own default election timeout.
+	DefaultElectionTimeoutMillis int32 = 1000
+)
+
+var (
+	// defaultStorageSize is the CRD's default storage.size.
+	defaultStorageSize = resource.MustParse("4Gi")
+	// defaultQuotaBackendBytes is the CRD's default etcd.quotaBackendBytes.
+	defaultQuotaBackendBytes = resource.MustParse("2Gi")
+)
+
+// WithDefaults returns spec with every empty field that has a CRD default set to that
+// default. It is the only place the defaults live in Go, and every builder reads the spec
+// through it, so a spec the API server never defaulted (a test fixture, an object stored
+// by an older CRD) still gives complete, valid objects.
+//
+// The result shares maps, slices and pointers with spec: treat it as read-only.
+func WithDefaults(spec etcdv1alpha1.EtcdClusterSpec) etcdv1alpha1.EtcdClusterSpec {
+	if spec.Size == 0 {
+		spec.Size = DefaultSize
+	}
+	if spec.Version == "" {
+		spec.Version = versions.Default()
+	}
+	if spec.Storage.Size == nil || spec.Storage.Size.IsZero() {
+		spec.Storage.Size = ptr.To(defaultStorageSize.DeepCopy())
+	}
+	if spec.TLS.Mode == "" {
+		spec.TLS.Mode = etcdv1alpha1.TLSModeOperatorCA
+	}
+	if spec.DeletionPolicy == "" {
+		spec.DeletionPolicy = etcdv1alpha1.DeletionPolicyRetain
+	}
+	spec.Etcd = etcdDefaults(spec.Etcd)
+	return spec
+}
+
+// etcdDefaults fills in the defaults of the etcd options.
+func etcdDefaults(o etcdv1alpha1.EtcdOptions) etcdv1alpha1.EtcdOptions {
+	if o.AutoCompactionMode == "" {
+		o.AutoCompactionMode = etcdv1alpha1.AutoCompactionPeriodic
+	}
+	if o.AutoCompactionRetention == "" {
+		o.AutoCompactionRetention = DefaultAutoCompactionRetention
+		if o.AutoCompactionMode == etcdv1alpha1.AutoCompactionRevision {
+			o.AutoCompactionRetention = DefaultRevisionRetention
+		}
+	}
+	if o.QuotaBackendBytes == nil || o.QuotaBackendBytes.IsZero() {
+		o.QuotaBackendBytes = ptr.To(defaultQuotaBackendBytes.DeepCopy())
+	}
+	if o.SnapshotCount == 0 {
+		o.SnapshotCount = DefaultSnapshotCount
+	}
+	if o.HeartbeatIntervalMillis == 0 {
+		o.HeartbeatIntervalMillis = DefaultHeartbeatIntervalMillis
+	}
+	if o.ElectionTimeoutMillis == 0 {
+		o.ElectionTimeoutMillis = DefaultElectionTimeoutMillis
+	}
+	return o
+}
+
+// Quorum is the number of members of an n-member cluster that must be up for it to
+// accept writes: a strict majority, n/2+1. A cluster of 1 needs 1, of 3 needs 2, of 5
+// needs 3, of 7 needs 4, so it tolerates the loss of n-Quorum(n) = (n-1)/2 members.
+// An even size adds a member without adding fault tolerance, which is why the API only
+// allows odd sizes.
+func Quorum(n int) int { return n/2 + 1 }

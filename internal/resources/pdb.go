@@ -1,0 +1,29 @@
+package resources
+
+import (
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+)
+
+// PodDisruptionBudget returns the budget that keeps a quorum of members running through
+// voluntary disruptions (node drains, cluster upgrades): an eviction that would leave
+// fewer than Quorum(size) members available is refused, since the cluster would stop
+// accepting writes. A single-member cluster has no member to spare, so its budget
+// blocks every eviction: draining its node must be a deliberate act.
+func PodDisruptionBudget(c *etcdv1alpha1.EtcdCluster) *policyv1.PodDisruptionBudget {
+	spec := WithDefaults(c.Spec)
+	cl := cluster.For(c)
+	minAvailable := intstr.FromInt32(int32(Quorum(int(spec.Size))))
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+		ObjectMeta: objectMeta(c, cl.PodDisruptionBudget(), cl.Labels()),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &minAvailable,
+			Selector:     &metav1.LabelSelector{MatchLabels: cl.SelectorLabels()},
+		},
+	}
+}

@@ -1,0 +1,240 @@
+package resources
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/versions"
+)
+
+// Names inside a member pod.
+const (
+	// ContainerName is the name of the etcd container, for `kubectl exec -c` and for
+	// finding the container's status.
+	ContainerName = "etcd"
+	// EtcdBinary is the etcd executable in the operand image.
+	EtcdBinary = "/usr/local/bin/etcd"
+	// DataVolume is the volume holding the member's data directory.
+	DataVolume = "data"
+	// TLSVolume is the volume holding the member certificate (TLS clusters only).
+	TLSVolume = "tls"
+
+	// ClientPortName, PeerPortName and MetricsPortName name the container and Service
+	// ports, so probes and monitors can refer to them by name.
+	ClientPortName  = "client"
+	PeerPortName    = "peer"
+	MetricsPortName = "metrics"
+
+	// RunAsID is the user and group etcd runs as: the conventional "nonroot" ID of
+	// distroless images, which owns no file in the image.
+	RunAsID int64 = 65532
+)
+
+// tlsFileMode lets the owner and the group read the Secret files and nobody else. The
+// kubelet gives them the pod's fsGroup, which is etcd's group, so etcd can read its key.
+const tlsFileMode int32 = 0o440
+
+// MemberPod returns the pod of member m, running the etcd image of the cluster's version
+// from imageRepository.
+//
+// The pod's hostname and subdomain make <member>.<peer-service>.<namespace>.svc resolve
+// to it through the headless peer Service: the stable name its URLs advertise. Members
+// are plain pods rather than a StatefulSet so the operator decides, one etcd membership
+// change at a time, which member is added or removed. The pod meets the restricted Pod
+// Security Standard, and `kubectl exec <pod> -- etcdctl ...` works without flags because
+// the ETCDCTL_* environment points etcdctl at the local member with its certificate.
+func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, imageRepository string) *corev1.Pod {
+	spec := WithDefaults(c.Spec)
+	cl := cluster.For(c)
+	meta := objectMeta(c, m.Name, mergeLabels(spec.PodTemplate.Labels, cl.MemberLabels(m.Name)))
+	meta.Annotations = copyMap(spec.PodTemplate.Annotations)
+	pt := spec.PodTemplate
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: meta,
+		Spec: corev1.PodSpec{
+			Hostname:                      m.Name,
+			Subdomain:                     cl.PeerService(),
+			Containers:                    []corev1.Container{etcdContainer(c, spec, m, imageRepository)},
+			Volumes:                       volumes(cl, spec, m.Name),
+			SecurityContext:               podSecurityContext(),
+			Affinity:                      affinity(pt.Affinity, cl),
+			Tolerations:                   copyTolerations(pt.Tolerations),
+			NodeSelector:                  copyMap(pt.NodeSelector),
+			PriorityClassName:             pt.PriorityClassName,
+			TopologySpreadConstraints:     spreadConstraints(pt.TopologySpreadConstraints, cl),
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			EnableServiceLinks:            ptr.To(false),
+			AutomountServiceAccountToken:  ptr.To(false),
+		},
+	}
+}
+
+// etcdContainer is the one container of a member pod.
+func etcdContainer(c *etcdv1alpha1.EtcdCluster, spec etcdv1alpha1.EtcdClusterSpec, m MemberConfig, repo string) corev1.Container {
+	tls := cluster.For(c).TLS
+	return corev1.Container{
+		Name:            ContainerName,
+		Image:           versions.Image(repo, spec.Version),
+		Command:         []string{EtcdBinary},
+		Args:            EtcdArgs(c, m),
+		Ports:           containerPorts(),
+		Env:             etcdctlEnv(tls),
+		Resources:       *spec.Resources.DeepCopy(),
+		VolumeMounts:    volumeMounts(tls),
+		StartupProbe:    probe("/livez", 2, 150, 5),
+		LivenessProbe:   probe("/livez", 10, 6, 5),
+		ReadinessProbe:  probe("/readyz", 5, 3, 5),
+		SecurityContext: containerSecurityContext(),
+	}
+}
+
+// containerPorts are the client, peer and metrics ports etcd listens on.
+func containerPorts() []corev1.ContainerPort {
+	return []corev1.ContainerPort{
+		{Name: ClientPortName, ContainerPort: cluster.ClientPort, Protocol: corev1.ProtocolTCP},
+		{Name: PeerPortName, ContainerPort: cluster.PeerPort, Protocol: corev1.ProtocolTCP},
+		{Name: MetricsPortName, ContainerPort: cluster.MetricsPort, Protocol: corev1.ProtocolTCP},
+	}
+}
+
+// etcdctlEnv points etcdctl, run inside the container, at the local member, with the
+// member certificate as its client certificate (it carries the clientAuth usage) and the
+// CA that signed every member. It does not set ETCDCTL_API: etcdctl speaks v3 by default
+// since 3.4, and etcdctl 3.6 and later warn about it as an unrecognized variable.
+func etcdctlEnv(tls bool) []corev1.EnvVar {
+	endpoint := fmt.Sprintf("http://localhost:%d", cluster.ClientPort)
+	if !tls {
+		return []corev1.EnvVar{{Name: "ETCDCTL_ENDPOINTS", Value: endpoint}}
+	}
+	return []corev1.EnvVar{
+		{Name: "ETCDCTL_ENDPOINTS", Value: fmt.Sprintf("https://localhost:%d", cluster.ClientPort)},
+		{Name: "ETCDCTL_CACERT", Value: TLSCAFile},
+		{Name: "ETCDCTL_CERT", Value: TLSCertFile},
+		{Name: "ETCDCTL_KEY", Value: TLSKeyFile},
+	}
+}
+
+// probe is an HTTP probe of path on the plain-HTTP metrics port, so the kubelet needs no
+// client certificate. /livez fails only when the local member is wedged, so a lost quorum
+// does not restart every member; /readyz also fails while the member has no leader or is
+// a learner, which keeps it out of the client Service.
+func probe(path string, period, failures, timeout int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path:   path,
+			Port:   intstr.FromString(MetricsPortName),
+			Scheme: corev1.URISchemeHTTP,
+		}},
+		PeriodSeconds:    period,
+		FailureThreshold: failures,
+		TimeoutSeconds:   timeout,
+		SuccessThreshold: 1,
+	}
+}
+
+// volumeMounts mounts the data volume and, with TLS, the member certificate read-only.
+func volumeMounts(tls bool) []corev1.VolumeMount {
+	mounts := []corev1.VolumeMount{{Name: DataVolume, MountPath: DataMountPath}}
+	if tls {
+		mounts = append(mounts, corev1.VolumeMount{Name: TLSVolume, MountPath: TLSMountPath, ReadOnly: true})
+	}
+	return mounts
+}
+
+// volumes are the member's data volume (its PVC, or an emptyDir capped at storage.size
+// when the cluster is ephemeral) and, with TLS, the member certificate Secret.
+func volumes(cl cluster.Cluster, spec etcdv1alpha1.EtcdClusterSpec, member string) []corev1.Volume {
+	data := corev1.Volume{Name: DataVolume}
+	if spec.Storage.Ephemeral {
+		data.EmptyDir = &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(spec.Storage.Size.DeepCopy())}
+	} else {
+		data.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cl.PVCName(member)}
+	}
+	vols := []corev1.Volume{data}
+	if cl.TLS {
+		vols = append(vols, corev1.Volume{Name: TLSVolume, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: cl.MemberTLSSecret(), DefaultMode: ptr.To(tlsFileMode)},
+		}})
+	}
+	return vols
+}
+
+// podSecurityContext runs etcd as an unprivileged user, with the volumes group-owned by
+// it (fixed up only when the volume root does not match already, which keeps restarts
+// on large volumes fast) and the runtime's default seccomp profile.
+func podSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:        ptr.To(true),
+		RunAsUser:           ptr.To(RunAsID),
+		RunAsGroup:          ptr.To(RunAsID),
+		FSGroup:             ptr.To(RunAsID),
+		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// containerSecurityContext drops every capability and makes the root filesystem
+// read-only: etcd writes only to its data volume.
+func containerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// affinity is the user's affinity when set. Otherwise members prefer different nodes, so
+// losing one node costs at most one member where the cluster has room; it is only
+// preferred so that a cluster larger than the node count still schedules.
+func affinity(user *corev1.Affinity, cl cluster.Cluster) *corev1.Affinity {
+	if user != nil {
+		return user.DeepCopy()
+	}
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: cl.SelectorLabels()},
+				TopologyKey:   corev1.LabelHostname,
+			},
+		}},
+	}}
+}
+
+// copyTolerations returns a deep copy of the user's tolerations, or nil.
+func copyTolerations(in []corev1.Toleration) []corev1.Toleration {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.Toleration, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+// spreadConstraints copies the user's topology spread constraints, giving those without
+// a label selector the cluster's member selector: a constraint without one counts no
+// pods and so spreads nothing.
+func spreadConstraints(in []corev1.TopologySpreadConstraint, cl cluster.Cluster) []corev1.TopologySpreadConstraint {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.TopologySpreadConstraint, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+		if out[i].LabelSelector == nil {
+			out[i].LabelSelector = &metav1.LabelSelector{MatchLabels: cl.SelectorLabels()}
+		}
+	}
+	return out
+}

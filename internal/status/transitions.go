@@ -1,0 +1,60 @@
+package status
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+)
+
+// Event is a Kubernetes event to emit about the EtcdCluster.
+type Event struct {
+	Type, Reason, Action, Message string
+}
+
+// Transitions returns the events that the change from status old to status new deserves:
+// the cluster becoming available or losing quorum, becoming degraded, and each member
+// becoming healthy or unhealthy. Deriving events from status transitions, rather than from
+// each code path, emits each exactly once however the change came about.
+func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
+	var out []Event
+	if now, changed := flipped(old, updated, etcdv1alpha1.ConditionAvailable); changed {
+		if now.Status == metav1.ConditionTrue {
+			out = append(out, Event{corev1.EventTypeNormal, "ClusterAvailable", "Observe", now.Message})
+		} else if now.Reason != etcdv1alpha1.ReasonBootstrapping {
+			out = append(out, Event{corev1.EventTypeWarning, now.Reason, "Observe", now.Message})
+		}
+	}
+	if now, changed := flipped(old, updated, etcdv1alpha1.ConditionDegraded); changed && now.Status == metav1.ConditionTrue {
+		out = append(out, Event{corev1.EventTypeWarning, now.Reason, "Observe", now.Message})
+	}
+	wasHealthy := map[string]bool{}
+	for _, m := range old.Members {
+		wasHealthy[m.Name] = m.Healthy
+	}
+	for _, m := range updated.Members {
+		switch was, known := wasHealthy[m.Name]; {
+		case m.Healthy && !was:
+			out = append(out, Event{corev1.EventTypeNormal, "MemberHealthy", "Observe", fmt.Sprintf("Member %s is healthy", m.Name)})
+		case !m.Healthy && was && known:
+			out = append(out, Event{corev1.EventTypeWarning, "MemberUnhealthy", "Observe", fmt.Sprintf("Member %s is not healthy", m.Name)})
+		}
+	}
+	return out
+}
+
+// flipped returns the new condition of type t when its status or reason changed.
+func flipped(old, updated etcdv1alpha1.EtcdClusterStatus, t string) (metav1.Condition, bool) {
+	now := meta.FindStatusCondition(updated.Conditions, t)
+	if now == nil {
+		return metav1.Condition{}, false
+	}
+	before := meta.FindStatusCondition(old.Conditions, t)
+	if before != nil && before.Status == now.Status && before.Reason == now.Reason {
+		return *now, false
+	}
+	return *now, true
+}
