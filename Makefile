@@ -183,7 +183,8 @@ images: image etcd-images ## Build and push the operator image and every etcd op
 ##@ Deployment
 
 # The local deploy is a generated (git-ignored) kustomize overlay over config/default that
-# points the operator at LOCAL_IMG and at LOCAL_ETCD_IMAGE_REPOSITORY.
+# points the operator at LOCAL_IMG and at LOCAL_ETCD_IMAGE_REPOSITORY, and pulls the operator
+# image on every start, since a rebuilt local image keeps its tag.
 DEPLOY_OVERLAY := $(CURDIR)/_output/deploy
 .PHONY: deploy-overlay
 deploy-overlay:
@@ -195,6 +196,7 @@ deploy-overlay:
 		'patches:' '- target: {kind: Deployment, name: etcdpilot-controller-manager}' \
 		'  patch: |-' \
 		'    - op: replace' '      path: /spec/template/spec/containers/0/env/0/value' '      value: $(LOCAL_ETCD_IMAGE_REPOSITORY)' \
+		'    - op: add' '      path: /spec/template/spec/containers/0/imagePullPolicy' '      value: Always' \
 		> $(DEPLOY_OVERLAY)/kustomization.yaml
 
 .PHONY: install

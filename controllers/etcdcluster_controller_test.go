@@ -124,8 +124,11 @@ func TestMembersJoinAsLearnersOneAtATime(t *testing.T) {
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "grow", Namespace: ns}}
 	g.Expect(k8sClient.Create(ctx, c)).To(Succeed())
 
-	// The seed pod is created while nothing answers... but the fake answers as soon as the
-	// seed pod exists, so the operator adds grow-1 as a learner and creates its pod.
+	// The fake answers as soon as the seed pod exists; once that pod is Ready (there is no
+	// kubelet in envtest: the test plays it), the operator adds grow-1 as a learner and
+	// creates its pod.
+	g.Consistently(etcdFake.MembershipChanges).WithTimeout(2*time.Second).Should(BeEmpty(), "the seed is not Ready yet")
+	markPodReady(g, ns, "grow-0")
 	g.Eventually(func(g Gomega) {
 		get(g, ns, "grow-1", &corev1.Pod{})
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
@@ -146,11 +149,20 @@ func TestMembersJoinAsLearnersOneAtATime(t *testing.T) {
 	g.Eventually(etcdFake.MembershipChanges).WithTimeout(timeout).Should(Equal([]string{
 		"MemberAddAsLearner " + must(names("grow-1")),
 		"MemberPromote 2",
+	}))
+	// The promoted member must be Ready before the next one is added.
+	g.Consistently(etcdFake.MembershipChanges).WithTimeout(2 * time.Second).Should(HaveLen(2))
+	markPodReady(g, ns, "grow-1")
+	g.Eventually(etcdFake.MembershipChanges).WithTimeout(timeout).Should(Equal([]string{
+		"MemberAddAsLearner " + must(names("grow-1")),
+		"MemberPromote 2",
 		"MemberAddAsLearner " + must(names("grow-2")),
 	}))
 	third := etcdFake.Members()[2]
 	_, client2 := names("grow-2")
 	g.Expect(etcdFake.StartMember(third.ID, "grow-2", client2)).To(Succeed())
+	g.Eventually(etcdFake.MembershipChanges).WithTimeout(timeout).Should(HaveLen(4))
+	markPodReady(g, ns, "grow-2")
 
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "grow", &etcdv1alpha1.EtcdCluster{})
@@ -162,6 +174,14 @@ func TestMembersJoinAsLearnersOneAtATime(t *testing.T) {
 }
 
 func must(peer, _ string) string { return peer }
+
+// markPodReady plays the kubelet: it reports the pod Ready, as etcd's /readyz would make it.
+func markPodReady(g Gomega, ns, name string) {
+	pod := get(g, ns, name, &corev1.Pod{})
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	g.ExpectWithOffset(1, k8sClient.Status().Update(context.Background(), pod)).To(Succeed())
+}
 
 func TestDeletionAppliesThePVCPolicy(t *testing.T) {
 	for _, policy := range []etcdv1alpha1.DeletionPolicy{etcdv1alpha1.DeletionPolicyRetain, etcdv1alpha1.DeletionPolicyDelete} {

@@ -54,7 +54,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	}
 	for _, p := range pods.Items {
 		if member := p.Labels[cluster.LabelMember]; member != "" {
-			o.planner.Pods[member] = membership.Pod{}
+			o.planner.Pods[member] = membership.Pod{Ready: podReady(&p)}
 		}
 	}
 	var pvcs corev1.PersistentVolumeClaimList
@@ -108,9 +108,11 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 			continue
 		}
 		member := membership.Member{Name: name, ID: m.ID, PeerURL: m.PeerURLs[0], Started: m.Name != "", Learner: m.IsLearner}
-		if _, hasPod := o.planner.Pods[name]; hasPod && member.Started {
+		if pod, hasPod := o.planner.Pods[name]; hasPod && member.Started {
 			st, err := cli.Status(ctx, names.ClientURL(name))
-			member.Healthy = err == nil && len(st.Errors) == 0
+			// A voter counts as healthy only once its pod is Ready too, so that Ready on the
+			// EtcdCluster means the client Service routes to every member.
+			member.Healthy = err == nil && len(st.Errors) == 0 && (m.IsLearner || pod.Ready)
 			if err == nil {
 				o.details[name] = status.Detail{Leader: st.LeaderID == m.ID, Version: st.Version, DBSize: st.DBSize}
 			}
@@ -118,6 +120,15 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 		members = append(members, member)
 	}
 	o.planner.Members = members
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // recordBootstrapped marks the claims of started members, so that a later reconcile never

@@ -57,7 +57,7 @@ func (r *EtcdClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1alpha1.E
 		}
 		return err
 	}, func() (pki.KeyPair, error) {
-		return ca.IssueServer(names.Name+" member", dnsNames, ips, leafValidity, now)
+		return ca.IssueServer(names.MemberCommonName(), dnsNames, ips, leafValidity, now)
 	}); err != nil {
 		return nil, fmt.Errorf("ensuring the member certificate secret %s: %w", names.MemberTLSSecret(), err)
 	}

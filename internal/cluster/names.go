@@ -87,6 +87,10 @@ func (c Cluster) CASecret() string { return c.Name + "-ca" }
 // MemberTLSSecret holds the certificate every member serves clients and peers with.
 func (c Cluster) MemberTLSSecret() string { return c.Name + "-member-tls" }
 
+// MemberCommonName is the common name of the member certificate; members accept peers
+// only with this name.
+func (c Cluster) MemberCommonName() string { return c.Name + "-member" }
+
 // ClientTLSSecret holds a client certificate and the CA: for users and for the operator.
 func (c Cluster) ClientTLSSecret() string { return c.Name + "-client-tls" }
 

@@ -35,10 +35,8 @@ type Observed struct {
 
 // Pod is a member pod as observed.
 type Pod struct {
-	// Ready is the pod's Ready condition.
+	// Ready is the pod's Ready condition: etcd's /readyz answered, which a learner never does.
 	Ready bool
-	// Terminating is true once the pod has a deletion timestamp.
-	Terminating bool
 }
 
 // PVC is a member data claim as observed.
@@ -60,7 +58,8 @@ type Member struct {
 	Started bool
 	// Learner is true for a non-voting learner.
 	Learner bool
-	// Healthy is true when the member answered its health check.
+	// Healthy is true when the member answered its status call without errors and, for a
+	// voting member, its pod is Ready.
 	Healthy bool
 }
 

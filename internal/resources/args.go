@@ -7,6 +7,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/versions"
 )
 
 // Paths inside the etcd container.
@@ -75,14 +76,21 @@ func EtcdArgs(c *etcdv1alpha1.EtcdCluster, m MemberConfig) []string {
 		"--election-timeout=" + strconv.Itoa(int(spec.Etcd.ElectionTimeoutMillis)),
 	}
 	if cl.TLS {
-		args = append(args, tlsArgs()...)
+		args = append(args, tlsArgs(cl, spec.Version)...)
 	}
 	return args
 }
 
 // tlsArgs are the flags that turn on TLS, with client certificates required, for both
 // client and peer traffic.
-func tlsArgs() []string {
+//
+// Peers must present the member certificate (its common name), not merely any certificate of
+// the cluster's CA such as the client one. etcd would also check that a peer's certificate
+// names the address it connects from, by a reverse DNS lookup of the pod IP; a new member's
+// pod record is not always published when it first dials, which failed its first start, and
+// the one member certificate covers every member anyway. So that check is skipped: the CA is
+// the cluster's own and the common name is pinned.
+func tlsArgs(cl cluster.Cluster, version string) []string {
 	return []string{
 		"--cert-file=" + TLSCertFile,
 		"--key-file=" + TLSKeyFile,
@@ -92,6 +100,8 @@ func tlsArgs() []string {
 		"--peer-key-file=" + TLSKeyFile,
 		"--peer-trusted-ca-file=" + TLSCAFile,
 		"--peer-client-cert-auth=true",
+		"--peer-cert-allowed-cn=" + cl.MemberCommonName(),
+		"--" + versions.PeerSkipClientSANVerificationFlag(version) + "=true",
 	}
 }
 

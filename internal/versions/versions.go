@@ -30,3 +30,13 @@ func IsSupported(v string) bool {
 func Image(repo, v string) string {
 	return fmt.Sprintf("%s:v%s", strings.TrimSuffix(repo, "/"), v)
 }
+
+// PeerSkipClientSANVerificationFlag is the name of the flag that stops a member from
+// checking a peer certificate's names against the address the peer connects from: it was
+// experimental (and so prefixed) in 3.5 and became a stable flag in 3.6.
+func PeerSkipClientSANVerificationFlag(v string) string {
+	if strings.HasPrefix(v, "3.5.") {
+		return "experimental-peer-skip-client-san-verification"
+	}
+	return "peer-skip-client-san-verification"
+}

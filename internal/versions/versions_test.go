@@ -22,6 +22,13 @@ func TestImage(t *testing.T) {
 	g.Expect(versions.IsSupported("3.4.0")).To(BeFalse())
 }
 
+func TestPeerSkipClientSANVerificationFlag(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(versions.PeerSkipClientSANVerificationFlag("3.5.35")).To(Equal("experimental-peer-skip-client-san-verification"))
+	g.Expect(versions.PeerSkipClientSANVerificationFlag("3.6.16")).To(Equal("peer-skip-client-san-verification"))
+	g.Expect(versions.PeerSkipClientSANVerificationFlag("3.7.3")).To(Equal("peer-skip-client-san-verification"))
+}
+
 // The CRD refuses unsupported versions through an enum on spec.version, and defaults to the
 // newest; both must agree with the table.
 func TestCRDAgreesWithTable(t *testing.T) {

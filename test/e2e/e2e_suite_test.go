@@ -8,21 +8,29 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 )
 
 // operatorNamespace is where `make deploy` installs the operator.
 const operatorNamespace = "etcdpilot-system"
 
-var clientset *kubernetes.Clientset
+var (
+	clientset *kubernetes.Clientset
+	k8sClient client.Client
+)
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -31,7 +39,7 @@ func TestE2E(t *testing.T) {
 
 // repoRoot is the repository root, found from this file's location.
 func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
+	_, file, _, _ := goruntime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
@@ -55,6 +63,11 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 		clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
 	Expect(err).NotTo(HaveOccurred(), "loading the kubeconfig (KUBECONFIG=%q)", os.Getenv("KUBECONFIG"))
 	clientset, err = kubernetes.NewForConfig(config)
+	Expect(err).NotTo(HaveOccurred())
+	scheme := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(etcdv1alpha1.AddToScheme(scheme)).To(Succeed())
+	k8sClient, err = client.New(config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 })
 
