@@ -130,7 +130,13 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 		}
 		r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", a.Member, a.Message)
 	case membership.AddLearner:
-		if _, _, err := obs.etcd.MemberAddAsLearner(ctx, []string{a.PeerURL}); err != nil {
+		_, _, err := obs.etcd.MemberAddAsLearner(ctx, []string{a.PeerURL})
+		if etcd.IsUnhealthyCluster(err) {
+			// etcd refuses a new member until every member has been connected for a while
+			// (strict reconfiguration check): a reason to wait, not a failure.
+			return reconcile.Result{RequeueAfter: requeueProgressing}, nil
+		}
+		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("adding member %s as a learner: %w", a.Member, err)
 		}
 		r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "Added member %s as a learner", a.Member)

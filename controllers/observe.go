@@ -110,9 +110,8 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 		member := membership.Member{Name: name, ID: m.ID, PeerURL: m.PeerURLs[0], Started: m.Name != "", Learner: m.IsLearner}
 		if pod, hasPod := o.planner.Pods[name]; hasPod && member.Started {
 			st, err := cli.Status(ctx, names.ClientURL(name))
-			// A voter counts as healthy only once its pod is Ready too, so that Ready on the
-			// EtcdCluster means the client Service routes to every member.
-			member.Healthy = err == nil && len(st.Errors) == 0 && (m.IsLearner || pod.Ready)
+			member.Healthy = err == nil && len(st.Errors) == 0
+			member.Ready = pod.Ready
 			if err == nil {
 				o.details[name] = status.Detail{Leader: st.LeaderID == m.ID, Version: st.Version, DBSize: st.DBSize}
 			}

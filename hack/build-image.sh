@@ -31,16 +31,19 @@ rootfs=${1:?rootfs directory required}
 [[ -d $rootfs ]] || { echo "build-image.sh: $rootfs is not a directory" >&2; exit 2; }
 
 layer=$(mktemp --suffix=.tar)
-trap 'rm -f "$layer"' EXIT
 # Reproducible layer: fixed owner, sorted entries, fixed mtime.
 tar --owner=0 --group=0 --numeric-owner --sort=name --mtime='2020-01-01 00:00:00Z' \
   -C "$rootfs" -cf "$layer" .
 
-"$crane" append --insecure --oci-empty-base -f "$layer" -t "$ref" >/dev/null
+# crane logs every blob it pushes to stderr: keep that for failures only.
+log=$(mktemp)
+trap 'rm -f "$layer" "$log"' EXIT
+crane_quiet() { "$crane" "$@" >/dev/null 2>"$log" || { cat "$log" >&2; return 1; }; }
+crane_quiet append --insecure --oci-empty-base -f "$layer" -t "$ref"
 args=(--insecure --set-platform linux/amd64 -t "$ref")
 [[ -n $entrypoint ]] && args+=(--entrypoint "$entrypoint")
 [[ -n $cmd ]] && args+=(--cmd "$cmd")
 [[ -n $user ]] && args+=(--user "$user")
 [[ -n $workdir ]] && args+=(--workdir "$workdir")
-"$crane" mutate "${args[@]}" "${envs[@]}" "$ref" >/dev/null
+crane_quiet mutate "${args[@]}" "${envs[@]}" "$ref"
 echo "pushed $ref"

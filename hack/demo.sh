@@ -44,8 +44,9 @@ fi
 step images make_q images
 step deploy-operator make_q deploy
 step create-sample "$kubectl_bin" apply -n default -f config/samples/etcd_v1alpha1_etcdcluster.yaml
-step wait-sample-status "$kubectl_bin" -n default wait etcdcluster/etcdcluster-sample \
-  --for=jsonpath='{.status.observedGeneration}'=1 --timeout=120s
+step wait-sample-ready "$kubectl_bin" -n default wait etcdcluster/etcdcluster-sample \
+  --for=condition=Ready --timeout=300s
+step check-sample-etcdctl "$kubectl_bin" -n default exec etcdcluster-sample-0 -c etcd -- etcdctl endpoint health --cluster
 
 cat <<TEXT
 
@@ -53,12 +54,12 @@ cat <<TEXT
   kubeconfig:      export KUBECONFIG=${KUBECONFIG:-~/.kube/config}
   operator:        $kubectl_bin -n etcdpilot-system get deploy,pods
   operator logs:   $kubectl_bin -n etcdpilot-system logs deploy/etcdpilot-controller-manager
-  sample cluster:  $kubectl_bin -n default get etcdcluster etcdcluster-sample -o yaml
+  sample cluster:  $kubectl_bin -n default get etcdcluster etcdcluster-sample   (3 members, TLS, Ready)
+  etcdctl inside:  $kubectl_bin -n default exec etcdcluster-sample-0 -- etcdctl member list -w table
+  clients:         https://etcdcluster-sample-client.default.svc:2379 with the client certificate and CA
+                   in secret etcdcluster-sample-client-tls (tls.crt, tls.key, ca.crt)
   step logs:       $log_dir
 TEXT
 if [[ $existing != true ]]; then
   echo "  cluster state:   $(make_q -s print-CLUSTER_DIR) (logs under logs/); stop it with 'make cluster-down'"
 fi
-echo
-echo "This release deploys the operator and accepts EtcdCluster objects; it does not create etcd"
-echo "members yet, so the sample reports Ready=False with reason MembersNotManaged."

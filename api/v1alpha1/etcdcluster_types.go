@@ -241,7 +241,8 @@ type EtcdClusterStatus struct {
 	// +optional
 	CurrentVersion string `json:"currentVersion,omitempty"`
 
-	// readyMembers is the number of voting members that are healthy.
+	// readyMembers is the number of voting members that are healthy and whose pods are
+	// Ready, so that the client Service sends clients to them.
 	// +optional
 	ReadyMembers int32 `json:"readyMembers,omitempty"`
 

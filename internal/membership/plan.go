@@ -58,9 +58,11 @@ type Member struct {
 	Started bool
 	// Learner is true for a non-voting learner.
 	Learner bool
-	// Healthy is true when the member answered its status call without errors and, for a
-	// voting member, its pod is Ready.
+	// Healthy is true when the member answered its status call without errors.
 	Healthy bool
+	// Ready is true when the member's pod is Ready (etcd's /readyz answered), which a
+	// learner's never is. The client Service only routes to Ready members.
+	Ready bool
 }
 
 // Kind is the kind of change an Action makes.
@@ -182,6 +184,10 @@ func planReachable(o Observed) Action {
 		if !m.Healthy {
 			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonWaitingForMembers,
 				Message: fmt.Sprintf("waiting for member %s to become healthy", m.Name)}
+		}
+		if !m.Ready {
+			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonWaitingForMembers,
+				Message: fmt.Sprintf("waiting for the pod of member %s to become ready", m.Name)}
 		}
 	}
 	switch {

@@ -14,7 +14,8 @@ var c = cluster.Cluster{Name: "e", Namespace: "ns", TLS: true}
 
 func member(ordinal int, id uint64, started, learner, healthy bool) membership.Member {
 	name := c.MemberName(ordinal)
-	return membership.Member{Name: name, ID: id, PeerURL: c.PeerURL(name), Started: started, Learner: learner, Healthy: healthy}
+	return membership.Member{Name: name, ID: id, PeerURL: c.PeerURL(name), Started: started, Learner: learner,
+		Healthy: healthy, Ready: healthy && !learner}
 }
 
 func voter(ordinal int, id uint64) membership.Member { return member(ordinal, id, true, false, true) }
@@ -150,6 +151,15 @@ func TestPlan(t *testing.T) {
 			want: membership.Wait,
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Member).To(Equal(e1))
+			},
+		},
+		{
+			name: "a promoted voter whose pod is not Ready yet: wait before the next member",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1), PVCs: pvcs(true, e0, e1),
+				Members: []membership.Member{voter(0, 10), {Name: e1, ID: 11, PeerURL: c.PeerURL(e1), Started: true, Healthy: true}}},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Message).To(ContainSubstring("pod of member " + e1))
 			},
 		},
 		{

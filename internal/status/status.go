@@ -67,7 +67,7 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 		}
 	}
 	voters, healthy := countVoters(out.Members)
-	out.ReadyMembers = int32(healthy)
+	out.ReadyMembers = int32(readyVoters(in.Observed.Members))
 
 	set := func(cond metav1.Condition) {
 		cond.ObservedGeneration = c.Generation
@@ -79,7 +79,7 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	set(available)
 	set(progressing)
 	set(degraded)
-	set(readyCondition(available, progressing, degraded, healthy, int(c.Spec.Size)))
+	set(readyCondition(available, progressing, degraded, int(out.ReadyMembers), int(c.Spec.Size)))
 	return out
 }
 
@@ -113,6 +113,18 @@ func countVoters(ms []etcdv1alpha1.MemberStatus) (voters, healthy int) {
 		}
 	}
 	return voters, healthy
+}
+
+// readyVoters counts the voting members that are healthy and whose pods are Ready: the
+// members the client Service sends clients to.
+func readyVoters(ms []membership.Member) int {
+	n := 0
+	for _, m := range ms {
+		if !m.Learner && m.Healthy && m.Ready {
+			n++
+		}
+	}
+	return n
 }
 
 func availableCondition(in Input, voters, healthy int) metav1.Condition {
@@ -168,7 +180,7 @@ func degradedCondition(in Input, ms []etcdv1alpha1.MemberStatus) metav1.Conditio
 		Reason: etcdv1alpha1.ReasonAsExpected, Message: fmt.Sprintf("%d members observed", len(ms))}
 }
 
-func readyCondition(available, progressing, degraded metav1.Condition, healthy, size int) metav1.Condition {
+func readyCondition(available, progressing, degraded metav1.Condition, ready, size int) metav1.Condition {
 	notReady := func(reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
 	}
@@ -179,11 +191,11 @@ func readyCondition(available, progressing, degraded metav1.Condition, healthy, 
 		return notReady(etcdv1alpha1.ReasonDegraded, degraded.Message)
 	case progressing.Status == metav1.ConditionTrue:
 		return notReady(etcdv1alpha1.ReasonProgressing, progressing.Message)
-	case healthy != size:
-		return notReady(etcdv1alpha1.ReasonProgressing, fmt.Sprintf("%d of %d members are healthy voting members", healthy, size))
+	case ready != size:
+		return notReady(etcdv1alpha1.ReasonProgressing, fmt.Sprintf("%d of %d members are ready voting members", ready, size))
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
-		Reason: etcdv1alpha1.ReasonReady, Message: fmt.Sprintf("%d of %d members are healthy", healthy, size)}
+		Reason: etcdv1alpha1.ReasonReady, Message: fmt.Sprintf("%d of %d members are ready", ready, size)}
 }
 
 // lowestVersion is the lowest version any member reports: the version the cluster as a

@@ -27,7 +27,7 @@ func members(healthy ...bool) []membership.Member {
 	var out []membership.Member
 	for i, h := range healthy {
 		name := c.MemberName(i)
-		out = append(out, membership.Member{Name: name, ID: uint64(0xa0 + i), PeerURL: c.PeerURL(name), Started: true, Healthy: h})
+		out = append(out, membership.Member{Name: name, ID: uint64(0xa0 + i), PeerURL: c.PeerURL(name), Started: true, Healthy: h, Ready: h})
 	}
 	return out
 }
@@ -170,4 +170,20 @@ func TestKeepsTransitionTimeWhenUnchanged(t *testing.T) {
 		Action: membership.Action{Kind: membership.None}})
 
 	g.Expect(cond(g, s, etcdv1alpha1.ConditionAvailable).LastTransitionTime).To(Equal(then))
+}
+
+func TestAHealthyVoterWhosePodIsNotReadyKeepsQuorumButNotReadiness(t *testing.T) {
+	g := NewWithT(t)
+	ms := members(true, true, true)
+	ms[2].Ready = false
+	s := status.Compute(status.Input{
+		Cluster:  newCluster(3),
+		Observed: membership.Observed{Members: ms},
+		Action:   membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting for the pod of member e-2 to become ready"},
+	})
+
+	g.Expect(s.ReadyMembers).To(Equal(int32(2)))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue), "quorum is etcd's business, not the pod's")
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
 }
