@@ -130,11 +130,18 @@ envtest-assets: $(K8S_BIN)/kube-apiserver $(CONTROL_PLANE_ETCD_BIN)/etcd $(KUBEC
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets ## Run unit and integration tests.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v /test/e2e) -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v /test/) -coverprofile cover.out
 
 .PHONY: bench
-bench: ## Run the benchmarks.
-	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/e2e)
+bench: bench-unit bench-cluster ## Run every benchmark: unit ones, then those on the local cluster.
+
+.PHONY: bench-unit
+bench-unit: ## Run the benchmarks of the pure packages.
+	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
+
+.PHONY: bench-cluster
+bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images deploy ## Run the benchmarks on the local cluster (bootstrap time against a hand-started floor).
+	go test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench
 
 .PHONY: verify
 verify: manifests generate fmt ## Fail when generated files or go.mod are stale, or lint finds a problem.
