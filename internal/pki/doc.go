@@ -13,15 +13,15 @@
 // leaked CA key compromises one cluster only, and deleting a cluster retires its trust
 // root with it.
 //
-// The CA signs three kinds of certificate:
+// The CA signs two kinds of certificate:
 //
-//   - one server certificate, shared by all members, for the client port (2379);
-//   - one peer certificate, shared by all members, for member-to-member traffic (2380);
+//   - one member certificate, shared by all members, served on both the client port (2379)
+//     and the peer port (2380), and presented by members when they dial each other;
 //   - client certificates, for the operator itself and for users (status.clientSecret).
 //
-// # Shared certificates with wildcard names
+// # A shared certificate with wildcard names
 //
-// The server and peer certificates name no individual member. Their SANs are a
+// The member certificate names no individual member. Their SANs are a
 // wildcard over the cluster's headless peer Service (*.<peer-service>.<namespace>.svc,
 // which resolves <member>.<peer-service>.<namespace>.svc to each pod) plus the fixed
 // names of the cluster's Services. Members can therefore be added, removed and replaced
@@ -35,11 +35,10 @@
 // each spelling of a member's name needs its own wildcard: *.<peer-service>.<namespace>.svc
 // does not cover <member>.<peer-service>.<namespace>.svc.cluster.local.
 //
-// Both the server and the peer certificate carry the ServerAuth and the ClientAuth
-// extended key usage. Peers dial each other with the peer certificate as their client
-// certificate, and etcd's in-process gRPC gateway dials the member's own client port
-// with the server certificate, so either would be refused by a member requiring client
-// certificates if it could only serve.
+// Server certificates (IssueServer) carry the ServerAuth and the ClientAuth extended key
+// usage. Peers dial each other with the member certificate as their client certificate,
+// and etcd's in-process gRPC gateway dials the member's own client port with it, so it
+// would be refused by a member requiring client certificates if it could only serve.
 //
 // # Keys
 //
