@@ -121,6 +121,7 @@ func run() error {
 
 	if err := (&controllers.EtcdClusterReconciler{
 		Client:              mgr.GetClient(),
+		APIReader:           mgr.GetAPIReader(),
 		Scheme:              mgr.GetScheme(),
 		Recorder:            mgr.GetEventRecorder("etcdpilot"),
 		EtcdImageRepository: etcdImageRepository,

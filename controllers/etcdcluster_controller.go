@@ -41,9 +41,11 @@ const (
 
 // EtcdClusterReconciler reconciles EtcdCluster objects.
 type EtcdClusterReconciler struct {
-	Client   client.Client
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads what the cache does not hold: the user's TLS Secrets.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
 
 	// EtcdImageRepository is the repository etcd member images are pulled from
 	// (for example gcr.io/etcd-development/etcd); the tag is the etcd version.

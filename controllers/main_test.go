@@ -101,7 +101,7 @@ func runWithEnvtest(m *testing.M) int {
 		return 1
 	}
 	if err := (&controllers.EtcdClusterReconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("etcdpilot"),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("etcdpilot"),
 		EtcdImageRepository: testImageRepository, ClusterDomain: "cluster.local", NewEtcdClient: fakeEtcd.factory,
 	}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up controller:", err)

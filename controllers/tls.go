@@ -40,6 +40,9 @@ func (r *EtcdClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1alpha1.E
 	if !names.TLS {
 		return nil, nil
 	}
+	if names.UserSecrets != nil {
+		return r.userTLS(ctx, c, names)
+	}
 	now := r.now()
 	ca, err := r.ensureCA(ctx, c, names, now)
 	if err != nil {
@@ -69,13 +72,65 @@ func (r *EtcdClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1alpha1.E
 	if err != nil {
 		return nil, fmt.Errorf("ensuring the client certificate secret %s: %w", names.ClientTLSSecret(), err)
 	}
-	cert, err := tls.X509KeyPair(clientPair.CertPEM, clientPair.KeyPEM)
+	return clientTLSConfig(ca.CertPEM(), clientPair)
+}
+
+func clientTLSConfig(caPEM []byte, pair pki.KeyPair) (*tls.Config, error) {
+	cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
 	if err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.CertPEM())
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("no CA certificate in ca.crt")
+	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// userTLS checks the user's Secrets (TLS mode Secrets) and returns the operator's client
+// configuration from them. A Secret that is missing or whose certificate would not work is
+// an error that names the Secret and says what is wrong, and nothing is created until it is
+// fixed. The Secrets are read uncached: they are the user's, not labelled as the
+// operator's, and are checked again on every reconcile.
+func (r *EtcdClusterReconciler) userTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Cluster) (*tls.Config, error) {
+	now := r.now()
+	read := func(name string) (map[string][]byte, error) {
+		secret := &corev1.Secret{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret); err != nil {
+			return nil, fmt.Errorf("reading TLS secret %s: %w", name, err)
+		}
+		for _, key := range []string{secretCACert, corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+			if len(secret.Data[key]) == 0 {
+				return nil, fmt.Errorf("TLS secret %s has no %s", name, key)
+			}
+		}
+		return secret.Data, nil
+	}
+	member, err := read(names.MemberTLSSecret())
+	if err != nil {
+		return nil, err
+	}
+	checks := []struct {
+		host  string
+		usage x509.ExtKeyUsage
+	}{
+		{names.MemberHost(names.MemberName(0)), x509.ExtKeyUsageServerAuth},
+		{names.ClientService() + "." + c.Namespace + ".svc", x509.ExtKeyUsageServerAuth},
+		{"", x509.ExtKeyUsageClientAuth},
+	}
+	for _, chk := range checks {
+		if err := pki.VerifyWithCACert(member[secretCACert], member[corev1.TLSCertKey], chk.host, chk.usage, now); err != nil {
+			return nil, fmt.Errorf("TLS secret %s cannot serve as the member certificate: %w", names.MemberTLSSecret(), err)
+		}
+	}
+	clientData, err := read(names.ClientTLSSecret())
+	if err != nil {
+		return nil, err
+	}
+	if err := pki.VerifyWithCACert(member[secretCACert], clientData[corev1.TLSCertKey], "", x509.ExtKeyUsageClientAuth, now); err != nil {
+		return nil, fmt.Errorf("TLS secret %s is not a client certificate from the CA of %s: %w", names.ClientTLSSecret(), names.MemberTLSSecret(), err)
+	}
+	return clientTLSConfig(member[secretCACert], pki.KeyPair{CertPEM: clientData[corev1.TLSCertKey], KeyPEM: clientData[corev1.TLSPrivateKeyKey]})
 }
 
 // ensureCA loads the cluster's CA, creating it when its Secret does not exist. A CA that

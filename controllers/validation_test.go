@@ -88,7 +88,20 @@ func TestCreateValidation(t *testing.T) {
 			c.Spec.Etcd.AutoCompactionMode, c.Spec.Etcd.AutoCompactionRetention = etcdv1alpha1.AutoCompactionRevision, "10000"
 		}, ""},
 		{"unknown TLS mode", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.TLS.Mode = "Sometimes" },
-			`spec.tls.mode: Unsupported value: "Sometimes": supported values: "OperatorCA", "Disabled"`},
+			`spec.tls.mode: Unsupported value: "Sometimes": supported values: "OperatorCA", "Secrets", "Disabled"`},
+		{"TLS from the user's secrets", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.TLS = etcdv1alpha1.TLSSpec{Mode: etcdv1alpha1.TLSModeSecrets,
+				Secrets: &etcdv1alpha1.TLSSecrets{MemberSecretName: "m", ClientSecretName: "c"}}
+		}, ""},
+		{"Secrets mode without secrets", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.TLS.Mode = etcdv1alpha1.TLSModeSecrets },
+			"tls.secrets is required when tls.mode is Secrets, and allowed only then"},
+		{"secrets in OperatorCA mode", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.TLS.Secrets = &etcdv1alpha1.TLSSecrets{MemberSecretName: "m", ClientSecretName: "c"}
+		}, "tls.secrets is required when tls.mode is Secrets, and allowed only then"},
+		{"empty secret name", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.TLS = etcdv1alpha1.TLSSpec{Mode: etcdv1alpha1.TLSModeSecrets,
+				Secrets: &etcdv1alpha1.TLSSecrets{MemberSecretName: "m"}}
+		}, "spec.tls.secrets.clientSecretName"},
 		{"unknown deletion policy", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.DeletionPolicy = "Orphan" },
 			`spec.deletionPolicy: Unsupported value: "Orphan": supported values: "Retain", "Delete"`},
 		{"name too long", func(c *etcdv1alpha1.EtcdCluster) { c.Name = strings.Repeat("a", 49) },

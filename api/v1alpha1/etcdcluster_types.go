@@ -131,28 +131,57 @@ type PodTemplate struct {
 }
 
 // TLSMode is how an etcd cluster's traffic is secured.
-// +kubebuilder:validation:Enum=OperatorCA;Disabled
+// +kubebuilder:validation:Enum=OperatorCA;Secrets;Disabled
 type TLSMode string
 
 const (
 	// TLSModeOperatorCA secures peer and client traffic with certificates from a
 	// certificate authority the operator creates for the cluster (Secret <name>-ca).
 	TLSModeOperatorCA TLSMode = "OperatorCA"
+	// TLSModeSecrets secures peer and client traffic with certificates the user provides in
+	// Secrets (tls.secrets), issued by the user's own CA.
+	TLSModeSecrets TLSMode = "Secrets"
 	// TLSModeDisabled serves peer and client traffic in plain text. Anyone who can reach
 	// the pods can read and write every key: use it only for tests.
 	TLSModeDisabled TLSMode = "Disabled"
 )
 
 // TLSSpec selects how an etcd cluster's traffic is secured.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'Secrets') == has(self.secrets)",message="tls.secrets is required when tls.mode is Secrets, and allowed only then"
 type TLSSpec struct {
 	// mode is how peer and client traffic is secured: OperatorCA (the default: TLS with
 	// certificates from a CA the operator creates for this cluster, and client
-	// certificates required) or Disabled (plain text, for tests only). It cannot be
-	// changed after the cluster is created.
+	// certificates required), Secrets (TLS with certificates you provide in tls.secrets),
+	// or Disabled (plain text, for tests only). It cannot be changed after the cluster is
+	// created.
 	// +kubebuilder:default=OperatorCA
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tls.mode cannot be changed after the cluster is created; create a new cluster and restore a backup into it"
 	// +optional
 	Mode TLSMode `json:"mode,omitempty"`
+
+	// secrets names the Secrets holding your certificates, in mode Secrets.
+	// +optional
+	Secrets *TLSSecrets `json:"secrets,omitempty"`
+}
+
+// TLSSecrets names the Secrets of a cluster in TLS mode Secrets. Each holds tls.crt, tls.key
+// and ca.crt (the kubernetes.io/tls layout plus the CA), in the cluster's namespace.
+type TLSSecrets struct {
+	// memberSecretName is the Secret with the certificate every member serves clients and
+	// peers with, and presents to its peers. It must be valid for server and client
+	// authentication and cover *.<name>-peer.<namespace>.svc and
+	// <name>-client.<namespace>.svc. Members accept as a peer any certificate from its CA:
+	// use a CA dedicated to this cluster.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	MemberSecretName string `json:"memberSecretName"`
+
+	// clientSecretName is the Secret with a client certificate from the same CA, which the
+	// operator uses to manage the cluster and status.clientSecret names for clients.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ClientSecretName string `json:"clientSecretName"`
 }
 
 // AutoCompactionMode is how etcd decides which revisions to compact.

@@ -41,11 +41,17 @@ type Cluster struct {
 	Name      string
 	Namespace string
 	TLS       bool
+	// UserSecrets are the user's TLS Secrets (TLS mode Secrets), nil otherwise.
+	UserSecrets *etcdv1alpha1.TLSSecrets
 }
 
 // For returns the naming view of an EtcdCluster.
 func For(c *etcdv1alpha1.EtcdCluster) Cluster {
-	return Cluster{Name: c.Name, Namespace: c.Namespace, TLS: c.Spec.TLS.Mode != etcdv1alpha1.TLSModeDisabled}
+	out := Cluster{Name: c.Name, Namespace: c.Namespace, TLS: c.Spec.TLS.Mode != etcdv1alpha1.TLSModeDisabled}
+	if c.Spec.TLS.Mode == etcdv1alpha1.TLSModeSecrets && c.Spec.TLS.Secrets != nil {
+		out.UserSecrets = c.Spec.TLS.Secrets.DeepCopy()
+	}
+	return out
 }
 
 // Labels returns the labels shared by every object of the cluster. They never change, so an
@@ -84,15 +90,27 @@ func (c Cluster) PodDisruptionBudget() string { return c.Name }
 // CASecret holds the cluster's certificate authority (OperatorCA mode).
 func (c Cluster) CASecret() string { return c.Name + "-ca" }
 
-// MemberTLSSecret holds the certificate every member serves clients and peers with.
-func (c Cluster) MemberTLSSecret() string { return c.Name + "-member-tls" }
+// MemberTLSSecret holds the certificate every member serves clients and peers with: the
+// operator's, or the user's in TLS mode Secrets.
+func (c Cluster) MemberTLSSecret() string {
+	if c.UserSecrets != nil {
+		return c.UserSecrets.MemberSecretName
+	}
+	return c.Name + "-member-tls"
+}
 
 // MemberCommonName is the common name of the member certificate; members accept peers
 // only with this name.
 func (c Cluster) MemberCommonName() string { return c.Name + "-member" }
 
-// ClientTLSSecret holds a client certificate and the CA: for users and for the operator.
-func (c Cluster) ClientTLSSecret() string { return c.Name + "-client-tls" }
+// ClientTLSSecret holds a client certificate and the CA: for users and for the operator. It
+// is the user's in TLS mode Secrets.
+func (c Cluster) ClientTLSSecret() string {
+	if c.UserSecrets != nil {
+		return c.UserSecrets.ClientSecretName
+	}
+	return c.Name + "-client-tls"
+}
 
 // Token is the initial cluster token. It is derived from the EtcdCluster's UID, so two
 // clusters, even with the same name, can never join each other by mistake.

@@ -138,12 +138,27 @@ func (ca *CA) IssueClient(commonName string, validity time.Duration, now time.Ti
 // another CA (because the CA was rotated) fails here even if both CAs have the same
 // name.
 func (ca *CA) Verify(leafPEM []byte, dnsName string, usage x509.ExtKeyUsage, now time.Time) error {
+	return verify(ca.cert, leafPEM, dnsName, usage, now)
+}
+
+// VerifyWithCACert is Verify for a CA known only by its certificate, as when a user brings
+// their own certificates: the leaf must chain to caCertPEM, be valid at now for usage and,
+// when dnsName is not empty, for dnsName.
+func VerifyWithCACert(caCertPEM, leafPEM []byte, dnsName string, usage x509.ExtKeyUsage, now time.Time) error {
+	caCert, err := parseCertPEM(caCertPEM)
+	if err != nil {
+		return fmt.Errorf("CA certificate: %w", err)
+	}
+	return verify(caCert, leafPEM, dnsName, usage, now)
+}
+
+func verify(caCert *x509.Certificate, leafPEM []byte, dnsName string, usage x509.ExtKeyUsage, now time.Time) error {
 	leaf, err := parseCertPEM(leafPEM)
 	if err != nil {
 		return err
 	}
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	roots.AddCert(caCert)
 	_, err = leaf.Verify(x509.VerifyOptions{
 		DNSName:     dnsName,
 		Roots:       roots,

@@ -515,3 +515,21 @@ func BenchmarkIssueServer(b *testing.B) {
 		}
 	}
 }
+
+func TestVerifyWithCACert(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	pair, err := pki.NewCA("user CA", 24*time.Hour, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	ca, err := pki.LoadCA(pair)
+	g.Expect(err).NotTo(HaveOccurred())
+	leaf, err := ca.IssueServer("m", []string{"*.p.ns.svc"}, nil, time.Hour, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	other, err := pki.NewCA("other CA", 24*time.Hour, now)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(pki.VerifyWithCACert(pair.CertPEM, leaf.CertPEM, "a.p.ns.svc", x509.ExtKeyUsageServerAuth, now)).To(Succeed())
+	g.Expect(pki.VerifyWithCACert(pair.CertPEM, leaf.CertPEM, "a.q.ns.svc", x509.ExtKeyUsageServerAuth, now)).NotTo(Succeed())
+	g.Expect(pki.VerifyWithCACert(other.CertPEM, leaf.CertPEM, "a.p.ns.svc", x509.ExtKeyUsageServerAuth, now)).NotTo(Succeed())
+	g.Expect(pki.VerifyWithCACert([]byte("junk"), leaf.CertPEM, "", x509.ExtKeyUsageServerAuth, now)).To(MatchError(ContainSubstring("CA certificate")))
+}

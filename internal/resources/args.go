@@ -84,14 +84,17 @@ func EtcdArgs(c *etcdv1alpha1.EtcdCluster, m MemberConfig) []string {
 // tlsArgs are the flags that turn on TLS, with client certificates required, for both
 // client and peer traffic.
 //
-// Peers must present the member certificate (its common name), not merely any certificate of
-// the cluster's CA such as the client one. etcd would also check that a peer's certificate
+// With the operator's CA, peers must present the member certificate (its common name), not
+// merely any certificate of the cluster's CA such as the client one. With the user's
+// certificates (TLS mode Secrets) the operator cannot know their names in advance, so any
+// certificate of the user's CA is accepted; the API documents that the CA should be
+// dedicated to the cluster. etcd would also check that a peer's certificate
 // names the address it connects from, by a reverse DNS lookup of the pod IP; a new member's
 // pod record is not always published when it first dials, which failed its first start, and
 // the one member certificate covers every member anyway. So that check is skipped: the CA is
 // the cluster's own and the common name is pinned.
 func tlsArgs(cl cluster.Cluster, version string) []string {
-	return []string{
+	args := []string{
 		"--cert-file=" + TLSCertFile,
 		"--key-file=" + TLSKeyFile,
 		"--trusted-ca-file=" + TLSCAFile,
@@ -100,9 +103,11 @@ func tlsArgs(cl cluster.Cluster, version string) []string {
 		"--peer-key-file=" + TLSKeyFile,
 		"--peer-trusted-ca-file=" + TLSCAFile,
 		"--peer-client-cert-auth=true",
-		"--peer-cert-allowed-cn=" + cl.MemberCommonName(),
-		"--" + versions.PeerSkipClientSANVerificationFlag(version) + "=true",
 	}
+	if cl.UserSecrets == nil {
+		args = append(args, "--peer-cert-allowed-cn="+cl.MemberCommonName())
+	}
+	return append(args, "--"+versions.PeerSkipClientSANVerificationFlag(version)+"=true")
 }
 
 // scheme is the URL scheme of the client and peer listeners.

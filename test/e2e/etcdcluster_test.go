@@ -116,17 +116,21 @@ var _ = Describe("EtcdCluster", func() {
 		})
 	})
 
-	DescribeTable("reaches Ready at size",
-		func(ctx SpecContext, size int) {
+	// The 3-member cluster above runs the default (newest) release; these cover the others,
+	// whose flags differ.
+	DescribeTable("reaches Ready",
+		func(ctx SpecContext, size int, version string) {
 			ns := newTestNamespace(ctx, fmt.Sprintf("e2e-size%d-", size))
-			c := waitReady(ctx, createCluster(ctx, ns, "s", int32(size)))
+			c := createCluster(ctx, ns, "s", int32(size), version)
+			c = waitReady(ctx, c)
 			Expect(c.Status.ReadyMembers).To(Equal(int32(size)))
+			Expect(c.Status.CurrentVersion).To(Equal(version))
 			cli := etcdClient(ctx, ns, "s")
 			defer func() { _ = cli.Close() }()
 			Expect(cli.Put(ctx, "/e2e/size", strconv.Itoa(size))).To(Succeed())
 		},
-		Entry("1", 1),
-		Entry("5", 5),
+		Entry("with 1 member of etcd 3.6", 1, "3.6.16"),
+		Entry("with 5 members of etcd 3.5", 5, "3.5.35"),
 	)
 
 	It("refuses invalid specs with a message saying what is allowed", func(ctx SpecContext) {
@@ -176,13 +180,17 @@ func newTestNamespace(ctx context.Context, prefix string) string {
 	return ns.Name
 }
 
-func createCluster(ctx context.Context, ns, name string, size int32) *etcdv1alpha1.EtcdCluster {
+// createCluster creates a TLS cluster; version is optional (the default is the newest).
+func createCluster(ctx context.Context, ns, name string, size int32, version ...string) *etcdv1alpha1.EtcdCluster {
 	c := &etcdv1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: etcdv1alpha1.EtcdClusterSpec{
 			Size:           size,
 			DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete,
 		},
+	}
+	if len(version) > 0 {
+		c.Spec.Version = version[0]
 	}
 	ExpectWithOffset(1, k8sClient.Create(ctx, c)).To(Succeed())
 	return c
