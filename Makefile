@@ -128,9 +128,18 @@ envtest-assets: $(K8S_BIN)/kube-apiserver $(CONTROL_PLANE_ETCD_BIN)/etcd $(KUBEC
 	@ln -sf $(KUBECTL) $(ENVTEST_ASSETS)/kubectl
 	@ln -sf $(CONTROL_PLANE_ETCD_BIN)/etcd $(ENVTEST_ASSETS)/etcd
 
+# cert-manager's Certificate CRD, from its pinned module, so that envtest serves the API the
+# operator uses in TLS mode CertManager.
+CERT_MANAGER_VERSION ?= v1.21.2
+CERT_MANAGER_CRDS := $(LOCALBIN)/crds/cert-manager-$(CERT_MANAGER_VERSION)
+$(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml:
+	@set -e; dir=$$(go mod download -json github.com/cert-manager/cert-manager@$(CERT_MANAGER_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+	test -n "$$dir" || { echo "could not download cert-manager $(CERT_MANAGER_VERSION)" >&2; exit 1; }; \
+	mkdir -p $(CERT_MANAGER_CRDS) && cp $$dir/deploy/crds/cert-manager.io_certificates.yaml $@ && chmod 644 $@
+
 .PHONY: test
-test: manifests generate fmt vet envtest-assets ## Run unit and integration tests.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v /test/) -coverprofile cover.out
+test: manifests generate fmt vet envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml ## Run unit and integration tests.
+	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v /test/) -coverprofile cover.out
 
 .PHONY: bench
 bench: bench-unit bench-cluster ## Run every benchmark: unit ones, then those on the local cluster.

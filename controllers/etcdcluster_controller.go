@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -70,7 +71,8 @@ type EtcdClusterReconciler struct {
 //  1. Read the EtcdCluster. A deleted one is finalized: its PVC deletion policy is applied
 //     and the finalizer removed; everything else it owns is garbage-collected.
 //  2. Add the finalizer, before anything is created.
-//  3. Ensure the TLS secrets: CA, member certificate, client certificate.
+//  3. Ensure the TLS secrets: the member and client certificates, issued by the operator's
+//     CA, by cert-manager, or given by the user; wait while cert-manager issues them.
 //  4. Ensure the peer and client Services and the PodDisruptionBudget.
 //  5. Observe the member pods and claims, and the etcd membership and health.
 //  6. Plan one membership change (internal/membership) and carry it out.
@@ -97,6 +99,11 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	}()
 
 	tlsConfig, err := r.ensureTLS(ctx, c)
+	var waiting *waitingError
+	if errors.As(err, &waiting) {
+		in.Action = membership.Action{Kind: membership.Wait, Reason: waiting.reason, Message: waiting.message}
+		return reconcile.Result{RequeueAfter: requeueProgressing}, nil
+	}
 	if err != nil {
 		in.Err = err
 		return reconcile.Result{}, err

@@ -76,9 +76,14 @@ func runWithEnvtest(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run these tests with `make test`, which builds kube-apiserver and etcd into bin/")
 		return 1
 	}
+	certManagerCRDs := os.Getenv("CERT_MANAGER_CRDS")
+	if certManagerCRDs == "" {
+		fmt.Fprintln(os.Stderr, "CERT_MANAGER_CRDS is not set: run these tests with `make test`, which fetches cert-manager's Certificate CRD")
+		return 1
+	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases"), certManagerCRDs},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -40,8 +41,11 @@ func (r *EtcdClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1alpha1.E
 	if !names.TLS {
 		return nil, nil
 	}
-	if names.UserSecrets != nil {
-		return r.userTLS(ctx, c, names)
+	switch c.Spec.TLS.Mode {
+	case etcdv1alpha1.TLSModeSecrets:
+		return r.providedTLS(ctx, c, names)
+	case etcdv1alpha1.TLSModeCertManager:
+		return r.certManagerTLS(ctx, c, names)
 	}
 	now := r.now()
 	ca, err := r.ensureCA(ctx, c, names, now)
@@ -87,26 +91,47 @@ func clientTLSConfig(caPEM []byte, pair pki.KeyPair) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
-// userTLS checks the user's Secrets (TLS mode Secrets) and returns the operator's client
-// configuration from them. A Secret that is missing or whose certificate would not work is
-// an error that names the Secret and says what is wrong, and nothing is created until it is
-// fixed. The Secrets are read uncached: they are the user's, not labelled as the
-// operator's, and are checked again on every reconcile.
-func (r *EtcdClusterReconciler) userTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Cluster) (*tls.Config, error) {
-	now := r.now()
-	read := func(name string) (map[string][]byte, error) {
-		secret := &corev1.Secret{}
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret); err != nil {
-			return nil, fmt.Errorf("reading TLS secret %s: %w", name, err)
-		}
-		for _, key := range []string{secretCACert, corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
-			if len(secret.Data[key]) == 0 {
-				return nil, fmt.Errorf("TLS secret %s has no %s", name, key)
-			}
-		}
-		return secret.Data, nil
+// waitingError ends a reconcile early, without failing it: something the operator does not
+// control (cert-manager issuing a certificate) has to happen first. The reason and message
+// become the Progressing condition.
+type waitingError struct{ reason, message string }
+
+func (w *waitingError) Error() string { return w.message }
+
+// incompleteError is a TLS Secret that exists but lacks one of its keys.
+type incompleteError struct{ secret, key string }
+
+func (e *incompleteError) Error() string {
+	return fmt.Sprintf("TLS secret %s has no %s", e.secret, e.key)
+}
+
+func isIncomplete(err error) bool {
+	var e *incompleteError
+	return errors.As(err, &e)
+}
+
+// readTLSSecret reads a Secret the operator did not create (uncached: it is not labelled
+// as the operator's) and checks it has ca.crt, tls.crt and tls.key.
+func (r *EtcdClusterReconciler) readTLSSecret(ctx context.Context, namespace, name string) (map[string][]byte, error) {
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
+		return nil, fmt.Errorf("reading TLS secret %s: %w", name, err)
 	}
-	member, err := read(names.MemberTLSSecret())
+	for _, key := range []string{secretCACert, corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+		if len(secret.Data[key]) == 0 {
+			return nil, &incompleteError{secret: name, key: key}
+		}
+	}
+	return secret.Data, nil
+}
+
+// providedTLS checks certificates the operator did not issue (the user's, or cert-manager's)
+// and returns the operator's client configuration from them. A Secret that is missing or
+// whose certificate would not work is an error that names the Secret and says what is
+// wrong, and nothing is created until it is fixed. They are checked on every reconcile.
+func (r *EtcdClusterReconciler) providedTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Cluster) (*tls.Config, error) {
+	now := r.now()
+	member, err := r.readTLSSecret(ctx, c.Namespace, names.MemberTLSSecret())
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +148,7 @@ func (r *EtcdClusterReconciler) userTLS(ctx context.Context, c *etcdv1alpha1.Etc
 			return nil, fmt.Errorf("TLS secret %s cannot serve as the member certificate: %w", names.MemberTLSSecret(), err)
 		}
 	}
-	clientData, err := read(names.ClientTLSSecret())
+	clientData, err := r.readTLSSecret(ctx, c.Namespace, names.ClientTLSSecret())
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,20 @@ func TestCreateValidation(t *testing.T) {
 			c.Spec.Etcd.AutoCompactionMode, c.Spec.Etcd.AutoCompactionRetention = etcdv1alpha1.AutoCompactionRevision, "10000"
 		}, ""},
 		{"unknown TLS mode", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.TLS.Mode = "Sometimes" },
-			`spec.tls.mode: Unsupported value: "Sometimes": supported values: "OperatorCA", "Secrets", "Disabled"`},
+			`spec.tls.mode: Unsupported value: "Sometimes": supported values: "OperatorCA", "CertManager", "Secrets", "Disabled"`},
+		{"CertManager mode without an issuer", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.TLS.Mode = etcdv1alpha1.TLSModeCertManager },
+			"tls.certManager is required when tls.mode is CertManager, and allowed only then"},
+		{"an issuer in OperatorCA mode", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.TLS.CertManager = &etcdv1alpha1.CertManagerTLS{IssuerRef: etcdv1alpha1.IssuerReference{Name: "ca"}}
+		}, "tls.certManager is required when tls.mode is CertManager, and allowed only then"},
+		{"an issuer of an unknown kind", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.TLS = etcdv1alpha1.TLSSpec{Mode: etcdv1alpha1.TLSModeCertManager,
+				CertManager: &etcdv1alpha1.CertManagerTLS{IssuerRef: etcdv1alpha1.IssuerReference{Name: "ca", Kind: "Vault"}}}
+		}, `spec.tls.certManager.issuerRef.kind: Unsupported value: "Vault": supported values: "Issuer", "ClusterIssuer"`},
+		{"a ClusterIssuer", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.TLS = etcdv1alpha1.TLSSpec{Mode: etcdv1alpha1.TLSModeCertManager,
+				CertManager: &etcdv1alpha1.CertManagerTLS{IssuerRef: etcdv1alpha1.IssuerReference{Name: "ca", Kind: "ClusterIssuer"}}}
+		}, ""},
 		{"TLS from the user's secrets", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.TLS = etcdv1alpha1.TLSSpec{Mode: etcdv1alpha1.TLSModeSecrets,
 				Secrets: &etcdv1alpha1.TLSSecrets{MemberSecretName: "m", ClientSecretName: "c"}}

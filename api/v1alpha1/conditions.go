@@ -38,6 +38,9 @@ const (
 	// ReasonRecreatingPod (Progressing=True): a member's pod was gone and is being created
 	// again, with the member's data and identity.
 	ReasonRecreatingPod = "RecreatingPod"
+	// ReasonWaitingForCertificates (Progressing=True): cert-manager has not issued the
+	// cluster's certificates yet; no member starts before they exist.
+	ReasonWaitingForCertificates = "WaitingForCertificates"
 	// ReasonWaitingForMembers (Progressing=True): a member pod is starting or a member is
 	// not healthy yet; the operator waits before the next change.
 	ReasonWaitingForMembers = "WaitingForMembers"

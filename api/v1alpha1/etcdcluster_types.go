@@ -131,13 +131,17 @@ type PodTemplate struct {
 }
 
 // TLSMode is how an etcd cluster's traffic is secured.
-// +kubebuilder:validation:Enum=OperatorCA;Secrets;Disabled
+// +kubebuilder:validation:Enum=OperatorCA;CertManager;Secrets;Disabled
 type TLSMode string
 
 const (
 	// TLSModeOperatorCA secures peer and client traffic with certificates from a
 	// certificate authority the operator creates for the cluster (Secret <name>-ca).
 	TLSModeOperatorCA TLSMode = "OperatorCA"
+	// TLSModeCertManager secures peer and client traffic with certificates that
+	// cert-manager issues from the Issuer or ClusterIssuer named in tls.certManager; the
+	// operator creates the Certificate objects.
+	TLSModeCertManager TLSMode = "CertManager"
 	// TLSModeSecrets secures peer and client traffic with certificates the user provides in
 	// Secrets (tls.secrets), issued by the user's own CA.
 	TLSModeSecrets TLSMode = "Secrets"
@@ -149,20 +153,56 @@ const (
 // TLSSpec selects how an etcd cluster's traffic is secured.
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'Secrets') == has(self.secrets)",message="tls.secrets is required when tls.mode is Secrets, and allowed only then"
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'CertManager') == has(self.certManager)",message="tls.certManager is required when tls.mode is CertManager, and allowed only then"
 type TLSSpec struct {
 	// mode is how peer and client traffic is secured: OperatorCA (the default: TLS with
 	// certificates from a CA the operator creates for this cluster, and client
-	// certificates required), Secrets (TLS with certificates you provide in tls.secrets),
-	// or Disabled (plain text, for tests only). It cannot be changed after the cluster is
+	// certificates required), CertManager (TLS with certificates cert-manager issues from
+	// the issuer in tls.certManager), Secrets (TLS with certificates you provide in
+	// tls.secrets), or Disabled (plain text, for tests only). It cannot be changed after the cluster is
 	// created.
 	// +kubebuilder:default=OperatorCA
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tls.mode cannot be changed after the cluster is created; create a new cluster and restore a backup into it"
 	// +optional
 	Mode TLSMode `json:"mode,omitempty"`
 
+	// certManager names the cert-manager issuer of the certificates, in mode CertManager.
+	// +optional
+	CertManager *CertManagerTLS `json:"certManager,omitempty"`
+
 	// secrets names the Secrets holding your certificates, in mode Secrets.
 	// +optional
 	Secrets *TLSSecrets `json:"secrets,omitempty"`
+}
+
+// CertManagerTLS is where cert-manager gets the cluster's certificates from. cert-manager
+// must be installed; the operator creates two Certificates, <name>-member and
+// <name>-client, and waits for their Secrets. The issuer should be a CA dedicated to the
+// cluster (for example a cert-manager CA Issuer), so that its certificates are valid for
+// this cluster only.
+type CertManagerTLS struct {
+	// issuerRef is the Issuer (in the cluster's namespace) or ClusterIssuer to use.
+	IssuerRef IssuerReference `json:"issuerRef"`
+}
+
+// IssuerReference names a cert-manager issuer.
+type IssuerReference struct {
+	// name of the Issuer or ClusterIssuer.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// kind is Issuer (the default) or ClusterIssuer.
+	// +kubebuilder:default=Issuer
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	// +optional
+	Kind string `json:"kind,omitempty"`
+
+	// group of the issuer; cert-manager.io (the default) for cert-manager's own issuers.
+	// +kubebuilder:default="cert-manager.io"
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Group string `json:"group,omitempty"`
 }
 
 // TLSSecrets names the Secrets of a cluster in TLS mode Secrets. Each holds tls.crt, tls.key
