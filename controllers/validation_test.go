@@ -165,6 +165,8 @@ func TestUpdateValidation(t *testing.T) {
 			"storage.ephemeral cannot be changed"},
 		{"TLS switched off", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.TLS.Mode = etcdv1alpha1.TLSModeDisabled },
 			"tls.mode cannot be changed after the cluster is created"},
+		{"version changes", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = "3.6.16" },
+			"spec.version cannot be changed yet"},
 		{"size changes", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 5 }, ""},
 		{"etcd options change", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.SnapshotCount = 50000 }, ""},
 	}

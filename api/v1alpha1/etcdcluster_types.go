@@ -20,8 +20,10 @@ type EtcdClusterSpec struct {
 
 	// version is the etcd release the members run, without a leading "v" (for example
 	// "3.6.16"). It must be one of the releases this operator supports; the default is the
-	// newest of them.
+	// newest of them. It cannot be changed yet: rolling upgrades are not supported by this
+	// release, and a member pod recreated at another version could meet data it cannot read.
 	// +kubebuilder:default="3.7.3"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.version cannot be changed yet: this release of etcdpilot does not roll upgrades; create a new cluster at the new version instead"
 	// +kubebuilder:validation:Enum="3.5.35";"3.6.16";"3.7.3"
 	// +optional
 	Version string `json:"version,omitempty"`
