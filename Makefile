@@ -199,20 +199,22 @@ images: image etcd-images ## Build and push the operator image and every etcd op
 ##@ Deployment
 
 # The local deploy is a generated (git-ignored) kustomize overlay over config/default that
-# points the operator at LOCAL_IMG and at LOCAL_ETCD_IMAGE_REPOSITORY, and pulls the operator
-# image on every start, since a rebuilt local image keeps its tag.
+# points the operator at LOCAL_IMG, by digest when the registry knows it (a rebuilt image
+# keeps its tag, its digest changes, so the operator restarts on the new one), and at
+# LOCAL_ETCD_IMAGE_REPOSITORY.
 DEPLOY_OVERLAY := $(CURDIR)/_output/deploy
 .PHONY: deploy-overlay
-deploy-overlay:
+deploy-overlay: $(CRANE)
 	@rm -rf $(DEPLOY_OVERLAY) && mkdir -p $(DEPLOY_OVERLAY)
-	@printf '%s\n' \
+	@digest=$$($(CRANE) digest --insecure $(LOCAL_IMG) 2>/dev/null || true); \
+	if [ -n "$$digest" ]; then ref="  digest: $$digest"; else ref="  newTag: $(LOCAL_IMG_TAG)"; fi; \
+	printf '%s\n' \
 		'apiVersion: kustomize.config.k8s.io/v1beta1' 'kind: Kustomization' \
 		'resources:' '- ../../config/default' \
-		'images:' '- name: $(IMAGE_TAG_BASE)' '  newName: $(LOCAL_IMG_NAME)' '  newTag: $(LOCAL_IMG_TAG)' \
+		'images:' '- name: $(IMAGE_TAG_BASE)' '  newName: $(LOCAL_IMG_NAME)' "$$ref" \
 		'patches:' '- target: {kind: Deployment, name: etcdpilot-controller-manager}' \
 		'  patch: |-' \
 		'    - op: replace' '      path: /spec/template/spec/containers/0/env/0/value' '      value: $(LOCAL_ETCD_IMAGE_REPOSITORY)' \
-		'    - op: add' '      path: /spec/template/spec/containers/0/imagePullPolicy' '      value: Always' \
 		> $(DEPLOY_OVERLAY)/kustomization.yaml
 
 .PHONY: install

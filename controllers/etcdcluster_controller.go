@@ -75,7 +75,8 @@ type EtcdClusterReconciler struct {
 //     CA, by cert-manager, or given by the user; wait while cert-manager issues them.
 //  4. Ensure the peer and client Services and the PodDisruptionBudget.
 //  5. Observe the member pods and claims, and the etcd membership and health.
-//  6. Plan one membership change (internal/membership) and carry it out.
+//  6. Plan one membership change (internal/membership) and carry it out: create, add,
+//     promote, move leadership, remove.
 //  7. Patch the status once, computed from steps 5 and 6 (internal/status), and emit
 //     events for the transitions it shows.
 func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, err error) {
@@ -132,10 +133,30 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 // act carries out the planned action: at most one membership change.
 func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, a membership.Action) (reconcile.Result, error) {
 	log.FromContext(ctx).Info("Planned", "action", a.Kind, "member", a.Member, "reason", a.Reason)
+	var err error
+	switch a.Kind {
+	case membership.None, membership.Blocked:
+		return reconcile.Result{RequeueAfter: requeueSteady}, nil
+	case membership.Wait:
+		return reconcile.Result{RequeueAfter: requeueProgressing}, nil
+	case membership.CreateSeed, membership.CreatePod, membership.AddLearner, membership.Promote:
+		err = r.grow(ctx, c, obs, a)
+	case membership.MoveLeader, membership.RemoveMember, membership.DeletePod:
+		err = r.shrink(ctx, c, obs, a)
+	}
+	var waiting *waitingError
+	if errors.As(err, &waiting) {
+		return reconcile.Result{RequeueAfter: requeueProgressing}, nil
+	}
+	return reconcile.Result{RequeueAfter: requeueProgressing}, err
+}
+
+// grow carries out the actions that create or add members.
+func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, a membership.Action) error {
 	switch a.Kind {
 	case membership.CreateSeed, membership.CreatePod:
 		if err := r.createMember(ctx, c, a); err != nil {
-			return reconcile.Result{}, fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
+			return fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
 		}
 		r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", a.Member, a.Message)
 	case membership.AddLearner:
@@ -143,28 +164,50 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 		if etcd.IsUnhealthyCluster(err) {
 			// etcd refuses a new member until every member has been connected for a while
 			// (strict reconfiguration check): a reason to wait, not a failure.
-			return reconcile.Result{RequeueAfter: requeueProgressing}, nil
+			return &waitingError{reason: a.Reason, message: err.Error()}
 		}
 		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding member %s as a learner: %w", a.Member, err)
+			return fmt.Errorf("adding member %s as a learner: %w", a.Member, err)
 		}
 		r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "Added member %s as a learner", a.Member)
 		if err := r.createMember(ctx, c, a); err != nil {
-			return reconcile.Result{}, fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
+			return fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
 		}
 	case membership.Promote:
 		err := obs.etcd.MemberPromote(ctx, a.MemberID)
 		if etcd.IsLearnerNotReady(err) {
-			return reconcile.Result{RequeueAfter: requeueProgressing}, nil
+			return &waitingError{reason: a.Reason, message: err.Error()}
 		}
 		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("promoting learner %s: %w", a.Member, err)
+			return fmt.Errorf("promoting learner %s: %w", a.Member, err)
 		}
 		r.event(c, corev1.EventTypeNormal, "LearnerPromoted", "PromoteMember", "Promoted learner %s to a voting member", a.Member)
-	case membership.None, membership.Blocked:
-		return reconcile.Result{RequeueAfter: requeueSteady}, nil
 	}
-	return reconcile.Result{RequeueAfter: requeueProgressing}, nil
+	return nil
+}
+
+// shrink carries out the actions that remove members.
+func (r *EtcdClusterReconciler) shrink(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, a membership.Action) error {
+	switch a.Kind {
+	case membership.MoveLeader:
+		if err := obs.etcd.MoveLeader(ctx, a.MemberID); err != nil {
+			return fmt.Errorf("moving leadership away from %s: %w", a.Member, err)
+		}
+		r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership away from member %s before removing it", a.Member)
+	case membership.RemoveMember:
+		err := obs.etcd.MemberRemove(ctx, a.MemberID)
+		if etcd.IsUnhealthyCluster(err) {
+			return &waitingError{reason: a.Reason, message: err.Error()}
+		}
+		if err != nil && !etcd.IsMemberNotFound(err) {
+			return fmt.Errorf("removing member %s: %w", a.Member, err)
+		}
+		r.event(c, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "Removed member %s (%s)", a.Member, a.Message)
+		return r.deleteMember(ctx, c, obs, a.Member)
+	case membership.DeletePod:
+		return r.deleteMember(ctx, c, obs, a.Member)
+	}
+	return nil
 }
 
 // createMember creates a member's claim (unless ephemeral, or it exists) and its pod.
@@ -179,6 +222,29 @@ func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha
 	}, r.EtcdImageRepository)
 	if err := r.Client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
+	}
+	return nil
+}
+
+// deleteMember deletes the pod of a member that is no longer in the cluster, and applies the
+// deletion policy to its claim: deleted, or kept and marked so that it never starts a member
+// again. The claim is handled first: should the operator stop in between, the pod still
+// exists and the next pass comes back here.
+func (r *EtcdClusterReconciler) deleteMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, member string) error {
+	if pvc, ok := obs.pvcs[member]; ok {
+		var err error
+		if c.Spec.DeletionPolicy == etcdv1alpha1.DeletionPolicyDelete {
+			err = client.IgnoreNotFound(r.Client.Delete(ctx, pvc))
+		} else if pvc.Annotations[annotationRemoved] != "true" {
+			err = r.annotate(ctx, pvc, annotationRemoved)
+		}
+		if err != nil {
+			return fmt.Errorf("applying the deletion policy to the claim of removed member %s: %w", member, err)
+		}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: member, Namespace: c.Namespace}}
+	if err := client.IgnoreNotFound(r.Client.Delete(ctx, pod)); err != nil {
+		return fmt.Errorf("deleting the pod of removed member %s: %w", member, err)
 	}
 	return nil
 }

@@ -20,6 +20,10 @@ import (
 // on its data belongs to the cluster and the member must never start a new cluster.
 const annotationBootstrapped = "etcd.etcdpilot.io/bootstrapped"
 
+// annotationRemoved marks the claim of a member removed from the cluster and kept under
+// deletionPolicy Retain: its data must never start a member again.
+const annotationRemoved = "etcd.etcdpilot.io/removed"
+
 // observation is everything one reconcile saw, and the etcd client it saw it with.
 type observation struct {
 	planner membership.Observed
@@ -65,7 +69,10 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		pvc := &pvcs.Items[i]
 		if member := pvc.Labels[cluster.LabelMember]; member != "" {
 			o.pvcs[member] = pvc
-			o.planner.PVCs[member] = membership.PVC{Bootstrapped: pvc.Annotations[annotationBootstrapped] == "true"}
+			o.planner.PVCs[member] = membership.PVC{
+				Bootstrapped: pvc.Annotations[annotationBootstrapped] == "true",
+				Removed:      pvc.Annotations[annotationRemoved] == "true",
+			}
 		}
 	}
 	r.observeEtcd(ctx, tlsConfig, o)
@@ -113,7 +120,8 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 			member.Healthy = err == nil && len(st.Errors) == 0
 			member.Ready = pod.Ready
 			if err == nil {
-				o.details[name] = status.Detail{Leader: st.LeaderID == m.ID, Version: st.Version, DBSize: st.DBSize}
+				member.Leader = st.LeaderID == m.ID
+				o.details[name] = status.Detail{Leader: member.Leader, Version: st.Version, DBSize: st.DBSize}
 			}
 		}
 		members = append(members, member)
@@ -138,15 +146,20 @@ func (r *EtcdClusterReconciler) recordBootstrapped(ctx context.Context, o *obser
 		if !ok || !m.Started || pvc.Annotations[annotationBootstrapped] == "true" {
 			continue
 		}
-		patch := client.MergeFrom(pvc.DeepCopy())
-		if pvc.Annotations == nil {
-			pvc.Annotations = map[string]string{}
-		}
-		pvc.Annotations[annotationBootstrapped] = "true"
-		if err := r.Client.Patch(ctx, pvc, patch); err != nil {
+		if err := r.annotate(ctx, pvc, annotationBootstrapped); err != nil {
 			return err
 		}
 		o.planner.PVCs[m.Name] = membership.PVC{Bootstrapped: true}
 	}
 	return nil
+}
+
+// annotate sets annotation key to "true" on a claim.
+func (r *EtcdClusterReconciler) annotate(ctx context.Context, pvc *corev1.PersistentVolumeClaim, key string) error {
+	patch := client.MergeFrom(pvc.DeepCopy())
+	if pvc.Annotations == nil {
+		pvc.Annotations = map[string]string{}
+	}
+	pvc.Annotations[key] = "true"
+	return r.Client.Patch(ctx, pvc, patch)
 }

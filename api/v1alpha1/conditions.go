@@ -35,6 +35,9 @@ const (
 	// ReasonPromotingLearner (Progressing=True): a learner is catching up with the leader
 	// before it becomes a voting member.
 	ReasonPromotingLearner = "PromotingLearner"
+	// ReasonRemovingMember (Progressing=True): spec.size is below the member count; members
+	// are removed one at a time, unhealthy ones first, the leader after handing over.
+	ReasonRemovingMember = "RemovingMember"
 	// ReasonRecreatingPod (Progressing=True): a member's pod was gone and is being created
 	// again, with the member's data and identity.
 	ReasonRecreatingPod = "RecreatingPod"
@@ -50,9 +53,6 @@ const (
 	// ReasonMemberDataLost (Degraded=True): a member's data is gone (its ephemeral pod or
 	// its volume was deleted); replacing such a member is not automated yet.
 	ReasonMemberDataLost = "MemberDataLost"
-	// ReasonScaleDownNotSupported (Degraded=True): spec.size is below the number of
-	// members; removing members is not automated yet, so nothing is removed.
-	ReasonScaleDownNotSupported = "ScaleDownNotSupported"
 	// ReasonReconcileFailed (Degraded=True): the last reconcile hit an error; the message
 	// says which step.
 	ReasonReconcileFailed = "ReconcileFailed"

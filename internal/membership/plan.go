@@ -44,6 +44,9 @@ type PVC struct {
 	// Bootstrapped is true once the member on this claim has been seen in the etcd member
 	// list with its name, that is, it has started and holds data of the cluster.
 	Bootstrapped bool
+	// Removed is true once its member was removed from the cluster (a claim kept under
+	// deletionPolicy Retain): its data must never start a member again.
+	Removed bool
 }
 
 // Member is an etcd member as the cluster reports it, joined with its health.
@@ -63,6 +66,8 @@ type Member struct {
 	// Ready is true when the member's pod is Ready (etcd's /readyz answered), which a
 	// learner's never is. The client Service only routes to Ready members.
 	Ready bool
+	// Leader is true for the raft leader.
+	Leader bool
 }
 
 // Kind is the kind of change an Action makes.
@@ -86,6 +91,14 @@ const (
 	AddLearner Kind = "AddLearner"
 	// Promote: promote a started learner to a voting member.
 	Promote Kind = "Promote"
+	// MoveLeader: hand leadership to MemberID before the leader is removed.
+	MoveLeader Kind = "MoveLeader"
+	// RemoveMember: remove a member from etcd, then delete its pod (and its claim under
+	// deletionPolicy Delete).
+	RemoveMember Kind = "RemoveMember"
+	// DeletePod: delete the pod of a member that is no longer in the membership (the
+	// operator stopped between removing the member and deleting its pod).
+	DeletePod Kind = "DeletePod"
 )
 
 // Action is the one change Plan chose, with what carrying it out needs.
@@ -163,11 +176,18 @@ func planUnreachable(o Observed) Action {
 		Message: "no member answers; waiting for the member pods to start"}
 }
 
-// planReachable decides from the member list: first bring back members without pods, then
-// promote learners, then grow; every step only while all members are healthy.
+// planReachable decides from the member list: first bring back members without pods and
+// delete pods of removed members, then shrink (unhealthy members first), promote learners,
+// then grow; growing only while all members are healthy.
 func planReachable(o Observed) Action {
 	if a, ok := o.missingPod(); ok {
 		return a
+	}
+	if a, ok := o.orphanPod(); ok {
+		return a
+	}
+	if len(o.Members) > o.Size {
+		return o.shrink()
 	}
 	for _, m := range o.Members {
 		if !m.Learner {
@@ -190,14 +210,86 @@ func planReachable(o Observed) Action {
 				Message: fmt.Sprintf("waiting for the pod of member %s to become ready", m.Name)}
 		}
 	}
-	switch {
-	case len(o.Members) < o.Size:
+	if len(o.Members) < o.Size {
 		return o.addLearner()
-	case len(o.Members) > o.Size:
-		return Action{Kind: Blocked, Reason: etcdv1alpha1.ReasonScaleDownNotSupported,
-			Message: fmt.Sprintf("spec.size is %d but the cluster has %d members; removing members is not supported by this release, so none is removed", o.Size, len(o.Members))}
 	}
 	return Action{Kind: None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "all members are running"}
+}
+
+// orphanPod finds a member pod whose member is no longer in the membership.
+func (o Observed) orphanPod() (Action, bool) {
+	inList := map[string]bool{}
+	for _, m := range o.Members {
+		inList[m.Name] = true
+	}
+	names := make([]string, 0, len(o.Pods))
+	for n := range o.Pods {
+		if !inList[n] {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return Action{}, false
+	}
+	sortByOrdinal(o.Cluster, names)
+	return Action{Kind: DeletePod, Member: names[0], Reason: etcdv1alpha1.ReasonRemovingMember,
+		Message: fmt.Sprintf("deleting the pod of removed member %s", names[0])}, true
+}
+
+// shrink removes one member: an unhealthy one if there is one, otherwise the one with the
+// highest ordinal. The removal must leave a healthy quorum of the remaining voters, and when
+// the member to remove is healthy, every remaining member healthy: shrinking never eats
+// into the margin a sick member already took. Leadership is moved away first.
+func (o Observed) shrink() Action {
+	victim := o.shrinkVictim()
+	voters, healthy, successor := o.remainingVoters(victim)
+	if healthy < voters/2+1 || (victim.Healthy && healthy < voters) || successor == nil {
+		return Action{Kind: Wait, Member: victim.Name, Reason: etcdv1alpha1.ReasonWaitingForMembers,
+			Message: fmt.Sprintf("not removing member %s: %d of the %d remaining voting members are healthy, which leaves no margin", victim.Name, healthy, voters)}
+	}
+	if victim.Leader {
+		return Action{Kind: MoveLeader, Member: victim.Name, MemberID: successor.ID, Reason: etcdv1alpha1.ReasonRemovingMember,
+			Message: fmt.Sprintf("moving leadership from %s to %s before removing it", victim.Name, successor.Name)}
+	}
+	return Action{Kind: RemoveMember, Member: victim.Name, MemberID: victim.ID, Reason: etcdv1alpha1.ReasonRemovingMember,
+		Message: fmt.Sprintf("removing member %s (%d members, spec.size %d)", victim.Name, len(o.Members), o.Size)}
+}
+
+// shrinkVictim is the member to remove next: the first unhealthy one, or else the one with
+// the highest ordinal (the newest).
+func (o Observed) shrinkVictim() Member {
+	for _, m := range o.Members {
+		if !m.Healthy {
+			return m
+		}
+	}
+	victim := o.Members[0]
+	for _, m := range o.Members[1:] {
+		a, _ := o.Cluster.MemberOrdinal(m.Name)
+		b, _ := o.Cluster.MemberOrdinal(victim.Name)
+		if a > b {
+			victim = m
+		}
+	}
+	return victim
+}
+
+// remainingVoters projects the cluster without victim: how many voters remain, how many of
+// them are healthy, and the first healthy one (to hand leadership to).
+func (o Observed) remainingVoters(victim Member) (voters, healthy int, successor *Member) {
+	for i, m := range o.Members {
+		if m.ID == victim.ID || m.Learner {
+			continue
+		}
+		voters++
+		if m.Healthy {
+			healthy++
+			if successor == nil {
+				successor = &o.Members[i]
+			}
+		}
+	}
+	return voters, healthy, successor
 }
 
 // missingPod finds the first member of the membership without a pod and says how to bring
@@ -258,8 +350,10 @@ func (o Observed) knownMembers() []string {
 		set[n] = true
 	}
 	if !o.Ephemeral {
-		for n := range o.PVCs {
-			set[n] = true
+		for n, pvc := range o.PVCs {
+			if !pvc.Removed {
+				set[n] = true
+			}
 		}
 	}
 	names := make([]string, 0, len(set))

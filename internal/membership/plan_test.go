@@ -20,6 +20,11 @@ func member(ordinal int, id uint64, started, learner, healthy bool) membership.M
 
 func voter(ordinal int, id uint64) membership.Member { return member(ordinal, id, true, false, true) }
 
+func leader(m membership.Member) membership.Member {
+	m.Leader = true
+	return m
+}
+
 func pods(names ...string) map[string]membership.Pod {
 	out := map[string]membership.Pod{}
 	for _, n := range names {
@@ -197,12 +202,59 @@ func TestPlan(t *testing.T) {
 			want: membership.None,
 		},
 		{
-			name: "more members than the spec: blocked, nothing removed",
+			name: "scale down: remove the highest ordinal first",
 			obs: membership.Observed{Size: 1, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2),
-				Members: []membership.Member{voter(0, 10), voter(1, 11), voter(2, 12)}},
-			want: membership.Blocked,
+				Members: []membership.Member{leader(voter(0, 10)), voter(1, 11), voter(2, 12)}},
+			want: membership.RemoveMember,
 			check: func(g Gomega, a membership.Action) {
-				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonScaleDownNotSupported))
+				g.Expect(a.Member).To(Equal(e2))
+				g.Expect(a.MemberID).To(Equal(uint64(12)))
+			},
+		},
+		{
+			name: "scale down: an unhealthy member goes first",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2, e3, c.MemberName(4)), PVCs: pvcs(true, e0, e1, e2, e3),
+				Members: []membership.Member{leader(voter(0, 10)), member(1, 11, true, false, false), voter(2, 12), voter(3, 13), voter(4, 14)}},
+			want: membership.RemoveMember,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+			},
+		},
+		{
+			name: "scale down: leadership moves away before the leader is removed",
+			obs: membership.Observed{Size: 1, Pods: pods(e0, e1), PVCs: pvcs(true, e0, e1),
+				Members: []membership.Member{voter(0, 10), leader(voter(1, 11))}},
+			want: membership.MoveLeader,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.MemberID).To(Equal(uint64(10)), "the new leader")
+			},
+		},
+		{
+			name: "scale down: never remove a healthy member while another is sick",
+			obs: membership.Observed{Size: 1, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2),
+				Members: []membership.Member{leader(voter(0, 10)), member(1, 11, true, false, false), member(2, 12, true, false, false)}},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Message).To(ContainSubstring("leaves no margin"))
+			},
+		},
+		{
+			name: "removed member whose pod is still there: delete the pod",
+			obs: membership.Observed{Size: 1, Pods: pods(e0, e1), PVCs: pvcs(true, e0, e1),
+				Members: []membership.Member{leader(voter(0, 10))}},
+			want: membership.DeletePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+			},
+		},
+		{
+			name: "a retained claim of a removed member never starts again",
+			obs:  membership.Observed{Size: 1, PVCs: map[string]membership.PVC{e0: {Bootstrapped: true}, e1: {Bootstrapped: true, Removed: true}}},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e0))
+				g.Expect(a.InitialCluster).To(Equal([]string{e0 + "=" + c.PeerURL(e0)}))
 			},
 		},
 	}

@@ -144,14 +144,16 @@ func availableCondition(in Input, voters, healthy int) metav1.Condition {
 	}
 }
 
+// progressingCondition is True for every action but None and Blocked: the operator is
+// changing the cluster, or waiting for a change to take effect.
 func progressingCondition(a membership.Action) metav1.Condition {
 	switch a.Kind {
-	case membership.CreateSeed, membership.CreatePod, membership.AddLearner, membership.Promote, membership.Wait:
-		return metav1.Condition{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
-			Reason: a.Reason, Message: a.Message}
+	case membership.None, membership.Blocked, "":
+		return metav1.Condition{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse,
+			Reason: etcdv1alpha1.ReasonAsExpected, Message: "no change under way"}
 	}
-	return metav1.Condition{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse,
-		Reason: etcdv1alpha1.ReasonAsExpected, Message: "no change under way"}
+	return metav1.Condition{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
+		Reason: a.Reason, Message: a.Message}
 }
 
 func degradedCondition(in Input, ms []etcdv1alpha1.MemberStatus) metav1.Condition {

@@ -187,3 +187,17 @@ func TestAHealthyVoterWhosePodIsNotReadyKeepsQuorumButNotReadiness(t *testing.T)
 	g.Expect(cond(g, s, etcdv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(cond(g, s, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
 }
+
+func TestEveryChangeIsProgressing(t *testing.T) {
+	for _, kind := range []membership.Kind{membership.CreateSeed, membership.CreatePod, membership.AddLearner,
+		membership.Promote, membership.Wait, membership.MoveLeader, membership.RemoveMember, membership.DeletePod} {
+		g := NewWithT(t)
+		s := status.Compute(status.Input{
+			Cluster:  newCluster(1),
+			Observed: membership.Observed{Members: members(true)},
+			Action:   membership.Action{Kind: kind, Reason: etcdv1alpha1.ReasonRemovingMember, Message: string(kind)},
+		})
+		g.Expect(cond(g, s, etcdv1alpha1.ConditionProgressing).Status).To(Equal(metav1.ConditionTrue), string(kind))
+		g.Expect(cond(g, s, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse), string(kind))
+	}
+}

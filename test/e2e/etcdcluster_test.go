@@ -105,6 +105,41 @@ var _ = Describe("EtcdCluster", func() {
 			}
 		})
 
+		It("scales down to 1 member and back up to 3, keeping every key", func(ctx SpecContext) {
+			for _, size := range []int32{1, 3} {
+				By(fmt.Sprintf("scaling to %d", size))
+				c := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+				patch := client.MergeFrom(c.DeepCopy())
+				c.Spec.Size = size
+				Expect(k8sClient.Patch(ctx, c, patch)).To(Succeed())
+				c = waitReady(ctx, cluster)
+				Expect(c.Status.Members).To(HaveLen(int(size)))
+				Expect(c.Status.ReadyMembers).To(Equal(size))
+
+				var pods corev1.PodList
+				Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"etcd.etcdpilot.io/cluster": cluster.Name})).To(Succeed())
+				Expect(pods.Items).To(HaveLen(int(size)), "removed members' pods are gone")
+				var pvcs corev1.PersistentVolumeClaimList
+				Expect(k8sClient.List(ctx, &pvcs, client.InNamespace(ns), client.MatchingLabels{"etcd.etcdpilot.io/cluster": cluster.Name})).To(Succeed())
+				live := 0
+				for _, p := range pvcs.Items {
+					if p.DeletionTimestamp == nil {
+						live++
+					}
+				}
+				Expect(live).To(Equal(int(size)), "deletionPolicy Delete: removed members' claims are deleted")
+
+				cli := etcdClient(ctx, ns, cluster.Name)
+				for k, v := range keys {
+					got, found, err := cli.Get(ctx, k)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(found).To(BeTrue(), k)
+					Expect(got).To(Equal(v), k)
+				}
+				Expect(cli.Close()).To(Succeed())
+			}
+		})
+
 		It("runs member pods under the restricted Pod Security Standard", func(ctx SpecContext) {
 			pod := get(ctx, ns, cluster.Name+"-0", &corev1.Pod{})
 			Expect(pod.Spec.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
