@@ -2,9 +2,7 @@ package controllers_test
 
 import (
 	"context"
-	"net"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/internal/pki"
 )
 
 // In TLS mode CertManager the operator asks cert-manager for certificates through
@@ -66,25 +63,11 @@ func TestCertManagerIssuesTheCertificates(t *testing.T) {
 	}
 
 	By("issuing them as cert-manager's CA issuer would")
-	now := time.Now()
-	caPair, err := pki.NewCA("etcd-ca", time.Hour, now)
-	g.Expect(err).NotTo(HaveOccurred())
-	ca, err := pki.LoadCA(caPair)
-	g.Expect(err).NotTo(HaveOccurred())
 	var dnsNames []string
 	for _, n := range member["dnsNames"].([]any) {
 		dnsNames = append(dnsNames, n.(string))
 	}
-	memberPair, err := ca.IssueServer("cm-member", dnsNames, []net.IP{net.IPv4(127, 0, 0, 1)}, time.Hour, now)
-	g.Expect(err).NotTo(HaveOccurred())
-	clientPair, err := ca.IssueClient("etcdpilot", time.Hour, now)
-	g.Expect(err).NotTo(HaveOccurred())
-	for name, pair := range map[string]pki.KeyPair{"cm-member-tls": memberPair, "cm-client-tls": clientPair} {
-		g.Expect(k8sClient.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: corev1.SecretTypeTLS,
-			Data: map[string][]byte{"ca.crt": caPair.CertPEM, "tls.crt": pair.CertPEM, "tls.key": pair.KeyPEM},
-		})).To(Succeed())
-	}
+	issueSecrets(g, ns, "cm-member-tls", "cm-client-tls", "cm-member", dnsNames)
 
 	g.Eventually(func(g Gomega) {
 		pod := get(g, ns, "cm-0", &corev1.Pod{})

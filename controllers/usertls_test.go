@@ -18,16 +18,23 @@ import (
 // userSecrets stores a member and a client certificate from a CA of the test's own, as a
 // user would, with the member certificate covering dnsNames.
 func userSecrets(g Gomega, ns string, dnsNames ...string) {
+	issueSecrets(g, ns, "mine-member", "mine-client", "my-etcd", dnsNames)
+}
+
+// issueSecrets stores, in Secrets memberSecret and clientSecret, a member certificate with
+// common name memberCN covering dnsNames and a client certificate, both from a new CA: what
+// a user, or cert-manager with a CA issuer, would provide.
+func issueSecrets(g Gomega, ns, memberSecret, clientSecret, memberCN string, dnsNames []string) {
 	now := time.Now()
 	caPair, err := pki.NewCA("user CA", time.Hour, now)
 	g.Expect(err).NotTo(HaveOccurred())
 	ca, err := pki.LoadCA(caPair)
 	g.Expect(err).NotTo(HaveOccurred())
-	member, err := ca.IssueServer("my-etcd", dnsNames, []net.IP{net.IPv4(127, 0, 0, 1)}, time.Hour, now)
+	member, err := ca.IssueServer(memberCN, dnsNames, []net.IP{net.IPv4(127, 0, 0, 1)}, time.Hour, now)
 	g.Expect(err).NotTo(HaveOccurred())
 	clientPair, err := ca.IssueClient("me", time.Hour, now)
 	g.Expect(err).NotTo(HaveOccurred())
-	for name, pair := range map[string]pki.KeyPair{"mine-member": member, "mine-client": clientPair} {
+	for name, pair := range map[string]pki.KeyPair{memberSecret: member, clientSecret: clientPair} {
 		g.Expect(k8sClient.Create(context.Background(), &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Type:       corev1.SecretTypeTLS,
