@@ -132,7 +132,11 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 
 // act carries out the planned action: at most one membership change.
 func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, a membership.Action) (reconcile.Result, error) {
-	log.FromContext(ctx).Info("Planned", "action", a.Kind, "member", a.Member, "reason", a.Reason)
+	logger := log.FromContext(ctx)
+	if a.Kind == membership.None {
+		logger = logger.V(1) // the steady state, every 30 s: only when asked for
+	}
+	logger.Info("Planned", "action", a.Kind, "member", a.Member, "reason", a.Reason)
 	var err error
 	switch a.Kind {
 	case membership.None, membership.Blocked:
