@@ -67,6 +67,9 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	}
 	for i := range pvcs.Items {
 		pvc := &pvcs.Items[i]
+		if pvc.DeletionTimestamp != nil {
+			continue // its data is going: to the planner, already gone
+		}
 		if member := pvc.Labels[cluster.LabelMember]; member != "" {
 			o.pvcs[member] = pvc
 			o.planner.PVCs[member] = membership.PVC{

@@ -38,6 +38,9 @@ const (
 	// ReasonRemovingMember (Progressing=True): spec.size is below the member count; members
 	// are removed one at a time, unhealthy ones first, the leader after handing over.
 	ReasonRemovingMember = "RemovingMember"
+	// ReasonReplacingMember (Progressing=True): a member whose data is lost is removed, and
+	// a fresh member with a new identity is added in its place.
+	ReasonReplacingMember = "ReplacingMember"
 	// ReasonRecreatingPod (Progressing=True): a member's pod was gone and is being created
 	// again, with the member's data and identity.
 	ReasonRecreatingPod = "RecreatingPod"
@@ -51,7 +54,7 @@ const (
 	// ReasonMembersUnhealthy (Degraded=True): at least one member failed its health check.
 	ReasonMembersUnhealthy = "MembersUnhealthy"
 	// ReasonMemberDataLost (Degraded=True): a member's data is gone (its ephemeral pod or
-	// its volume was deleted); replacing such a member is not automated yet.
+	// its volume was deleted) and the other members lack a healthy quorum to replace it.
 	ReasonMemberDataLost = "MemberDataLost"
 	// ReasonReconcileFailed (Degraded=True): the last reconcile hit an error; the message
 	// says which step.

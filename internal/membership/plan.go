@@ -292,17 +292,19 @@ func (o Observed) remainingVoters(victim Member) (voters, healthy int, successor
 	return voters, healthy, successor
 }
 
-// missingPod finds the first member of the membership without a pod and says how to bring
-// it back: with its claim when it has one, or fresh when it never started.
+// missingPod finds the first member of the membership without a pod, or whose data is
+// gone, and says what to do: bring its pod back with its claim (or fresh when it never
+// started), or replace a member whose data is lost.
 func (o Observed) missingPod() (Action, bool) {
 	for _, m := range o.Members {
-		if _, ok := o.Pods[m.Name]; ok {
-			continue
-		}
+		_, hasPod := o.Pods[m.Name]
 		_, hasPVC := o.PVCs[m.Name]
-		if m.Started && (o.Ephemeral || !hasPVC) {
-			return Action{Kind: Blocked, Member: m.Name, Reason: etcdv1alpha1.ReasonMemberDataLost,
-				Message: fmt.Sprintf("member %s lost its data (its pod or volume was deleted); replacing members is not supported by this release", m.Name)}, true
+		dataLost := m.Started && ((o.Ephemeral && !hasPod) || (!o.Ephemeral && !hasPVC))
+		if dataLost {
+			return o.replace(m), true
+		}
+		if hasPod {
+			continue
 		}
 		return Action{
 			Kind: CreatePod, Member: m.Name,
@@ -313,6 +315,25 @@ func (o Observed) missingPod() (Action, bool) {
 		}, true
 	}
 	return Action{}, false
+}
+
+// replace removes a member whose data is gone, so that the cluster grows back with a fresh
+// member (a new learner, new member ID). It only happens while the other voters keep a
+// healthy quorum; otherwise nothing is touched and the cluster is reported degraded.
+func (o Observed) replace(m Member) Action {
+	voters, healthy, _ := o.remainingVoters(m)
+	if voters == 0 || healthy < voters/2+1 {
+		return Action{Kind: Blocked, Member: m.Name, Reason: etcdv1alpha1.ReasonMemberDataLost,
+			Message: fmt.Sprintf("member %s lost its data (its pod or volume was deleted) and cannot be replaced: %d of the %d other voting members are healthy, short of a quorum", m.Name, healthy, voters)}
+	}
+	if m.Leader {
+		// A leader without data cannot lead for long; still, hand over before removing.
+		_, _, successor := o.remainingVoters(m)
+		return Action{Kind: MoveLeader, Member: m.Name, MemberID: successor.ID, Reason: etcdv1alpha1.ReasonReplacingMember,
+			Message: fmt.Sprintf("moving leadership from %s, whose data is lost, before replacing it", m.Name)}
+	}
+	return Action{Kind: RemoveMember, Member: m.Name, MemberID: m.ID, Reason: etcdv1alpha1.ReasonReplacingMember,
+		Message: fmt.Sprintf("replacing member %s: its data is lost (its pod or volume was deleted); a fresh member joins after it is removed", m.Name)}
 }
 
 // addLearner adds the next member as a learner. Its name takes the lowest ordinal used by no

@@ -178,13 +178,38 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
-			name: "started member whose claim is gone: blocked, its data is lost",
+			name: "started member whose claim is gone: replace it",
 			obs: membership.Observed{Size: 3, Pods: pods(e0, e2), PVCs: pvcs(true, e0, e2),
 				Members: []membership.Member{voter(0, 10), member(1, 11, true, false, false), voter(2, 12)}},
+			want: membership.RemoveMember,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonReplacingMember))
+			},
+		},
+		{
+			name: "claim gone while the pod is still there (stuck without its volume): replace it",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e2),
+				Members: []membership.Member{voter(0, 10), member(1, 11, true, false, false), voter(2, 12)}},
+			want: membership.RemoveMember,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+			},
+		},
+		{
+			name: "data lost but the others lack a healthy quorum: touch nothing",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e2), PVCs: pvcs(true, e0, e2),
+				Members: []membership.Member{voter(0, 10), member(1, 11, true, false, false), member(2, 12, true, false, false)}},
 			want: membership.Blocked,
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonMemberDataLost))
 			},
+		},
+		{
+			name: "ephemeral member whose pod is gone: replace it",
+			obs: membership.Observed{Size: 3, Ephemeral: true, Pods: pods(e0, e2),
+				Members: []membership.Member{leader(voter(0, 10)), member(1, 11, true, false, false), voter(2, 12)}},
+			want: membership.RemoveMember,
 		},
 		{
 			name: "retained claim of an old member is never reused for a new member",
@@ -213,7 +238,7 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "scale down: an unhealthy member goes first",
-			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2, e3, c.MemberName(4)), PVCs: pvcs(true, e0, e1, e2, e3),
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2, e3, c.MemberName(4)), PVCs: pvcs(true, e0, e1, e2, e3, c.MemberName(4)),
 				Members: []membership.Member{leader(voter(0, 10)), member(1, 11, true, false, false), voter(2, 12), voter(3, 13), voter(4, 14)}},
 			want: membership.RemoveMember,
 			check: func(g Gomega, a membership.Action) {

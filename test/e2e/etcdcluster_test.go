@@ -140,6 +140,30 @@ var _ = Describe("EtcdCluster", func() {
 			}
 		})
 
+		It("replaces a member whose volume is deleted with a fresh one, keeping every key", func(ctx SpecContext) {
+			before := waitReady(ctx, cluster)
+			victim := before.Status.Members[len(before.Status.Members)-1]
+			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: victim.Name + "-data", Namespace: ns}}
+			Expect(k8sClient.Delete(ctx, pvc)).To(Succeed())
+			Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: ns}})).To(Succeed())
+
+			Eventually(func(g Gomega) {
+				c := &etcdv1alpha1.EtcdCluster{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(cluster), c)).To(Succeed())
+				g.Expect(c.Status.Members).NotTo(ContainElement(HaveField("ID", victim.ID)), "the lost member is removed")
+			}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			after := waitReady(ctx, cluster)
+			Expect(after.Status.Members).To(HaveLen(3))
+			cli := etcdClient(ctx, ns, cluster.Name)
+			defer func() { _ = cli.Close() }()
+			for k, v := range keys {
+				got, found, err := cli.Get(ctx, k)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(found).To(BeTrue(), k)
+				Expect(got).To(Equal(v), k)
+			}
+		})
+
 		It("runs member pods under the restricted Pod Security Standard", func(ctx SpecContext) {
 			pod := get(ctx, ns, cluster.Name+"-0", &corev1.Pod{})
 			Expect(pod.Spec.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
