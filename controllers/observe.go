@@ -124,7 +124,7 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 			member.Ready = pod.Ready
 			if err == nil {
 				member.Leader = st.LeaderID == m.ID
-				o.details[name] = status.Detail{Leader: member.Leader, Version: st.Version, DBSize: st.DBSize}
+				o.details[name] = status.Detail{Version: st.Version, DBSize: st.DBSize}
 			}
 		}
 		members = append(members, member)

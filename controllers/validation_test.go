@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 )
@@ -198,4 +200,29 @@ func TestUpdateValidation(t *testing.T) {
 			g.Expect(err.Error()).To(ContainSubstring(tc.refusal))
 		})
 	}
+}
+
+// kubectl scale goes through the /scale subresource, which maps to spec.size and its rules.
+func TestScaleSubresource(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "scaled", Namespace: newNamespace(t)}}
+	g.Expect(k8sClient.Create(ctx, c)).To(Succeed())
+
+	scale := &autoscalingv1.Scale{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.SubResource("scale").Get(ctx, c, scale)).To(Succeed())
+		g.Expect(scale.Status.Selector).To(Equal("app.kubernetes.io/name=etcd,etcd.etcdpilot.io/cluster=scaled"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(scale.Spec.Replicas).To(Equal(int32(3)))
+
+	scale.Spec.Replicas = 5
+	g.Expect(k8sClient.SubResource("scale").Update(ctx, c, client.WithSubResourceBody(scale))).To(Succeed())
+	g.Expect(k8sClient.Get(ctx, keyOf(c), c)).To(Succeed())
+	g.Expect(c.Spec.Size).To(Equal(int32(5)))
+
+	scale.Spec.Replicas = 4
+	scale.ResourceVersion = ""
+	err := k8sClient.SubResource("scale").Update(ctx, c, client.WithSubResourceBody(scale))
+	g.Expect(err).To(MatchError(ContainSubstring(`spec.size: Unsupported value: 4`)))
 }

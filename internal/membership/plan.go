@@ -321,14 +321,13 @@ func (o Observed) missingPod() (Action, bool) {
 // member (a new learner, new member ID). It only happens while the other voters keep a
 // healthy quorum; otherwise nothing is touched and the cluster is reported degraded.
 func (o Observed) replace(m Member) Action {
-	voters, healthy, _ := o.remainingVoters(m)
+	voters, healthy, successor := o.remainingVoters(m)
 	if voters == 0 || healthy < voters/2+1 {
 		return Action{Kind: Blocked, Member: m.Name, Reason: etcdv1alpha1.ReasonMemberDataLost,
 			Message: fmt.Sprintf("member %s lost its data (its pod or volume was deleted) and cannot be replaced: %d of the %d other voting members are healthy, short of a quorum", m.Name, healthy, voters)}
 	}
 	if m.Leader {
 		// A leader without data cannot lead for long; still, hand over before removing.
-		_, _, successor := o.remainingVoters(m)
 		return Action{Kind: MoveLeader, Member: m.Name, MemberID: successor.ID, Reason: etcdv1alpha1.ReasonReplacingMember,
 			Message: fmt.Sprintf("moving leadership from %s, whose data is lost, before replacing it", m.Name)}
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 )
 
-// Detail is what a member's status call reported, beyond membership.
+// Detail is what a member's status call reported, beyond membership (leadership is on
+// membership.Member).
 type Detail struct {
-	Leader  bool
 	Version string
 	DBSize  int64
 }
@@ -92,7 +92,7 @@ func members(names cluster.Cluster, in []membership.Member, details map[string]D
 			ID:        strconv.FormatUint(m.ID, 16),
 			PeerURL:   m.PeerURL,
 			ClientURL: names.ClientURL(m.Name),
-			Leader:    d.Leader,
+			Leader:    m.Leader,
 			Learner:   m.Learner,
 			Healthy:   m.Healthy,
 			Version:   d.Version,

@@ -41,11 +41,13 @@ func cond(g Gomega, s etcdv1alpha1.EtcdClusterStatus, t string) metav1.Condition
 
 func TestHealthyClusterIsReady(t *testing.T) {
 	g := NewWithT(t)
+	ms := members(true, true, true)
+	ms[0].Leader = true
 	in := status.Input{
 		Cluster:  newCluster(3),
-		Observed: membership.Observed{Members: members(true, true, true)},
+		Observed: membership.Observed{Members: ms},
 		Details: map[string]status.Detail{
-			"e-0": {Leader: true, Version: "3.6.16", DBSize: 20480},
+			"e-0": {Version: "3.6.16", DBSize: 20480},
 			"e-1": {Version: "3.5.35"}, "e-2": {Version: "3.6.16"},
 		},
 		Action: membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"},
