@@ -2,7 +2,10 @@
 # build-image.sh: assemble a single-layer linux/amd64 OCI image from a root filesystem
 # directory and push it to a registry, with no container daemon (go-containerregistry's crane).
 #
-#   hack/build-image.sh -t REF [-e ENTRYPOINT] [-c CMD] [-u USER] [-w WORKDIR] [-E KEY=VAL]... ROOTFS
+#   hack/build-image.sh -t REF [-e ENTRYPOINT] [-c CMD] [-u USER] [-w WORKDIR] [-E KEY=VAL]... [-l KEY=VAL]... ROOTFS
+#
+# -E sets an environment variable, -l an image label (OLM reads bundle and catalog metadata
+# from labels).
 #
 # ENTRYPOINT and CMD are comma-separated argv lists, as crane mutate takes them.
 # Every file is stored owned by 0:0; a non-root USER can read and execute them, and a
@@ -14,7 +17,8 @@ set -euo pipefail
 crane=${CRANE:-crane}
 ref= entrypoint= cmd= user= workdir=
 envs=()
-while getopts "t:e:c:u:w:E:" opt; do
+labels=()
+while getopts "t:e:c:u:w:E:l:" opt; do
   case $opt in
     t) ref=$OPTARG ;;
     e) entrypoint=$OPTARG ;;
@@ -22,7 +26,8 @@ while getopts "t:e:c:u:w:E:" opt; do
     u) user=$OPTARG ;;
     w) workdir=$OPTARG ;;
     E) envs+=(--env "$OPTARG") ;;
-    *) echo "usage: $0 -t REF [-e ENTRYPOINT] [-c CMD] [-u USER] [-w WORKDIR] [-E K=V]... ROOTFS" >&2; exit 2 ;;
+    l) labels+=(--label "$OPTARG") ;;
+    *) echo "usage: $0 -t REF [-e ENTRYPOINT] [-c CMD] [-u USER] [-w WORKDIR] [-E K=V]... [-l K=V]... ROOTFS" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -45,5 +50,5 @@ args=(--insecure --set-platform linux/amd64 -t "$ref")
 [[ -n $cmd ]] && args+=(--cmd "$cmd")
 [[ -n $user ]] && args+=(--user "$user")
 [[ -n $workdir ]] && args+=(--workdir "$workdir")
-crane_quiet mutate "${args[@]}" "${envs[@]}" "$ref"
+crane_quiet mutate "${args[@]}" "${envs[@]}" "${labels[@]}" "$ref"
 echo "pushed $ref"
