@@ -12,21 +12,33 @@ SHELL := /usr/bin/env bash -o pipefail
 # Release and images
 # ---------------------------------------------------------------------------------------------
 
-# VERSION is the operator release being built (semver, no leading v).
-VERSION ?= 0.0.1
+# VERSION is the operator release being built (semver, no leading v), CREATED_AT its release
+# date (the CSV's createdAt). Releasing is described in README.md; catalog/releases.yaml
+# records the commit of every release.
+VERSION ?= 0.1.0
+CREATED_AT ?= 2026-11-21T00:00:00Z
 
 # Public image names: what a real user pulls. Local builds override the registry.
 IMAGE_TAG_BASE ?= quay.io/etcdpilot/etcdpilot
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
 ETCD_IMAGE_REPOSITORY ?= gcr.io/etcd-development/etcd
 
+# OLM bundle and catalog images of this release.
+BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
+CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:latest
+
 # REGISTRY is where `make images` pushes and what the local deploy points the operator at.
 # The local cluster's registry is localhost:5000; with USE_EXISTING_CLUSTER=true name your own.
+# A public image keeps its path there: quay.io/etcdpilot/etcdpilot:v0.1.0 is pushed as
+# localhost:5000/etcdpilot/etcdpilot:v0.1.0, and the local cluster's containerd mirrors
+# quay.io and gcr.io to the local registry, so the bundle and catalog (which name the public
+# images) install unchanged.
 REGISTRY ?= localhost:5000
-LOCAL_IMG_NAME ?= $(REGISTRY)/etcdpilot
+local-ref = $(REGISTRY)/$(patsubst $(firstword $(subst /, ,$(1)))/%,%,$(1))
+LOCAL_IMG_NAME ?= $(call local-ref,$(IMAGE_TAG_BASE))
 LOCAL_IMG_TAG ?= v$(VERSION)
 LOCAL_IMG := $(LOCAL_IMG_NAME):$(LOCAL_IMG_TAG)
-LOCAL_ETCD_IMAGE_REPOSITORY ?= $(REGISTRY)/etcd
+LOCAL_ETCD_IMAGE_REPOSITORY ?= $(call local-ref,$(ETCD_IMAGE_REPOSITORY))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,11 +165,11 @@ bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images deploy ## Run the b
 	go test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench
 
 .PHONY: verify
-verify: manifests generate fmt ## Fail when generated files or go.mod are stale, or lint finds a problem.
+verify: manifests generate fmt bundle catalog-validate ## Fail when generated files (CRDs, bundle) or go.mod are stale, the catalog is invalid, or lint finds a problem.
 	go mod tidy
 	@for d in hack/tools/*/ hack/cluster/*/; do [ -f $$d/go.mod ] && (cd $$d && go mod tidy) || true; done
 	@if [ -n "$$(git status --porcelain)" ]; then \
-		echo "verify: these files are stale or uncommitted; run 'make manifests generate fmt' and 'go mod tidy' and commit:"; \
+		echo "verify: these files are stale or uncommitted; run 'make manifests generate fmt bundle' and 'go mod tidy' and commit:"; \
 		git status --porcelain; git diff --stat; exit 1; fi
 	$(MAKE) lint
 
@@ -274,11 +286,44 @@ test-e2e: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images ## Run the e2e
 demo: $(KUSTOMIZE) $(KUBECTL) ## Start everything locally: cluster, images, operator, a sample EtcdCluster.
 	@hack/demo.sh
 
-##@ OLM (not built yet: see issues 4 and 5)
+##@ OLM
 
-.PHONY: bundle catalog scorecard
-bundle catalog scorecard:
-	@echo "make $@: not available yet; the OLM bundle, catalog and scorecard arrive with issues 4 and 5" >&2; exit 1
+# OLM v0.42.0 on the local cluster, built here: olm-tools, olm-images, olm-up, olm-down, olm-status.
+-include hack/olm/olm.mk
+
+
+BUNDLE_PACKAGE := etcdpilot
+BUNDLE_CHANNELS ?= stable,fast
+BUNDLE_DEFAULT_CHANNEL ?= stable
+BUNDLE_CSV := bundle/manifests/$(BUNDLE_PACKAGE).clusterserviceversion.yaml
+
+# The bundle is generated from config/ (the CSV base in config/manifests/bases carries what
+# a human writes: description, links, install modes; the API markers carry the descriptors),
+# finished by hack/csv (release date, operator image, icon) and validated with the
+# operatorframework suite, where any warning fails too.
+.PHONY: bundle
+bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ and bundle.Dockerfile for VERSION from config/, and validate them.
+	@$(OPERATOR_SDK) generate kustomize manifests --apis-dir api --package $(BUNDLE_PACKAGE) -q --interactive=false
+	@cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	@rm -rf bundle/manifests bundle/metadata bundle/tests
+	@$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) \
+		--package $(BUNDLE_PACKAGE) --channels $(BUNDLE_CHANNELS) --default-channel $(BUNDLE_DEFAULT_CHANNEL) 2>&1 | { grep -v 'level=info' || true; }
+	@go run ./hack/csv -csv $(BUNDLE_CSV) -created-at $(CREATED_AT) -icon docs/icon.svg
+	@$(MAKE) --no-print-directory bundle-validate
+
+.PHONY: bundle-validate
+bundle-validate: $(OPERATOR_SDK) ## Validate bundle/ with the operatorframework suite; a warning fails too.
+	@out=$$($(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework 2>&1) || { echo "$$out"; exit 1; }; \
+	if echo "$$out" | grep -Eq 'level=(warning|error)'; then echo "$$out"; echo "bundle-validate: warnings count as failures" >&2; exit 1; fi; \
+	echo "bundle validate: ok"
+
+.PHONY: bundle-image
+bundle-image: $(CRANE) ## Build the bundle image from bundle/ and push it to REGISTRY (as BUNDLE_IMG's path).
+	@CRANE=$(CRANE) hack/bundle-image.sh bundle $(call local-ref,$(BUNDLE_IMG))
+
+.PHONY: scorecard
+scorecard:
+	@echo "make $@: not available yet; the scorecard tests arrive with issue 5" >&2; exit 1
 
 ##@ Tools
 

@@ -26,13 +26,9 @@ import (
 	"github.com/etcdpilot/etcdpilot/controllers"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/versions"
 	"github.com/etcdpilot/etcdpilot/internal/watchns"
 )
-
-// defaultEtcdImageRepository is where a real user's etcd members come from: the official
-// etcd release images. Local clusters override it with --etcd-image-repository or the
-// ETCD_IMAGE_REPOSITORY environment variable.
-const defaultEtcdImageRepository = "gcr.io/etcd-development/etcd"
 
 func main() {
 	if err := run(); err != nil {
@@ -55,8 +51,9 @@ func run() error {
 		"Serve metrics over HTTPS and require a bearer token authorized to get /metrics.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false,
 		"Serve metrics and webhooks over HTTP/2 as well (off by default: HTTP/2 Stream Cancellation and Rapid Reset CVEs).")
-	flag.StringVar(&etcdImageRepository, "etcd-image-repository", envOr("ETCD_IMAGE_REPOSITORY", defaultEtcdImageRepository),
-		"Image repository of the etcd members; the tag is the etcd version (env ETCD_IMAGE_REPOSITORY).")
+	flag.StringVar(&etcdImageRepository, "etcd-image-repository", os.Getenv("ETCD_IMAGE_REPOSITORY"),
+		"Image repository of every etcd release, tagged v<version> (env ETCD_IMAGE_REPOSITORY). When empty, each release runs "+
+			"the image pinned by its RELATED_IMAGE_ETCD_V<X_Y_Z> environment variable, or else the official "+versions.DefaultRepository+".")
 	flag.StringVar(&clusterDomain, "cluster-domain", envOr("CLUSTER_DOMAIN", "cluster.local"),
 		"DNS domain of the Kubernetes cluster, named in member certificates (env CLUSTER_DOMAIN).")
 	opts := zap.Options{Development: false}
@@ -65,6 +62,7 @@ func run() error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
 
+	etcdImages := versions.ImagesFromEnv(etcdImageRepository, os.LookupEnv)
 	namespaces, err := watchns.Parse(os.Getenv(watchns.EnvVar))
 	if err != nil {
 		return err
@@ -120,13 +118,13 @@ func run() error {
 	}
 
 	if err := (&controllers.EtcdClusterReconciler{
-		Client:              mgr.GetClient(),
-		APIReader:           mgr.GetAPIReader(),
-		Scheme:              mgr.GetScheme(),
-		Recorder:            mgr.GetEventRecorder("etcdpilot"),
-		EtcdImageRepository: etcdImageRepository,
-		ClusterDomain:       clusterDomain,
-		NewEtcdClient:       etcd.New,
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Scheme:        mgr.GetScheme(),
+		Recorder:      mgr.GetEventRecorder("etcdpilot"),
+		EtcdImages:    etcdImages,
+		ClusterDomain: clusterDomain,
+		NewEtcdClient: etcd.New,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdCluster controller: %w", err)
 	}
@@ -138,7 +136,7 @@ func run() error {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
 
-	log.Info("starting manager", "etcdImageRepository", etcdImageRepository)
+	log.Info("starting manager", "etcdImageRepository", etcdImages.Repository, "pinnedEtcdImages", etcdImages.Pinned)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
+	"github.com/etcdpilot/etcdpilot/internal/versions"
 )
 
 // Finalizer holds an EtcdCluster until the operator has applied its PVC deletion policy.
@@ -48,9 +49,8 @@ type EtcdClusterReconciler struct {
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
 
-	// EtcdImageRepository is the repository etcd member images are pulled from
-	// (for example gcr.io/etcd-development/etcd); the tag is the etcd version.
-	EtcdImageRepository string
+	// EtcdImages says which image runs each etcd release.
+	EtcdImages versions.Images
 	// ClusterDomain is the cluster's DNS domain (cluster.local), for certificate names.
 	ClusterDomain string
 	// NewEtcdClient makes the client the operator talks to members with.
@@ -223,7 +223,7 @@ func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha
 	}
 	pod := resources.MemberPod(c, resources.MemberConfig{
 		Name: a.Member, InitialCluster: a.InitialCluster, InitialClusterState: a.InitialClusterState,
-	}, r.EtcdImageRepository)
+	}, r.EtcdImages)
 	if err := r.Client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}

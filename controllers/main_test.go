@@ -1,6 +1,8 @@
 package controllers_test
 
 import (
+	"github.com/etcdpilot/etcdpilot/internal/versions"
+
 	"context"
 	"errors"
 	"fmt"
@@ -107,7 +109,7 @@ func runWithEnvtest(m *testing.M) int {
 	}
 	if err := (&controllers.EtcdClusterReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("etcdpilot"),
-		EtcdImageRepository: testImageRepository, ClusterDomain: "cluster.local", NewEtcdClient: fakeEtcd.factory,
+		EtcdImages: versions.Images{Repository: testImageRepository}, ClusterDomain: "cluster.local", NewEtcdClient: fakeEtcd.factory,
 	}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up controller:", err)
 		return 1

@@ -16,6 +16,7 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Enum=1;3;5;7
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Size int32 `json:"size,omitempty"`
 
 	// version is the etcd release the members run, without a leading "v" (for example
@@ -26,37 +27,44 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.version cannot be changed yet: this release of etcdpilot does not roll upgrades; create a new cluster at the new version instead"
 	// +kubebuilder:validation:Enum="3.5.35";"3.6.16";"3.7.3"
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="etcd Version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:3.5.35","urn:alm:descriptor:com.tectonic.ui:select:3.6.16","urn:alm:descriptor:com.tectonic.ui:select:3.7.3"}
 	Version string `json:"version,omitempty"`
 
 	// storage is where each member keeps its data: a PersistentVolumeClaim per member by
 	// default, or an emptyDir when ephemeral is set.
 	// +kubebuilder:default={}
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage"
 	Storage StorageSpec `json:"storage,omitempty"`
 
 	// resources are the CPU and memory requests and limits of each etcd container.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// podTemplate adds scheduling and metadata settings to every member pod.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Template",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PodTemplate PodTemplate `json:"podTemplate,omitempty"`
 
 	// tls selects how peer and client traffic is secured. The default is TLS on both,
 	// with certificates from a certificate authority the operator creates for this cluster.
 	// +kubebuilder:default={}
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
 	TLS TLSSpec `json:"tls,omitempty"`
 
 	// etcd holds the etcd settings that matter in production.
 	// +kubebuilder:default={}
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="etcd Options",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Etcd EtcdOptions `json:"etcd,omitempty"`
 
 	// deletionPolicy says what happens to the members' PersistentVolumeClaims when the
 	// EtcdCluster is deleted: Retain keeps them (and the data), Delete removes them.
 	// +kubebuilder:default=Retain
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Retain","urn:alm:descriptor:com.tectonic.ui:select:Delete"}
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
 
@@ -82,18 +90,21 @@ type StorageSpec struct {
 	// +kubebuilder:default="4Gi"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('63Mi'))",message="storage.size must be at least 64Mi"
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Volume Size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Size *resource.Quantity `json:"size,omitempty"`
 
 	// storageClassName is the StorageClass of the members' volumes; empty means the
 	// cluster's default StorageClass. It cannot be changed after creation.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage Class",xDescriptors={"urn:alm:descriptor:io.kubernetes:StorageClass"}
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
 	// ephemeral keeps member data in an emptyDir instead of a PersistentVolumeClaim. The
 	// data of a member is lost when its pod is deleted: use it only for tests and caches.
 	// It cannot be changed after creation.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Ephemeral (no persistent volume)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Ephemeral bool `json:"ephemeral,omitempty"`
 }
 
@@ -101,34 +112,41 @@ type StorageSpec struct {
 type PodTemplate struct {
 	// labels are added to every member pod. They cannot override the operator's own labels.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Labels",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Labels map[string]string `json:"labels,omitempty"`
 
 	// annotations are added to every member pod.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Annotations",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Annotations map[string]string `json:"annotations,omitempty"`
 
 	// affinity replaces the default affinity, which prefers spreading members across nodes.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Affinity",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
 	// tolerations of every member pod.
 	// +listType=atomic
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tolerations",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// nodeSelector of every member pod.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Selector",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:selector:core:v1:Node"}
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// priorityClassName of every member pod.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Priority Class",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:text"}
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
 	// topologySpreadConstraints of every member pod. The operator fills in the label
 	// selector when a constraint has none.
 	// +listType=atomic
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Topology Spread Constraints",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 }
 
@@ -166,14 +184,17 @@ type TLSSpec struct {
 	// +kubebuilder:default=OperatorCA
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tls.mode cannot be changed after the cluster is created; create a new cluster and restore a backup into it"
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS Mode",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:OperatorCA","urn:alm:descriptor:com.tectonic.ui:select:CertManager","urn:alm:descriptor:com.tectonic.ui:select:Secrets","urn:alm:descriptor:com.tectonic.ui:select:Disabled"}
 	Mode TLSMode `json:"mode,omitempty"`
 
 	// certManager names the cert-manager issuer of the certificates, in mode CertManager.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="cert-manager"
 	CertManager *CertManagerTLS `json:"certManager,omitempty"`
 
 	// secrets names the Secrets holding your certificates, in mode Secrets.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Your Own Secrets"
 	Secrets *TLSSecrets `json:"secrets,omitempty"`
 }
 
@@ -184,6 +205,7 @@ type TLSSpec struct {
 // this cluster only.
 type CertManagerTLS struct {
 	// issuerRef is the Issuer (in the cluster's namespace) or ClusterIssuer to use.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Issuer"
 	IssuerRef IssuerReference `json:"issuerRef"`
 }
 
@@ -192,18 +214,21 @@ type IssuerReference struct {
 	// name of the Issuer or ClusterIssuer.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Issuer Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Name string `json:"name"`
 
 	// kind is Issuer (the default) or ClusterIssuer.
 	// +kubebuilder:default=Issuer
 	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Issuer Kind",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Issuer","urn:alm:descriptor:com.tectonic.ui:select:ClusterIssuer"}
 	Kind string `json:"kind,omitempty"`
 
 	// group of the issuer; cert-manager.io (the default) for cert-manager's own issuers.
 	// +kubebuilder:default="cert-manager.io"
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Issuer Group",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Group string `json:"group,omitempty"`
 }
 
@@ -217,12 +242,14 @@ type TLSSecrets struct {
 	// use a CA dedicated to this cluster.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Member Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	MemberSecretName string `json:"memberSecretName"`
 
 	// clientSecretName is the Secret with a client certificate from the same CA, which the
 	// operator uses to manage the cluster and status.clientSecret names for clients.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Client Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	ClientSecretName string `json:"clientSecretName"`
 }
 
@@ -247,6 +274,7 @@ type EtcdOptions struct {
 	// of history) or revision (keep a number of revisions).
 	// +kubebuilder:default=periodic
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Auto-compaction Mode",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:select:periodic","urn:alm:descriptor:com.tectonic.ui:select:revision"}
 	AutoCompactionMode AutoCompactionMode `json:"autoCompactionMode,omitempty"`
 
 	// autoCompactionRetention is how much history to keep: a duration such as "1h" in
@@ -254,6 +282,7 @@ type EtcdOptions struct {
 	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Auto-compaction Retention",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:text"}
 	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
 
 	// quotaBackendBytes is the size at which etcd stops accepting writes (NOSPACE alarm).
@@ -261,6 +290,7 @@ type EtcdOptions struct {
 	// +kubebuilder:default="2Gi"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('15Mi')) && quantity(string(self)).isLessThan(quantity('8Gi')) || quantity(string(self)).compareTo(quantity('8Gi')) == 0",message="etcd.quotaBackendBytes must be between 16Mi and 8Gi"
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backend Quota",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:text"}
 	QuotaBackendBytes *resource.Quantity `json:"quotaBackendBytes,omitempty"`
 
 	// snapshotCount is the number of committed transactions after which a member takes a
@@ -269,6 +299,7 @@ type EtcdOptions struct {
 	// +kubebuilder:validation:Minimum=100
 	// +kubebuilder:validation:Maximum=1000000
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Snapshot Count",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:number"}
 	SnapshotCount int64 `json:"snapshotCount,omitempty"`
 
 	// heartbeatIntervalMillis is how often, in milliseconds, the leader tells followers it
@@ -277,6 +308,7 @@ type EtcdOptions struct {
 	// +kubebuilder:validation:Minimum=10
 	// +kubebuilder:validation:Maximum=5000
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Heartbeat Interval (ms)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:number"}
 	HeartbeatIntervalMillis int32 `json:"heartbeatIntervalMillis,omitempty"`
 
 	// electionTimeoutMillis is how long, in milliseconds, a follower waits without a
@@ -285,6 +317,7 @@ type EtcdOptions struct {
 	// +kubebuilder:validation:Minimum=50
 	// +kubebuilder:validation:Maximum=50000
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Election Timeout (ms)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:number"}
 	ElectionTimeoutMillis int32 `json:"electionTimeoutMillis,omitempty"`
 }
 
@@ -293,6 +326,7 @@ type EtcdClusterStatus struct {
 	// observedGeneration is the metadata.generation of the spec the operator last
 	// reconciled successfully.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation",xDescriptors={"urn:alm:descriptor:text"}
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions describe the cluster: Available, Progressing, Degraded, and Ready as
@@ -300,34 +334,41 @@ type EtcdClusterStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// members are the etcd members, as the cluster itself reports them.
 	// +listType=map
 	// +listMapKey=name
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Members"
 	Members []MemberStatus `json:"members,omitempty"`
 
 	// currentVersion is the lowest etcd version its members run.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Current Version",xDescriptors={"urn:alm:descriptor:text"}
 	CurrentVersion string `json:"currentVersion,omitempty"`
 
 	// readyMembers is the number of voting members that are healthy and whose pods are
 	// Ready, so that the client Service sends clients to them.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready Members",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	ReadyMembers int32 `json:"readyMembers,omitempty"`
 
 	// selector selects the member pods (for the scale subresource).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Pod Selector",xDescriptors={"urn:alm:descriptor:text"}
 	Selector string `json:"selector,omitempty"`
 
 	// clientService is the name of the Service clients connect to (port 2379).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Client Service",xDescriptors={"urn:alm:descriptor:io.kubernetes:Service"}
 	ClientService string `json:"clientService,omitempty"`
 
 	// clientSecret is the name of the Secret with a client certificate (tls.crt, tls.key)
 	// and the cluster's CA certificate (ca.crt). Empty when TLS is disabled.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Client Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	ClientSecret string `json:"clientSecret,omitempty"`
 }
 
@@ -376,6 +417,7 @@ type MemberStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.readyMembers,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=etcd,categories=etcdpilot
+// +operator-sdk:csv:customresourcedefinitions:displayName="etcd Cluster",resources={{Pod,v1,""},{PersistentVolumeClaim,v1,""},{Service,v1,""},{Secret,v1,""},{PodDisruptionBudget,v1,""},{Event,v1,""}}
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`

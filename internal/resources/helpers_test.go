@@ -1,6 +1,8 @@
 package resources_test
 
 import (
+	"github.com/etcdpilot/etcdpilot/internal/versions"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
@@ -8,6 +10,9 @@ import (
 )
 
 const repo = "registry.example/etcd"
+
+// images runs every release from repo.
+var images = versions.Images{Repository: repo}
 
 // newCluster is an EtcdCluster as a user would write it: no spec field set, so every
 // builder has to fall back on the defaults.

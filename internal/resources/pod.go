@@ -40,8 +40,8 @@ const (
 // kubelet gives them the pod's fsGroup, which is etcd's group, so etcd can read its key.
 const tlsFileMode int32 = 0o440
 
-// MemberPod returns the pod of member m, running the etcd image of the cluster's version
-// from imageRepository.
+// MemberPod returns the pod of member m, running the image images gives for the cluster's
+// version.
 //
 // The pod's hostname and subdomain make <member>.<peer-service>.<namespace>.svc resolve
 // to it through the headless peer Service: the stable name its URLs advertise. Members
@@ -49,7 +49,7 @@ const tlsFileMode int32 = 0o440
 // change at a time, which member is added or removed. The pod meets the restricted Pod
 // Security Standard, and `kubectl exec <pod> -- etcdctl ...` works without flags because
 // the ETCDCTL_* environment points etcdctl at the local member with its certificate.
-func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, imageRepository string) *corev1.Pod {
+func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, images versions.Images) *corev1.Pod {
 	spec := WithDefaults(c.Spec)
 	cl := cluster.For(c)
 	meta := objectMeta(c, m.Name, mergeLabels(spec.PodTemplate.Labels, cl.MemberLabels(m.Name)))
@@ -61,7 +61,7 @@ func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, imageRepository stri
 		Spec: corev1.PodSpec{
 			Hostname:                      m.Name,
 			Subdomain:                     cl.PeerService(),
-			Containers:                    []corev1.Container{etcdContainer(c, spec, m, imageRepository)},
+			Containers:                    []corev1.Container{etcdContainer(c, spec, m, images)},
 			Volumes:                       volumes(cl, spec, m.Name),
 			SecurityContext:               podSecurityContext(),
 			Affinity:                      affinity(pt.Affinity, cl),
@@ -78,11 +78,11 @@ func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, imageRepository stri
 }
 
 // etcdContainer is the one container of a member pod.
-func etcdContainer(c *etcdv1alpha1.EtcdCluster, spec etcdv1alpha1.EtcdClusterSpec, m MemberConfig, repo string) corev1.Container {
+func etcdContainer(c *etcdv1alpha1.EtcdCluster, spec etcdv1alpha1.EtcdClusterSpec, m MemberConfig, images versions.Images) corev1.Container {
 	tls := cluster.For(c).TLS
 	return corev1.Container{
 		Name:            ContainerName,
-		Image:           versions.Image(repo, spec.Version),
+		Image:           images.For(spec.Version),
 		Command:         []string{EtcdBinary},
 		Args:            EtcdArgs(c, m),
 		Ports:           containerPorts(),

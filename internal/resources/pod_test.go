@@ -19,7 +19,7 @@ import (
 func memberPod(c *etcdv1alpha1.EtcdCluster) *corev1.Pod {
 	return resources.MemberPod(c, resources.MemberConfig{
 		Name: "main-0", InitialCluster: initialCluster(c, 3), InitialClusterState: "new",
-	}, repo)
+	}, images)
 }
 
 func volume(pod *corev1.Pod, name string) *corev1.Volume {
@@ -292,10 +292,10 @@ func TestMemberPodIsDeterministic(t *testing.T) {
 	c := richCluster()
 	m := resources.MemberConfig{Name: "main-3", InitialCluster: initialCluster(c, 4), InitialClusterState: "existing"}
 
-	first := resources.MemberPod(c, m, repo)
+	first := resources.MemberPod(c, m, images)
 	for range 20 {
-		g.Expect(resources.MemberPod(c, m, repo)).To(Equal(first))
-		g.Expect(resources.MemberPod(c.DeepCopy(), m, repo)).To(Equal(first))
+		g.Expect(resources.MemberPod(c, m, images)).To(Equal(first))
+		g.Expect(resources.MemberPod(c.DeepCopy(), m, images)).To(Equal(first))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
@@ -65,4 +66,51 @@ func TestOperandModulesAgreeWithTable(t *testing.T) {
 	}
 	sort.Strings(pinned)
 	g.Expect(pinned).To(Equal(versions.Supported))
+}
+
+func TestImagesFor(t *testing.T) {
+	g := NewWithT(t)
+	env := map[string]string{
+		"RELATED_IMAGE_ETCD_V3_6_16": "mirror.example/etcd@sha256:abc",
+		"RELATED_IMAGE_ETCD_V3_7_3":  "",
+		"RELATED_IMAGE_ETCD_V9_9_9":  "mirror.example/etcd:v9.9.9",
+	}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+
+	g.Expect(versions.RelatedImageEnv("3.6.16")).To(Equal("RELATED_IMAGE_ETCD_V3_6_16"))
+
+	pinned := versions.ImagesFromEnv("", lookup)
+	g.Expect(pinned.Pinned).To(Equal(map[string]string{"3.6.16": "mirror.example/etcd@sha256:abc"}),
+		"only supported releases with a non-empty reference are pinned")
+	g.Expect(pinned.For("3.6.16")).To(Equal("mirror.example/etcd@sha256:abc"))
+	g.Expect(pinned.For("3.7.3")).To(Equal("gcr.io/etcd-development/etcd:v3.7.3"), "unpinned releases run the official image")
+
+	override := versions.ImagesFromEnv("localhost:5000/etcd", lookup)
+	g.Expect(override.For("3.6.16")).To(Equal("localhost:5000/etcd:v3.6.16"), "a repository override wins over pins")
+}
+
+// The operator's Deployment pins one image per supported release, so the bundle's
+// relatedImages (which operator-sdk derives from those variables) list every operand image.
+func TestManagerPinsEveryRelease(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "manager", "manager.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	pinned := map[string]string{}
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var d appsv1.Deployment
+		g.Expect(yaml.Unmarshal([]byte(doc), &d)).To(Succeed())
+		if d.Kind != "Deployment" {
+			continue
+		}
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if strings.HasPrefix(e.Name, "RELATED_IMAGE_ETCD_") {
+				pinned[e.Name] = e.Value
+			}
+		}
+	}
+	want := map[string]string{}
+	for _, v := range versions.Supported {
+		want[versions.RelatedImageEnv(v)] = versions.Image(versions.DefaultRepository, v)
+	}
+	g.Expect(pinned).To(Equal(want))
 }

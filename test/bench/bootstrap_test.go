@@ -23,9 +23,10 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/pki"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/internal/versions"
 )
 
-const etcdImageRepository = "localhost:5000/etcd"
+const etcdImageRepository = "localhost:5000/etcd-development/etcd"
 
 func newClient(b *testing.B) client.Client {
 	b.Helper()
@@ -135,7 +136,7 @@ func handStartedFloor(ctx context.Context, b *testing.B, c client.Client, ns str
 	for i := range 3 {
 		objects = append(objects, resources.MemberPVC(ec, names.MemberName(i)), resources.MemberPod(ec, resources.MemberConfig{
 			Name: names.MemberName(i), InitialCluster: initial, InitialClusterState: "new",
-		}, etcdImageRepository))
+		}, versions.Images{Repository: etcdImageRepository}))
 	}
 	for _, o := range objects {
 		o.SetOwnerReferences(nil)
