@@ -321,6 +321,26 @@ bundle-validate: $(OPERATOR_SDK) ## Validate bundle/ with the operatorframework 
 bundle-image: $(CRANE) ## Build the bundle image from bundle/ and push it to REGISTRY (as BUNDLE_IMG's path).
 	@CRANE=$(CRANE) hack/bundle-image.sh bundle $(call local-ref,$(BUNDLE_IMG))
 
+# Release and catalog steps (hack/catalog.sh). Images keep their public path in REGISTRY.
+CATALOG_ENV = OPM=$(OPM) CRANE=$(CRANE) REGISTRY=$(REGISTRY) PUBLIC_PREFIX=$(dir $(IMAGE_TAG_BASE))
+
+.PHONY: release-images
+release-images: $(CRANE) ## Rebuild every release's operator and bundle image from its commit (catalog/releases.yaml) and push them.
+	@$(CATALOG_ENV) OPERATOR_IMAGES=true hack/catalog.sh release-images
+
+.PHONY: catalog
+catalog: $(OPM) $(CRANE) bundle-image ## Render catalog/ from its template; pushes every release's bundle image first (needs the local registry).
+	@$(CATALOG_ENV) hack/catalog.sh release-images
+	@$(CATALOG_ENV) hack/catalog.sh render
+
+.PHONY: catalog-validate
+catalog-validate: $(OPM) ## Validate the file-based catalog in catalog/ with opm.
+	@$(OPM) validate catalog && echo "opm validate catalog: ok"
+
+.PHONY: catalog-image
+catalog-image: $(CRANE) olm-images ## Build the catalog image (OLM's opm image serving catalog/) and push it as CATALOG_IMG's path.
+	@$(CATALOG_ENV) OLM_OPM_IMAGE=$(OLM_OPM_IMAGE) CATALOG_REF=$(call local-ref,$(CATALOG_IMG)) hack/catalog.sh image
+
 .PHONY: scorecard
 scorecard:
 	@echo "make $@: not available yet; the scorecard tests arrive with issue 5" >&2; exit 1

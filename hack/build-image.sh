@@ -2,9 +2,10 @@
 # build-image.sh: assemble a single-layer linux/amd64 OCI image from a root filesystem
 # directory and push it to a registry, with no container daemon (go-containerregistry's crane).
 #
-#   hack/build-image.sh -t REF [-e ENTRYPOINT] [-c CMD] [-u USER] [-w WORKDIR] [-E KEY=VAL]... [-l KEY=VAL]... ROOTFS
+#   hack/build-image.sh -t REF [-e ENTRYPOINT] [-c CMD] [-u USER] [-w WORKDIR] [-E KEY=VAL]... [-l KEY=VAL]... [-b BASE] ROOTFS
 #
-# -E sets an environment variable, -l an image label (OLM reads bundle and catalog metadata
+# -b puts the layer on top of image BASE (in the same registry) instead of an empty base; the
+# image keeps BASE's configuration unless overridden. -E sets an environment variable, -l an image label (OLM reads bundle and catalog metadata
 # from labels).
 #
 # ENTRYPOINT and CMD are comma-separated argv lists, as crane mutate takes them.
@@ -18,7 +19,8 @@ crane=${CRANE:-crane}
 ref= entrypoint= cmd= user= workdir=
 envs=()
 labels=()
-while getopts "t:e:c:u:w:E:l:" opt; do
+base=
+while getopts "t:e:c:u:w:E:l:b:" opt; do
   case $opt in
     t) ref=$OPTARG ;;
     e) entrypoint=$OPTARG ;;
@@ -27,7 +29,8 @@ while getopts "t:e:c:u:w:E:l:" opt; do
     w) workdir=$OPTARG ;;
     E) envs+=(--env "$OPTARG") ;;
     l) labels+=(--label "$OPTARG") ;;
-    *) echo "usage: $0 -t REF [-e ENTRYPOINT] [-c CMD] [-u USER] [-w WORKDIR] [-E K=V]... [-l K=V]... ROOTFS" >&2; exit 2 ;;
+    b) base=$OPTARG ;;
+    *) echo "usage: $0 -t REF [-e ENTRYPOINT] [-c CMD] [-u USER] [-w WORKDIR] [-E K=V]... [-l K=V]... [-b BASE] ROOTFS" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -44,7 +47,11 @@ tar --owner=0 --group=0 --numeric-owner --sort=name --mtime='2020-01-01 00:00:00
 log=$(mktemp)
 trap 'rm -f "$layer" "$log"' EXIT
 crane_quiet() { "$crane" "$@" >/dev/null 2>"$log" || { cat "$log" >&2; return 1; }; }
-crane_quiet append --insecure --oci-empty-base -f "$layer" -t "$ref"
+if [[ -n $base ]]; then
+  crane_quiet append --insecure -b "$base" -f "$layer" -t "$ref"
+else
+  crane_quiet append --insecure --oci-empty-base -f "$layer" -t "$ref"
+fi
 args=(--insecure --set-platform linux/amd64 -t "$ref")
 [[ -n $entrypoint ]] && args+=(--entrypoint "$entrypoint")
 [[ -n $cmd ]] && args+=(--cmd "$cmd")
