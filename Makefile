@@ -34,7 +34,8 @@ CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:latest
 # quay.io and gcr.io to the local registry, so the bundle and catalog (which name the public
 # images) install unchanged.
 REGISTRY ?= localhost:5000
-local-ref = $(REGISTRY)/$(patsubst $(firstword $(subst /, ,$(1)))/%,%,$(1))
+image-path = $(patsubst $(firstword $(subst /, ,$(1)))/%,%,$(1))
+local-ref = $(REGISTRY)/$(call image-path,$(1))
 LOCAL_IMG_NAME ?= $(call local-ref,$(IMAGE_TAG_BASE))
 LOCAL_IMG_TAG ?= v$(VERSION)
 LOCAL_IMG := $(LOCAL_IMG_NAME):$(LOCAL_IMG_TAG)
@@ -278,18 +279,37 @@ endif
 ##@ Tests on a cluster
 
 E2E_PROCS ?= 2
+GINKGO_E2E = $(GINKGO) -v $(if $(CI),--no-color) --procs=$(E2E_PROCS) --timeout=40m
+# The previous release (the newest in catalog/releases.yaml), which the OLM specs install and
+# upgrade to this VERSION through the catalog's graph.
+PREVIOUS_VERSION = $(shell hack/catalog.sh releases | tail -n 1 | cut -d' ' -f1)
+
 .PHONY: test-e2e
-test-e2e: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images ## Run the e2e suite on the local cluster (or USE_EXISTING_CLUSTER=true).
-	KUBECTL=$(KUBECTL) LOCAL_IMG=$(LOCAL_IMG) $(GINKGO) -v $(if $(CI),--no-color) --procs=$(E2E_PROCS) --timeout=40m ./test/e2e
+test-e2e: test-e2e-deploy test-e2e-olm ## Run the whole e2e suite on the local cluster: with make deploy, then through OLM.
+
+.PHONY: test-e2e-deploy
+test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images ## Run the e2e specs on the operator `make deploy` installs.
+	KUBECTL=$(KUBECTL) LOCAL_IMG=$(LOCAL_IMG) $(GINKGO_E2E) --label-filter='!olm' ./test/e2e
+
+# The OLM specs install the operator themselves, from the catalog image (the committed
+# catalog/ served by opm) and bundle images, which name public images that the local
+# cluster's containerd fetches from the local registry.
+.PHONY: test-e2e-olm
+test-e2e-olm: $(GINKGO) $(OPERATOR_SDK) olm-up images release-images bundle-image catalog-image ## Run the e2e specs that install and upgrade the operator through OLM.
+	@test -n "$(PREVIOUS_VERSION)" || { echo "test-e2e-olm: catalog/releases.yaml lists no previous release" >&2; exit 1; }
+	E2E_INSTALL=olm OPERATOR_SDK=$(OPERATOR_SDK) SSL_CERT_FILE=$(REGISTRY_CA_BUNDLE) \
+		E2E_OLM_CATALOG_IMAGE=$(CATALOG_IMG) E2E_OLM_HEAD_CSV=$(BUNDLE_PACKAGE).v$(VERSION) \
+		E2E_OLM_PREVIOUS_CSV=$(BUNDLE_PACKAGE).v$(PREVIOUS_VERSION) \
+		E2E_OLM_HEAD_BUNDLE=$(REGISTRY_TLS)/$(call image-path,$(BUNDLE_IMG)) \
+		E2E_OLM_PREVIOUS_BUNDLE=$(REGISTRY_TLS)/$(call image-path,$(IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION)) \
+		E2E_OLM_INDEX_IMAGE=$(OLM_OPM_INDEX_IMAGE) E2E_OLM_DECOMPRESSION_IMAGE=$(BUSYBOX_IMAGE) \
+		$(GINKGO_E2E) --label-filter=olm ./test/e2e
 
 .PHONY: demo
 demo: $(KUSTOMIZE) $(KUBECTL) ## Start everything locally: cluster, images, operator, a sample EtcdCluster.
 	@hack/demo.sh
 
-##@ OLM
-
-# OLM v0.42.0 on the local cluster, built here: olm-tools, olm-images, olm-up, olm-down, olm-status.
--include hack/olm/olm.mk
+##@ OLM bundle and catalog
 
 
 BUNDLE_PACKAGE := etcdpilot
@@ -340,6 +360,10 @@ catalog-validate: $(OPM) ## Validate the file-based catalog in catalog/ with opm
 .PHONY: catalog-image
 catalog-image: $(CRANE) olm-images ## Build the catalog image (OLM's opm image serving catalog/) and push it as CATALOG_IMG's path.
 	@$(CATALOG_ENV) OLM_OPM_IMAGE=$(OLM_OPM_IMAGE) CATALOG_REF=$(call local-ref,$(CATALOG_IMG)) hack/catalog.sh image
+
+# OLM v0.42.0 on the local cluster, built here: olm-tools, olm-images, olm-up, olm-down,
+# olm-status (its own help section).
+include hack/olm/olm.mk
 
 .PHONY: scorecard
 scorecard:

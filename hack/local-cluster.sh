@@ -5,7 +5,8 @@
 #
 # up      stop and wipe whatever an earlier cluster left, then start a fresh one and wait
 #         until it is healthy: etcd, kube-apiserver, controller-manager, scheduler,
-#         containerd, kubelet, kube-proxy, CoreDNS, a local image registry and the
+#         containerd, kubelet, kube-proxy, CoreDNS, a local image registry (plain HTTP,
+#         and the same content over TLS for host tools that insist on it) and the
 #         local-path-provisioner as the default StorageClass.
 # down    stop every process, unmount, delete interfaces, iptables rules, lo addresses and
 #         the state directory. Safe to run any number of times.
@@ -20,7 +21,13 @@
 #   COREDNS, LOCAL_PATH_PROVISIONER, CRANE   paths of those binaries
 #   REGISTRY_ADDR          where the registry listens (default 127.0.0.1:5000); images are
 #                          referenced as localhost:<port>/...
+#   REGISTRY_TLS_ADDR      where the same registry also answers over TLS and plain HTTP
+#                          (default 127.0.0.1:5443), with a certificate from a CA made at
+#                          `up`; $CLUSTER_DIR/registry-ca-bundle.pem (the system CAs plus that
+#                          CA) is for SSL_CERT_FILE, so the system trust store stays untouched
 #   BUILD_IMAGE            hack/build-image.sh
+#   MIRRORED_REGISTRIES    public registries containerd fetches from the local registry
+#                          (default: quay.io gcr.io registry.access.redhat.com)
 #
 # The recipe this follows, with the reason for every setting, is in
 # /work/shared/docs/local-cluster.md. Network safety: every address this script or the
@@ -38,6 +45,9 @@ COREDNS=${COREDNS:-$ROOT/bin/coredns-v1.12.4}
 LOCAL_PATH_PROVISIONER=${LOCAL_PATH_PROVISIONER:-$ROOT/bin/local-path-provisioner-v0.0.30}
 CRANE=${CRANE:-$ROOT/bin/crane-v0.20.6}
 REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:5000}
+# Public registries whose images containerd fetches from the local registry instead.
+MIRRORED_REGISTRIES=${MIRRORED_REGISTRIES:-quay.io gcr.io registry.access.redhat.com}
+REGISTRY_TLS_ADDR=${REGISTRY_TLS_ADDR:-127.0.0.1:5443}
 BUILD_IMAGE=${BUILD_IMAGE:-$ROOT/hack/build-image.sh}
 
 # Daemons and tools we run need the sbin directories (iptables, runc, modprobe) even when
@@ -63,6 +73,8 @@ readonly S=$CLUSTER_DIR
 readonly PKI=$S/pki KCFG=$S/kubeconfigs LOGS=$S/logs RUN=$S/run
 readonly CONTAINERD_SOCK=$RUN/containerd.sock
 readonly ADMIN_KUBECONFIG=$KCFG/admin.kubeconfig
+readonly REGISTRY_CA_BUNDLE=$S/registry-ca-bundle.pem
+readonly SYSTEM_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
 readonly MARKER=.etcdpilot-cluster # proves the directory is ours before `rm -rf`
 
 # ---------------------------------------------------------------------------------------
@@ -189,7 +201,7 @@ our_pids() {
     exe=${exe% (deleted)}
     case ${exe##*/} in
     etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | \
-      containerd | containerd-shim* | runc | coredns* | crane* | local-path-provisioner*)
+      containerd | containerd-shim* | runc | coredns* | crane* | local-path-provisioner* | registry-tls)
       echo "${p#/proc/}"
       ;;
     esac
@@ -377,7 +389,7 @@ setup_host_network() {
 # still there is not ours). Otherwise a health check could succeed against a stranger, e.g.
 # images pushed to some other registry on :5000.
 check_ports() {
-  local want=("tcp $REGISTRY_ADDR" "tcp 127.0.0.1:12379" "tcp 127.0.0.1:12380"
+  local want=("tcp $REGISTRY_ADDR" "tcp $REGISTRY_TLS_ADDR" "tcp 127.0.0.1:12379" "tcp 127.0.0.1:12380"
     "tcp $NODE_IP:6443" "tcp 127.0.0.1:10257" "tcp 127.0.0.1:10259" "tcp $NODE_IP:10250"
     "tcp 127.0.0.1:10248" "tcp 127.0.0.1:10249" "tcp 127.0.0.1:10256"
     "tcp $DNS_IP:53" "udp $DNS_IP:53" "tcp $DNS_IP:8080" "tcp $DNS_IP:8181")
@@ -399,7 +411,7 @@ check_ports() {
 make_dirs() {
   mkdir -p "$S"
   touch "$S/$MARKER"
-  mkdir -p "$PKI" "$KCFG" "$LOGS" "$RUN" "$S"/{etcd,registry,images,kubelet,pod-logs,local-path,coredns} \
+  mkdir -p "$PKI" "$KCFG" "$LOGS" "$RUN" "$S"/{bin,etcd,registry,images,kubelet,pod-logs,local-path,coredns} \
     "$S/cni/net.d" "$S/containerd/certs.d/$REGISTRY"
   chmod 700 "$PKI" "$KCFG" "$S/etcd"
 }
@@ -444,6 +456,11 @@ make_certificates() {
   new_cert kube-proxy ca /CN=system:kube-proxy clientAuth
   new_cert coredns ca /CN=system:coredns clientAuth
   new_cert front-proxy-client front-proxy-ca /CN=front-proxy-client clientAuth
+  # The registry's TLS door, reached as localhost or 127.0.0.1 from the host. Host tools
+  # trust it through SSL_CERT_FILE=$REGISTRY_CA_BUNDLE, never the system store.
+  new_ca registry-ca etcdpilot-registry-ca
+  new_cert registry registry-ca /CN=localhost serverAuth "DNS:localhost,IP:127.0.0.1"
+  { [[ ! -r $SYSTEM_CA_BUNDLE ]] || cat "$SYSTEM_CA_BUNDLE"; cat "$PKI/registry-ca.crt"; } >"$REGISTRY_CA_BUNDLE"
   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/sa.key" 2>>"$LOGS/openssl.log"
   openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
 }
@@ -482,6 +499,15 @@ make_configs() {
   install -m 600 "$ADMIN_KUBECONFIG" "$KUBECONFIG_OUT"
   render containerd.toml.in "$S/containerd/config.toml"
   render registry-hosts.toml.in "$S/containerd/certs.d/$REGISTRY/hosts.toml"
+  # Public registries are served by the local one, as a disconnected cluster's mirror
+  # serves them: quay.io/etcdpilot/etcdpilot:v1 is pulled as $REGISTRY/etcdpilot/etcdpilot:v1,
+  # and containerd never contacts the public host (server is the local registry itself, so
+  # there is no fallback). The bundle and catalog name public images and install unchanged;
+  # operator-sdk's fixed registry.access.redhat.com/ubi9/ubi init image is a local stand-in.
+  local mirrored
+  for mirrored in $MIRRORED_REGISTRIES; do
+    render registry-hosts.toml.in "$S/containerd/certs.d/$mirrored/hosts.toml"
+  done
   render cni.conflist.in "$S/cni/net.d/10-etcdpilot.conflist"
   render kubelet.yaml.in "$S/kubelet/config.yaml"
   render kube-proxy.yaml.in "$S/kube-proxy.yaml"
@@ -495,8 +521,15 @@ make_configs() {
 
 start_registry() {
   start_daemon registry "$CRANE" registry serve --address "$REGISTRY_ADDR" --disk "$S/registry"
+  # The TLS door: our own front end (its own module, stdlib only) forwarding to the above.
+  (cd "$TEMPLATES/registry-tls" && CGO_ENABLED=0 GOWORK=off GOFLAGS=-buildvcs=false \
+    go build -trimpath -ldflags '-s -w' -o "$S/bin/registry-tls" .)
+  start_daemon registry-tls "$S/bin/registry-tls" --listen "$REGISTRY_TLS_ADDR" \
+    --backend "http://$REGISTRY_ADDR" --cert "$PKI/registry.crt" --key "$PKI/registry.key"
   wait_for registry 20 http_ok "http://$REGISTRY_ADDR/v2/"
+  wait_for registry-tls 20 registry_tls_ok
 }
+registry_tls_ok() { http_ok --cacert "$PKI/registry-ca.crt" "https://$REGISTRY_TLS_ADDR/v2/"; }
 
 # build_image ARGS...: hack/build-image.sh (crane, no daemon); its chatter goes to a log.
 build_image() {
@@ -657,7 +690,7 @@ do_up() {
   step "certificates and configs" make_certs_and_configs
   step "etcd" start_etcd
   step "kube-apiserver started" start_apiserver
-  step "registry" start_registry
+  step "registry (HTTP and TLS)" start_registry
   step "images (pause, busybox, local-path-provisioner)" build_images
   step "containerd" start_containerd
   step "kube-apiserver ready" wait_for kube-apiserver 60 apiserver_ready
@@ -666,6 +699,7 @@ do_up() {
   step "local-path-provisioner (default StorageClass)" deploy_local_path_provisioner
   log "cluster up in $((SECONDS - t0))s"
   log "KUBECONFIG=$KUBECONFIG_OUT"
+  log "registry: http://$REGISTRY_ADDR, and https://$REGISTRY_TLS_ADDR with SSL_CERT_FILE=$REGISTRY_CA_BUNDLE"
 }
 # (Plain sequences, not `a && b`: errexit does not apply to the left side of &&.)
 make_certs_and_configs() {
@@ -711,6 +745,7 @@ do_status() {
     return 1
   fi
   check registry http_ok "http://$REGISTRY_ADDR/v2/"
+  check registry-tls registry_tls_ok
   check etcd etcd_healthy
   check kube-apiserver apiserver_ready
   check kube-controller-manager http_ok -k https://127.0.0.1:10257/healthz

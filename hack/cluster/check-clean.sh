@@ -14,7 +14,7 @@ for p in /proc/[0-9]*; do
   [[ "${args[*]}" == *"$S"* ]] || continue
   exe=$(readlink "$p/exe" 2>/dev/null) || continue
   case ${exe##*/} in
-  etcd* | kube-* | kubelet* | containerd* | runc* | coredns* | crane* | local-path-provisioner*)
+  etcd* | kube-* | kubelet* | containerd* | runc* | coredns* | crane* | local-path-provisioner* | registry-tls*)
     left+=("process ${p#/proc/}: ${args[*]}")
     ;;
   esac

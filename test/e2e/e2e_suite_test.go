@@ -1,6 +1,13 @@
 // Package e2e holds the end-to-end tests: they run against a real cluster (the local one from
-// `make cluster-up`, or the current kubeconfig's with USE_EXISTING_CLUSTER=true) with the
-// operator deployed by `make deploy`. Run them with `make test-e2e`.
+// `make cluster-up`, or the current kubeconfig's with USE_EXISTING_CLUSTER=true). Run them
+// with `make test-e2e`, which runs the suite twice:
+//
+//   - the specs without the "olm" label, with the operator deployed by `make deploy`;
+//   - then the specs labelled "olm" (E2E_INSTALL=olm), which install the operator
+//     themselves through OLM, from the catalog and bundle images `make test-e2e` builds.
+//
+// The two runs cannot share a cluster at the same time: two operators would reconcile the
+// same EtcdClusters.
 package e2e
 
 import (
@@ -21,6 +28,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 )
 
@@ -31,6 +41,10 @@ var (
 	clientset *kubernetes.Clientset
 	k8sClient client.Client
 )
+
+// olmRun reports whether this run is the OLM one (E2E_INSTALL=olm): the specs install the
+// operator through OLM and nothing is deployed for them.
+func olmRun() bool { return os.Getenv("E2E_INSTALL") == "olm" }
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -55,6 +69,9 @@ func run(name string, args ...string) {
 // The operator is deployed once, by the first parallel process, and removed after all
 // processes are done; every spec shares it.
 var _ = SynchronizedBeforeSuite(func() []byte {
+	if olmRun() {
+		return nil
+	}
 	By("deploying the operator with make deploy")
 	run("make", "deploy")
 	return nil
@@ -67,26 +84,29 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	scheme := runtime.NewScheme()
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(etcdv1alpha1.AddToScheme(scheme)).To(Succeed())
+	Expect(operatorsv1alpha1.AddToScheme(scheme)).To(Succeed())
+	Expect(operatorsv1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 })
 
 var _ = SynchronizedAfterSuite(func() {}, func() {
-	if os.Getenv("E2E_KEEP_OPERATOR") == "true" {
+	if olmRun() || os.Getenv("E2E_KEEP_OPERATOR") == "true" {
 		return
 	}
 	By("removing the operator with make undeploy")
 	run("make", "undeploy")
 })
 
-// When a spec fails, its report carries the operator's logs.
+// When a spec fails, its report carries the logs of every operator pod (in any namespace:
+// OLM installs it in the test's namespaces).
 var _ = JustAfterEach(func() {
 	if !CurrentSpecReport().Failed() || clientset == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
+	pods, err := clientset.CoreV1().Pods("").List(ctx, operatorPodSelector())
 	if err != nil {
 		return
 	}

@@ -2,7 +2,10 @@ module github.com/etcdpilot/etcdpilot/hack/tools/opm
 
 go 1.25.7
 
-require github.com/operator-framework/operator-registry v1.65.0
+require (
+	github.com/operator-framework/operator-registry v1.65.0
+	google.golang.org/grpc v1.79.3
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -159,7 +162,6 @@ require (
 	google.golang.org/genproto v0.0.0-20260202165425-ce8ad4cf556b // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260202165425-ce8ad4cf556b // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260202165425-ce8ad4cf556b // indirect
-	google.golang.org/grpc v1.79.3 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
