@@ -306,7 +306,7 @@ test-e2e-olm: $(GINKGO) $(OPERATOR_SDK) olm-up images release-images bundle-imag
 		$(GINKGO_E2E) --label-filter=olm ./test/e2e
 
 .PHONY: demo
-demo: $(KUSTOMIZE) $(KUBECTL) ## Start everything locally: cluster, images, operator, a sample EtcdCluster.
+demo: $(KUSTOMIZE) $(KUBECTL) ## Start everything locally: cluster, OLM, images, catalog, the operator installed through OLM, a sample EtcdCluster.
 	@hack/demo.sh
 
 ##@ OLM bundle and catalog

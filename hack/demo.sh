@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# demo.sh (`make demo`): bring up the local cluster, build and push the images, deploy the
-# operator and create the sample EtcdCluster. One line per step with its duration, then a
-# summary of what was done and where to look.
+# demo.sh (`make demo`): bring up the local cluster and OLM, build and push the images, the
+# bundle and the catalog, install the operator the way a user does (CatalogSource,
+# Subscription with manual approval, approve the InstallPlan) and create the sample
+# EtcdCluster. One line per step with its duration, then what was made and where to look.
 #
-# With USE_EXISTING_CLUSTER=true it uses the cluster of the current kubeconfig and pushes the
-# images to REGISTRY (which that cluster must be able to pull from).
+# With USE_EXISTING_CLUSTER=true it uses the cluster of the current kubeconfig, pushes the
+# images to REGISTRY (which that cluster must be able to pull from) and deploys the operator
+# with `make deploy` (that cluster need not run OLM).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +35,40 @@ step() {
   fi
 }
 
+wait_catalog_ready() {
+  local state
+  for _ in $(seq 120); do
+    state=$("$kubectl_bin" -n olm get catalogsource etcdpilot-catalog -o jsonpath='{.status.connectionState.lastObservedState}')
+    [[ $state == READY ]] && return 0
+    sleep 1
+  done
+  echo "catalog state: $state" >&2; return 1
+}
+
+# approve_installplan approves the InstallPlan OLM proposes for the Subscription.
+approve_installplan() {
+  local plan
+  for _ in $(seq 120); do
+    plan=$("$kubectl_bin" -n etcdpilot-system get subscription etcdpilot -o jsonpath='{.status.installPlanRef.name}')
+    [[ -n $plan ]] && break
+    sleep 1
+  done
+  [[ -n $plan ]] || { echo "no InstallPlan" >&2; return 1; }
+  "$kubectl_bin" -n etcdpilot-system patch installplan "$plan" --type merge -p '{"spec":{"approved":true}}'
+}
+
+wait_csv_succeeded() {
+  local csv
+  for _ in $(seq 180); do
+    csv=$("$kubectl_bin" -n etcdpilot-system get subscription etcdpilot -o jsonpath='{.status.installedCSV}')
+    if [[ -n $csv ]] && [[ $("$kubectl_bin" -n etcdpilot-system get csv "$csv" -o jsonpath='{.status.phase}') == Succeeded ]]; then
+      echo "$csv Succeeded"; return 0
+    fi
+    sleep 1
+  done
+  return 1
+}
+
 if [[ $existing == true ]]; then
   echo "[demo] using the cluster of the current kubeconfig (${KUBECONFIG:-~/.kube/config}); images go to ${REGISTRY:-localhost:5000}"
   step cluster-check "$kubectl_bin" version
@@ -42,18 +78,36 @@ else
   export KUBECONFIG
 fi
 step images make_q images
-step deploy-operator make_q deploy
+if [[ $existing == true ]]; then
+  step deploy-operator make_q deploy
+  operator_ns=etcdpilot-system
+else
+  operator_ns=etcdpilot-system
+  step olm-up make_q olm-up
+  step bundle-and-catalog-images make_q bundle-image catalog-image
+  step catalog-source "$kubectl_bin" apply -f config/olm/catalogsource.yaml
+  step wait-catalog-ready wait_catalog_ready
+  step subscribe "$kubectl_bin" apply -f config/olm/subscription.yaml
+  step approve-installplan approve_installplan
+  step wait-csv-succeeded wait_csv_succeeded
+fi
 step create-sample "$kubectl_bin" apply -n default -f config/samples/etcd_v1alpha1_etcdcluster.yaml
 step wait-sample-ready "$kubectl_bin" -n default wait etcdcluster/etcdcluster-sample \
   --for=condition=Ready --timeout=300s
 step check-sample-etcdctl "$kubectl_bin" -n default exec etcdcluster-sample-0 -c etcd -- etcdctl endpoint health --cluster
 
+if [[ $existing != true ]]; then
+  echo
+  "$kubectl_bin" get csv,installplan -n "$operator_ns"
+  "$kubectl_bin" get etcd -A
+fi
 cat <<TEXT
 
 [demo] done in $(since "$demo_start")s.
   kubeconfig:      export KUBECONFIG=${KUBECONFIG:-~/.kube/config}
-  operator:        $kubectl_bin -n etcdpilot-system get deploy,pods
-  operator logs:   $kubectl_bin -n etcdpilot-system logs deploy/etcdpilot-controller-manager
+  operator:        $kubectl_bin -n $operator_ns get csv,subscription,installplan,deploy,pods
+  operator logs:   $kubectl_bin -n $operator_ns logs deploy/etcdpilot-controller-manager
+  OperatorHub:     $kubectl_bin get packagemanifests etcdpilot -n olm
   sample cluster:  $kubectl_bin -n default get etcdcluster etcdcluster-sample   (3 members, TLS, Ready)
   etcdctl inside:  $kubectl_bin -n default exec etcdcluster-sample-0 -- etcdctl member list -w table
   clients:         https://etcdcluster-sample-client.default.svc:2379 with the client certificate and CA

@@ -506,6 +506,7 @@ make_configs() {
   # operator-sdk's fixed registry.access.redhat.com/ubi9/ubi init image is a local stand-in.
   local mirrored
   for mirrored in $MIRRORED_REGISTRIES; do
+    mkdir -p "$S/containerd/certs.d/$mirrored"
     render registry-hosts.toml.in "$S/containerd/certs.d/$mirrored/hosts.toml"
   done
   render cni.conflist.in "$S/cni/net.d/10-etcdpilot.conflist"

@@ -12,6 +12,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,6 +90,18 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	Expect(operatorsv1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+
+	// An operator that OLM installed earlier (make demo does) would reconcile the specs'
+	// clusters too; the specs need to be alone with the operator they install.
+	var csvs operatorsv1alpha1.ClusterServiceVersionList
+	if err := k8sClient.List(context.Background(), &csvs); err == nil {
+		for _, csv := range csvs.Items {
+			if strings.HasPrefix(csv.Name, "etcdpilot.") && !csv.IsCopied() {
+				Fail(fmt.Sprintf("etcdpilot is installed through OLM in namespace %s (by make demo?): remove it, "+
+					"or start a clean cluster with make cluster-up, before running the e2e suite", csv.Namespace))
+			}
+		}
+	}
 })
 
 var _ = SynchronizedAfterSuite(func() {}, func() {
