@@ -13,11 +13,11 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"testing"
 	"time"
 
