@@ -295,7 +295,7 @@ test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images ## Run 
 # catalog/ served by opm) and bundle images, which name public images that the local
 # cluster's containerd fetches from the local registry.
 .PHONY: test-e2e-olm
-test-e2e-olm: $(GINKGO) $(OPERATOR_SDK) olm-up images release-images bundle-image catalog-image ## Run the e2e specs that install and upgrade the operator through OLM.
+test-e2e-olm: $(GINKGO) $(OPERATOR_SDK) olm-up images release-images bundle-image catalog-check catalog-image ## Run the e2e specs that install and upgrade the operator through OLM.
 	@test -n "$(PREVIOUS_VERSION)" || { echo "test-e2e-olm: catalog/releases.yaml lists no previous release" >&2; exit 1; }
 	E2E_INSTALL=olm OPERATOR_SDK=$(OPERATOR_SDK) SSL_CERT_FILE=$(REGISTRY_CA_BUNDLE) \
 		E2E_OLM_CATALOG_IMAGE=$(CATALOG_IMG) E2E_OLM_HEAD_CSV=$(BUNDLE_PACKAGE).v$(VERSION) \
@@ -352,6 +352,11 @@ release-images: $(CRANE) ## Rebuild every release's operator and bundle image fr
 catalog: $(OPM) $(CRANE) bundle-image ## Render catalog/ from its template; pushes every release's bundle image first (needs the local registry).
 	@$(CATALOG_ENV) hack/catalog.sh release-images
 	@$(CATALOG_ENV) hack/catalog.sh render
+
+.PHONY: catalog-check
+catalog-check: $(OPM) $(CRANE) bundle-image ## Fail when catalog/ is not what its template renders to (needs the local registry).
+	@$(CATALOG_ENV) hack/catalog.sh release-images
+	@$(CATALOG_ENV) hack/catalog.sh check
 
 .PHONY: catalog-validate
 catalog-validate: $(OPM) ## Validate the file-based catalog in catalog/ with opm.

@@ -5,6 +5,8 @@
 #   hack/catalog.sh release-images    (re)build every release's bundle image and, with
 #                                     OPERATOR_IMAGES=true, its operator image, from its commit
 #   hack/catalog.sh render            render catalog/etcdpilot-template.yaml into catalog/etcdpilot/
+#   hack/catalog.sh check             render into a temporary file and fail unless it equals the
+#                                     committed catalog (needs the same images as render)
 #   hack/catalog.sh image             build the catalog image CATALOG_REF: OLM_OPM_IMAGE (opm and
 #                                     grpc_health_probe) serving catalog/ from /configs
 #
@@ -30,7 +32,7 @@ releases() {
 opm_home() {
   local home=${OPM_HOME:-bin/opm-home}
   mkdir -p "$home/.config/containers"
-  echo '{"default":[{"type":"insecureAcceptAnything"}]}' > "$home/.config/containers/policy.json"
+  cp hack/olm/policy.json "$home/.config/containers/policy.json"
   (cd "$home" && pwd)
 }
 
@@ -61,18 +63,36 @@ release_images() {
 # from the local registry under its public path, then named by its public reference again),
 # and the package comes from `opm init` with the icon of docs/icon.svg.
 render() {
-  local home tmp
+  local dest=${1:-$out} home tmp
   home=$(opm_home)
   tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' RETURN
   sed "s#image: ${PUBLIC_PREFIX}#image: ${LOCAL_PREFIX}#" "$template" > "$tmp/template.yaml"
   HOME=$home "$OPM" init etcdpilot --default-channel=stable --description=catalog/description.md \
     --icon=docs/icon.svg -o yaml > "$tmp/package.yaml"
   HOME=$home "$OPM" alpha render-template basic "$tmp/template.yaml" --use-http -o yaml > "$tmp/rendered.yaml"
-  mkdir -p "$(dirname "$out")"
-  { cat "$tmp/package.yaml"; echo '---'; sed "s#${LOCAL_PREFIX}#${PUBLIC_PREFIX}#g" "$tmp/rendered.yaml"; } > "$out"
-  HOME=$home "$OPM" validate catalog
-  echo "rendered $out"
+  mkdir -p "$(dirname "$dest")"
+  { cat "$tmp/package.yaml"; echo '---'; sed "s#${LOCAL_PREFIX}#${PUBLIC_PREFIX}#g" "$tmp/rendered.yaml"; } > "$dest"
+  rm -rf "$tmp"
+  if [[ $dest == "$out" ]]; then
+    HOME=$home "$OPM" validate catalog
+    echo "rendered $out"
+  fi
+}
+
+# check fails when the committed catalog is not what the template renders to (a release or a
+# bundle changed without `make catalog`).
+check() {
+  local fresh
+  fresh=$(mktemp)
+  render "$fresh"
+  if ! diff -u "$out" "$fresh" > "$fresh.diff"; then
+    head -n 40 "$fresh.diff" >&2
+    rm -f "$fresh" "$fresh.diff"
+    echo "catalog.sh: $out is stale: run make catalog and commit" >&2
+    exit 1
+  fi
+  rm -f "$fresh" "$fresh.diff"
+  echo "catalog is up to date"
 }
 
 # image puts the catalog in /configs of the opm image that OLM's registry pods run.
@@ -80,18 +100,19 @@ image() {
   : "${OLM_OPM_IMAGE:?}" "${CATALOG_REF:?}"
   local root
   root=$(mktemp -d)
-  trap 'rm -rf "$root"' RETURN
   mkdir -p "$root/configs"
   cp -r catalog/. "$root/configs/"
   chmod -R a+rX "$root"
   CRANE=$CRANE hack/build-image.sh -b "$OLM_OPM_IMAGE" -t "$CATALOG_REF" -e /bin/opm -c serve,/configs \
     -l operators.operatorframework.io.index.configs.v1=/configs "$root"
+  rm -rf "$root"
 }
 
 case ${1:-} in
   releases) releases ;;
   release-images) release_images ;;
   render) render ;;
+  check) check ;;
   image) image ;;
-  *) echo "usage: $0 releases|release-images|render|image" >&2; exit 2 ;;
+  *) echo "usage: $0 releases|release-images|render|check|image" >&2; exit 2 ;;
 esac

@@ -313,6 +313,14 @@ cleanup_host_files() {
     h=$(printf '%s' "$CONTAINERD_SOCK/$ns/$id" | sha256sum | cut -d' ' -f1)
     rm -f "/run/containerd/s/$h"
   done
+  # A shim killed together with its task (its state already gone) can leave a socket that no
+  # process listens on any more: garbage whoever made it, and nothing can use it.
+  local listening f
+  listening=$(ss -xlH 2>/dev/null | awk '{ print $5 }')
+  for f in /run/containerd/s/*; do
+    [[ -S $f ]] || continue
+    grep -qxF "$f" <<<"$listening" || rm -f "$f"
+  done
   rmdir /run/containerd/s /run/containerd 2>/dev/null || true
   # libcni's result cache (fixed /var/lib/cni): <network>-<sandbox id>-<ifname> for our
   # network "etcdpilot" and containerd's built-in "cni-loopback", for our sandboxes.
