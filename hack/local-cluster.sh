@@ -80,28 +80,14 @@ readonly MARKER=.etcdpilot-cluster # proves the directory is ours before `rm -rf
 # ---------------------------------------------------------------------------------------
 # helpers
 
-ACTION=
-CURRENT_STEP=
-
-log() { printf '[cluster-%s] %s\n' "$ACTION" "$*"; }
-die() { printf '[cluster-%s] ERROR: %s\n' "$ACTION" "$*" >&2; exit 1; }
-
-# step NAME FUNCTION [ARGS...]: run one step, print its duration.
-step() {
-  local name=$1 t0=${EPOCHREALTIME/./}
-  shift
-  CURRENT_STEP=$name
-  "$@"
-  CURRENT_STEP=
-  local dt=$(((${EPOCHREALTIME/./} - t0) / 100000))
-  printf '[cluster-%s] %s ... %d.%ds\n' "$ACTION" "$name" $((dt / 10)) $((dt % 10))
-}
+STEP_PREFIX=cluster
+# shellcheck source=hack/lib/steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/steps.sh"
 
 on_exit() {
   local rc=$?
-  if ((rc != 0)) && [[ -n $CURRENT_STEP ]]; then
-    printf '[cluster-%s] %s ... FAILED (exit %d)\n' "$ACTION" "$CURRENT_STEP" "$rc" >&2
-    if [[ -d $LOGS ]]; then printf '[cluster-%s] component logs: %s\n' "$ACTION" "$LOGS" >&2; fi
+  if failed_step "$rc" && [[ -d $LOGS ]]; then
+    printf '[cluster-%s] component logs: %s\n' "$ACTION" "$LOGS" >&2
   fi
 }
 trap on_exit EXIT

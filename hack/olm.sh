@@ -45,28 +45,10 @@ readonly OLM_MANAGED=olm.managed=true
 readonly OLM_MANAGED_CLUSTER_KINDS=clusterroles,clusterrolebindings,apiservices,mutatingwebhookconfigurations,validatingwebhookconfigurations
 readonly OLM_MANAGED_NAMESPACED_KINDS=roles,rolebindings,serviceaccounts,services,secrets
 
-ACTION=
-CURRENT_STEP=
-
-log() { printf '[olm-%s] %s\n' "$ACTION" "$*"; }
-die() { printf '[olm-%s] ERROR: %s\n' "$ACTION" "$*" >&2; exit 1; }
-
-# step NAME FUNCTION [ARGS...]: run one step, print its duration.
-step() {
-  local name=$1 t0=${EPOCHREALTIME/./}
-  shift
-  CURRENT_STEP=$name
-  "$@"
-  CURRENT_STEP=
-  local dt=$(((${EPOCHREALTIME/./} - t0) / 100000))
-  printf '[olm-%s] %s ... %d.%ds\n' "$ACTION" "$name" $((dt / 10)) $((dt % 10))
-}
-on_exit() {
-  local rc=$?
-  if ((rc != 0)) && [[ -n $CURRENT_STEP ]]; then
-    printf '[olm-%s] %s ... FAILED (exit %d)\n' "$ACTION" "$CURRENT_STEP" "$rc" >&2
-  fi
-}
+STEP_PREFIX=olm
+# shellcheck source=hack/lib/steps.sh
+source "$ROOT/hack/lib/steps.sh"
+on_exit() { failed_step $? || true; }
 trap on_exit EXIT
 
 kubectl() { "$KUBECTL" "$@"; }
