@@ -203,7 +203,8 @@ kill_pod_processes() {
   mapfile -t cgs < <(pod_cgroups)
   ((${#cgs[@]})) || return 0
   for _ in $(seq 50); do
-    pids=$(find "${cgs[@]}" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
+    # find fails when a cgroup vanishes mid-walk (its pods are dying): what it read counts.
+    pids=$({ find "${cgs[@]}" -name cgroup.procs -exec cat {} + 2>/dev/null || true; } | sort -u)
     [[ -n $pids ]] || break
     # shellcheck disable=SC2086 # one pid per word
     kill -KILL $pids 2>/dev/null || true
