@@ -23,8 +23,10 @@ IMAGE_TAG_BASE ?= quay.io/etcdpilot/etcdpilot
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
 ETCD_IMAGE_REPOSITORY ?= gcr.io/etcd-development/etcd
 
-# OLM bundle and catalog images of this release.
+# OLM bundle and catalog images of this release, and the image of its capability scorecard
+# tests (scorecard/), which the bundle's scorecard config names.
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
+SCORECARD_IMG ?= $(IMAGE_TAG_BASE)-scorecard-tests:v$(VERSION)
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:latest
 
 # REGISTRY is where `make images` pushes and what the local deploy points the operator at.
@@ -166,7 +168,8 @@ bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images deploy ## Run the b
 	go test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench
 
 .PHONY: verify
-verify: manifests generate fmt bundle catalog-validate ## Fail when generated files (CRDs, bundle) or go.mod are stale, the catalog is invalid, or lint finds a problem.
+verify: manifests generate fmt bundle catalog-validate ## Fail when generated files (CRDs, bundle) or go.mod are stale, the catalog is invalid, the capability claim is not what the scorecard record earns, or lint finds a problem.
+	go run ./hack/capabilities check
 	go mod tidy
 	@for d in hack/tools/*/ hack/cluster/*/; do [ -f $$d/go.mod ] && (cd $$d && go mod tidy) || true; done
 	@if [ -n "$$(git status --porcelain)" ]; then \
@@ -208,6 +211,18 @@ etcd-images: $(CRANE) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) #
 
 .PHONY: images
 images: image etcd-images ## Build and push the operator image and every etcd operand image to REGISTRY.
+
+# The capability scorecard tests (scorecard/): a static binary on an empty base, run as UID
+# 1001 (scorecard's restricted pod security); scorecard runs it as the test's entrypoint.
+.PHONY: scorecard-image
+scorecard-image: $(CRANE) ## Build the capability scorecard tests' image and push it (as SCORECARD_IMG's path) to REGISTRY.
+	@rm -rf $(IMAGE_WORK)/scorecard && mkdir -p $(IMAGE_WORK)/scorecard/usr/local/bin $(IMAGE_WORK)/scorecard/etc $(IMAGE_WORK)/scorecard/tmp
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags '-s -w' -o $(IMAGE_WORK)/scorecard/usr/local/bin/etcdpilot-scorecard-tests ./scorecard
+	@printf 'root:x:0:0:root:/root:/sbin/nologin\ndefault:x:1001:0:default:/tmp:/sbin/nologin\n' > $(IMAGE_WORK)/scorecard/etc/passwd
+	@printf 'root:x:0:\n' > $(IMAGE_WORK)/scorecard/etc/group
+	@chmod 1777 $(IMAGE_WORK)/scorecard/tmp
+	CRANE=$(CRANE) hack/build-image.sh -t $(call local-ref,$(SCORECARD_IMG)) -e /usr/local/bin/etcdpilot-scorecard-tests \
+		-u 1001 -w /tmp -E HOME=/tmp -E PATH=/usr/local/bin:/usr/bin:/bin $(IMAGE_WORK)/scorecard
 
 ##@ Deployment
 
@@ -285,7 +300,7 @@ GINKGO_E2E = $(GINKGO) -v $(if $(CI),--no-color) --procs=$(E2E_PROCS) --timeout=
 PREVIOUS_VERSION = $(shell hack/catalog.sh releases | tail -n 1 | cut -d' ' -f1)
 
 .PHONY: test-e2e
-test-e2e: test-e2e-deploy test-e2e-olm ## Run the whole e2e suite on the local cluster: with make deploy, then through OLM.
+test-e2e: test-e2e-deploy test-e2e-olm test-e2e-scorecard ## Run the whole e2e suite on the local cluster: with make deploy, through OLM, then the scorecard tests of the claimed levels.
 
 .PHONY: test-e2e-deploy
 test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images ## Run the e2e specs on the operator `make deploy` installs.
@@ -325,6 +340,7 @@ BUNDLE_CSV := bundle/manifests/$(BUNDLE_PACKAGE).clusterserviceversion.yaml
 bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ and bundle.Dockerfile for VERSION from config/, and validate them.
 	@$(OPERATOR_SDK) generate kustomize manifests --apis-dir api --package $(BUNDLE_PACKAGE) -q --interactive=false
 	@cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	@cd config/scorecard && $(KUSTOMIZE) edit set image etcdpilot-scorecard-tests=$(SCORECARD_IMG)
 	@rm -rf bundle/manifests bundle/metadata bundle/tests
 	@$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle -q --overwrite --version $(VERSION) \
 		--package $(BUNDLE_PACKAGE) --channels $(BUNDLE_CHANNELS) --default-channel $(BUNDLE_DEFAULT_CHANNEL) 2>&1 | { grep -v 'level=info' || true; }
@@ -370,9 +386,33 @@ catalog-image: $(CRANE) olm-images ## Build the catalog image (OLM's opm image s
 # olm-status (its own help section).
 include hack/olm/olm.mk
 
+##@ Scorecard (capability levels proven on the local cluster)
+
+# hack/scorecard.sh runs `operator-sdk scorecard ./bundle` in SCORECARD_NAMESPACE against the
+# operator installed through OLM (it installs this release from the catalog when OLM has no
+# etcdpilot, and removes it afterwards) and writes _output/scorecard/scorecard.{json,xml}.
+# SCORECARD_WAIT_TIME bounds the whole run: the capability tests run one after the other and
+# each bounds itself to SCORECARD_TEST_TIMEOUT (scorecard/README.md).
+SCORECARD_SELECTOR ?=
+SCORECARD_WAIT_TIME ?= 30m
+SCORECARD_DEPS = $(OPERATOR_SDK) $(CRANE) olm-up images bundle-image catalog-check catalog-image scorecard-image
+SCORECARD_ENV = KUBECTL=$(KUBECTL) OPERATOR_SDK=$(OPERATOR_SDK) CRANE=$(CRANE) \
+	SCORECARD_UNTAR_IMAGE=$(SCORECARD_UNTAR_IMAGE) SCORECARD_TESTS_IMAGE=$(SCORECARD_IMG) \
+	SCORECARD_TESTS_LOCAL=$(call local-ref,$(SCORECARD_IMG)) HEAD_CSV=$(BUNDLE_PACKAGE).v$(VERSION) \
+	SCORECARD_WAIT_TIME=$(SCORECARD_WAIT_TIME)
+
 .PHONY: scorecard
-scorecard:
-	@echo "make $@: not available yet; the scorecard tests arrive with issue 5" >&2; exit 1
+scorecard: $(SCORECARD_DEPS) ## Run every scorecard test (or SCORECARD_SELECTOR's) in the cluster; fails when a built-in test or a claimed level fails.
+	@$(SCORECARD_ENV) SCORECARD_SELECTOR='$(SCORECARD_SELECTOR)' hack/scorecard.sh report
+
+.PHONY: test-e2e-scorecard
+test-e2e-scorecard: $(SCORECARD_DEPS) ## Run the built-in scorecard tests and those of the levels the CSV claims, so a claimed level cannot regress.
+	@$(SCORECARD_ENV) SCORECARD_SELECTOR="$$(go run ./hack/capabilities selector)" hack/scorecard.sh report
+
+.PHONY: capabilities
+capabilities: $(SCORECARD_DEPS) ## Run every scorecard test, set the CSV's capabilities to the highest level earned, regenerate bundle and catalog.
+	@$(SCORECARD_ENV) hack/scorecard.sh record
+	@$(MAKE) --no-print-directory bundle catalog
 
 ##@ Tools
 

@@ -13,6 +13,9 @@ cd "$(dirname "$0")/.."
 existing=${USE_EXISTING_CLUSTER:-false}
 make_q() { make --no-print-directory "$@"; }
 kubectl_bin=$(make_q -s print-KUBECTL)
+KUBECTL=$kubectl_bin
+# shellcheck source=hack/lib/olm-install.sh
+source hack/lib/olm-install.sh
 log_dir=$(mktemp -d -t etcdpilot-demo.XXXXXX)
 demo_start=$(date +%s%3N)
 
@@ -35,40 +38,6 @@ step() {
   fi
 }
 
-wait_catalog_ready() {
-  local state
-  for _ in $(seq 120); do
-    state=$("$kubectl_bin" -n olm get catalogsource etcdpilot-catalog -o jsonpath='{.status.connectionState.lastObservedState}')
-    [[ $state == READY ]] && return 0
-    sleep 1
-  done
-  echo "catalog state: $state" >&2; return 1
-}
-
-# approve_installplan approves the InstallPlan OLM proposes for the Subscription.
-approve_installplan() {
-  local plan
-  for _ in $(seq 120); do
-    plan=$("$kubectl_bin" -n etcdpilot-system get subscription etcdpilot -o jsonpath='{.status.installPlanRef.name}')
-    [[ -n $plan ]] && break
-    sleep 1
-  done
-  [[ -n $plan ]] || { echo "no InstallPlan" >&2; return 1; }
-  "$kubectl_bin" -n etcdpilot-system patch installplan "$plan" --type merge -p '{"spec":{"approved":true}}'
-}
-
-wait_csv_succeeded() {
-  local csv
-  for _ in $(seq 180); do
-    csv=$("$kubectl_bin" -n etcdpilot-system get subscription etcdpilot -o jsonpath='{.status.installedCSV}')
-    if [[ -n $csv ]] && [[ $("$kubectl_bin" -n etcdpilot-system get csv "$csv" -o jsonpath='{.status.phase}') == Succeeded ]]; then
-      echo "$csv Succeeded"; return 0
-    fi
-    sleep 1
-  done
-  return 1
-}
-
 if [[ $existing == true ]]; then
   echo "[demo] using the cluster of the current kubeconfig (${KUBECONFIG:-~/.kube/config}); images go to ${REGISTRY:-localhost:5000}"
   step cluster-check "$kubectl_bin" version
@@ -86,10 +55,10 @@ else
   step olm-up make_q olm-up
   step bundle-and-catalog-images make_q bundle-image catalog-image
   step catalog-source "$kubectl_bin" apply -f config/olm/catalogsource.yaml
-  step wait-catalog-ready wait_catalog_ready
+  step wait-catalog-ready olm_wait_catalog_ready
   step subscribe "$kubectl_bin" apply -f config/olm/subscription.yaml
-  step approve-installplan approve_installplan
-  step wait-csv-succeeded wait_csv_succeeded
+  step approve-installplan olm_approve_installplan
+  step wait-csv-succeeded olm_wait_csv_succeeded
 fi
 step create-sample "$kubectl_bin" apply -n default -f config/samples/etcd_v1alpha1_etcdcluster.yaml
 step wait-sample-ready "$kubectl_bin" -n default wait etcdcluster/etcdcluster-sample \

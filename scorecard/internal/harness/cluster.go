@@ -1,0 +1,235 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+)
+
+// NewName returns prefix plus a random suffix, such as sc-l1-x7k2p: tests running at the
+// same time, or again after an interrupted run, never collide.
+func NewName(prefix string) string { return prefix + utilrand.String(5) }
+
+// Prepare returns a copy of example ready to be created as name in namespace: server-set
+// metadata cleared, the scorecard label on the cluster and its member pods, and
+// deletionPolicy Delete so that deleting the cluster also deletes its volumes.
+func Prepare(example *etcdv1alpha1.EtcdCluster, name, namespace string) *etcdv1alpha1.EtcdCluster {
+	c := example.DeepCopy()
+	c.ObjectMeta = metav1.ObjectMeta{
+		Name:        name,
+		Namespace:   namespace,
+		Labels:      withPartOf(example.Labels),
+		Annotations: example.Annotations,
+	}
+	c.Status = etcdv1alpha1.EtcdClusterStatus{}
+	c.Spec.DeletionPolicy = etcdv1alpha1.DeletionPolicyDelete
+	c.Spec.PodTemplate.Labels = withPartOf(c.Spec.PodTemplate.Labels)
+	return c
+}
+
+func withPartOf(labels map[string]string) map[string]string {
+	out := make(map[string]string, len(labels)+1)
+	for k, v := range labels {
+		out[k] = v
+	}
+	out[PartOfLabel] = PartOfValue
+	return out
+}
+
+// Create creates c and remembers it for Cleanup. c is updated with what the API server
+// stored, defaults included.
+func (e *Env) Create(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	if err := e.Client.Create(ctx, c); err != nil {
+		return fmt.Errorf("creating EtcdCluster %s: %w", c.Name, err)
+	}
+	e.created = append(e.created, c.DeepCopy())
+	e.Report.Logf("created EtcdCluster %s/%s: size %d, etcd %s, TLS %s", c.Namespace, c.Name, c.Spec.Size, c.Spec.Version, c.Spec.TLS.Mode)
+	return nil
+}
+
+// WaitFor polls c until until says it is done or ctx ends; c then holds the last state
+// seen. Every change of the state until describes is logged, so the log shows how the
+// cluster got there, or where it got stuck.
+func (e *Env) WaitFor(ctx context.Context, c *etcdv1alpha1.EtcdCluster, what string, until Predicate) error {
+	key := client.ObjectKeyFromObject(c)
+	last := "nothing read yet"
+	err := wait.PollUntilContextCancel(ctx, e.poll(), true, func(ctx context.Context) (bool, error) {
+		if err := e.Client.Get(ctx, key, c); err != nil {
+			last = fmt.Sprintf("reading EtcdCluster %s: %v", c.Name, err) // the API server may be busy: try again
+			return false, nil
+		}
+		done, state := until(c)
+		if state != last {
+			e.Report.Logf("%s: %s", c.Name, state)
+			last = state
+		}
+		return done, nil
+	})
+	if err != nil {
+		return fmt.Errorf("gave up waiting for %s (%w); last seen: %s", what, err, last)
+	}
+	return nil
+}
+
+// Resize sets spec.size.
+func (e *Env) Resize(ctx context.Context, c *etcdv1alpha1.EtcdCluster, size int32) error {
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Size = size
+	if err := e.Client.Patch(ctx, c, patch); err != nil {
+		return fmt.Errorf("setting spec.size of EtcdCluster %s to %d: %w", c.Name, size, err)
+	}
+	return nil
+}
+
+// SetVersion sets spec.version; with dryRun the API server validates the change without
+// storing it.
+func (e *Env) SetVersion(ctx context.Context, c *etcdv1alpha1.EtcdCluster, version string, dryRun bool) error {
+	target := c
+	if dryRun {
+		target = c.DeepCopy()
+	}
+	patch := client.MergeFrom(target.DeepCopy())
+	target.Spec.Version = version
+	var opts []client.PatchOption
+	if dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	return e.Client.Patch(ctx, target, patch, opts...)
+}
+
+// DestroyMember deletes the volume claim and then the pod of member: its data is gone, as
+// when a node and its disk are lost. The claim goes first; it stays Terminating until the
+// pod is gone, so the operator never sees the pod missing while the data still exists.
+func (e *Env) DestroyMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, member string) error {
+	names := cluster.For(c)
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: names.PVCName(member)}}
+	if err := e.Client.Delete(ctx, pvc); err != nil {
+		return fmt.Errorf("deleting PersistentVolumeClaim %s: %w", pvc.Name, err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: member}}
+	if err := e.Client.Delete(ctx, pod); err != nil {
+		return fmt.Errorf("deleting Pod %s: %w", pod.Name, err)
+	}
+	e.Report.Logf("deleted PersistentVolumeClaim %s and Pod %s", pvc.Name, pod.Name)
+	return nil
+}
+
+// memberObjects returns the member pods and claims of c that exist, found through the
+// cluster's selector.
+func (e *Env) memberObjects(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]corev1.Pod, []corev1.PersistentVolumeClaim, error) {
+	sel := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels(cluster.For(c).SelectorLabels())}
+	var pods corev1.PodList
+	if err := e.Client.List(ctx, &pods, sel...); err != nil {
+		return nil, nil, fmt.Errorf("listing the pods of EtcdCluster %s: %w", c.Name, err)
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := e.Client.List(ctx, &pvcs, sel...); err != nil {
+		return nil, nil, fmt.Errorf("listing the volume claims of EtcdCluster %s: %w", c.Name, err)
+	}
+	return pods.Items, pvcs.Items, nil
+}
+
+// Cleanup deletes every EtcdCluster this Env created, newest first, and waits until each
+// is gone together with its member pods and volume claims. It keeps going after an error
+// and returns them all. ctx bounds the whole cleanup.
+func (e *Env) Cleanup(ctx context.Context) error {
+	var errs []error
+	for i := len(e.created) - 1; i >= 0; i-- {
+		if err := e.deleteCluster(ctx, e.created[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	e.created = nil
+	return errors.Join(errs...)
+}
+
+// deleteCluster deletes c in the foreground (the API server removes it only after its
+// pods, claims, Services and Secrets) and waits for it. The operator's finalizer runs
+// first; when the cluster is still there after half of what remains of ctx (no operator
+// running, say), its finalizers are removed so that nothing is left behind. Claims that
+// survive anyway are deleted by label.
+func (e *Env) deleteCluster(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	start := time.Now()
+	key := client.ObjectKeyFromObject(c)
+	err := e.Client.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationForeground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting EtcdCluster %s: %w", c.Name, err)
+	}
+	grace, cancel := halfOf(ctx)
+	err = e.waitGone(grace, key)
+	cancel()
+	if err != nil {
+		e.Report.Logf("EtcdCluster %s is still there after %s: removing its finalizers", c.Name, time.Since(start).Round(time.Second))
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+		if err := e.Client.Patch(ctx, c.DeepCopy(), patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("removing the finalizers of EtcdCluster %s: %w", c.Name, err)
+		}
+		if err := e.waitGone(ctx, key); err != nil {
+			return fmt.Errorf("EtcdCluster %s is not gone: %w", c.Name, err)
+		}
+	}
+	if err := e.deleteMemberObjects(ctx, c); err != nil {
+		return err
+	}
+	e.Report.Logf("deleted EtcdCluster %s with its pods and volume claims in %s", c.Name, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// deleteMemberObjects deletes the claims left of c and waits until neither pods nor claims
+// of c remain.
+func (e *Env) deleteMemberObjects(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	var left []string
+	err := wait.PollUntilContextCancel(ctx, e.poll(), true, func(ctx context.Context) (bool, error) {
+		pods, pvcs, err := e.memberObjects(ctx, c)
+		if err != nil {
+			left = []string{err.Error()}
+			return false, nil // the API server may be busy: try again
+		}
+		left = left[:0]
+		for i := range pods {
+			left = append(left, "Pod "+pods[i].Name)
+		}
+		for i := range pvcs {
+			pvc := &pvcs[i]
+			left = append(left, "PersistentVolumeClaim "+pvc.Name)
+			if pvc.DeletionTimestamp == nil {
+				_ = e.Client.Delete(ctx, pvc) // checked on the next round, by listing again
+			}
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("objects of EtcdCluster %s are not gone (%w): %v", c.Name, err, left)
+	}
+	return nil
+}
+
+// waitGone waits until the EtcdCluster key no longer exists.
+func (e *Env) waitGone(ctx context.Context, key client.ObjectKey) error {
+	return wait.PollUntilContextCancel(ctx, e.poll(), true, func(ctx context.Context) (bool, error) {
+		err := e.Client.Get(ctx, key, &etcdv1alpha1.EtcdCluster{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// halfOf returns a context that ends halfway to ctx's deadline, or with ctx when it has
+// none.
+func halfOf(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Until(deadline)/2)
+}

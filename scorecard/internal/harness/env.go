@@ -1,0 +1,128 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+)
+
+// PartOfLabel marks everything a scorecard test creates, so that leftovers of an
+// interrupted run can be found: app.kubernetes.io/part-of=etcdpilot-scorecard.
+const (
+	PartOfLabel = "app.kubernetes.io/part-of"
+	PartOfValue = "etcdpilot-scorecard"
+)
+
+// defaultPoll is how often waits look at the cluster.
+const defaultPoll = 2 * time.Second
+
+// Env is one test's view of the Kubernetes cluster: the namespace it works in, its
+// clients, and the EtcdClusters it created.
+type Env struct {
+	// Client reads and writes objects, uncached.
+	Client client.Client
+	// Discovery tells which kinds the API server serves.
+	Discovery discovery.DiscoveryInterface
+	// Namespace is where the test creates everything (SCORECARD_NAMESPACE).
+	Namespace string
+	// Report receives the progress of every wait and of the cleanup.
+	Report *report.Report
+	// NewEtcdClient connects to etcd; etcd.New when nil.
+	NewEtcdClient etcd.Factory
+	// Poll is how often waits look again; 2s when zero.
+	Poll time.Duration
+
+	created []*etcdv1alpha1.EtcdCluster
+}
+
+// Scheme holds the kinds the tests read and write: Kubernetes' own and EtcdCluster.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := etcdv1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewEnv connects to the API server of cfg.
+func NewEnv(cfg *rest.Config, namespace string, r *report.Report) (*Env, error) {
+	if namespace == "" {
+		return nil, errors.New("no namespace to run in: SCORECARD_NAMESPACE is not set")
+	}
+	s, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the API server: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the API server's discovery: %w", err)
+	}
+	return &Env{Client: c, Discovery: dc, Namespace: namespace, Report: r}, nil
+}
+
+func (e *Env) poll() time.Duration {
+	if e.Poll > 0 {
+		return e.Poll
+	}
+	return defaultPoll
+}
+
+func (e *Env) newEtcdClient(cfg etcd.Config) (etcd.Client, error) {
+	if e.NewEtcdClient != nil {
+		return e.NewEtcdClient(cfg)
+	}
+	return etcd.New(cfg)
+}
+
+// EventsFor returns the core Events whose involved object is c (by UID). The operator
+// records them through events.k8s.io; the core API serves the same objects.
+func (e *Env) EventsFor(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]corev1.Event, error) {
+	var list corev1.EventList
+	if err := e.Client.List(ctx, &list, client.InNamespace(c.Namespace),
+		client.MatchingFields{"involvedObject.uid": string(c.UID)}); err != nil {
+		return nil, fmt.Errorf("listing the events of EtcdCluster %s: %w", c.Name, err)
+	}
+	return list.Items, nil
+}
+
+// Serves reports whether the API server serves kind in group, in any version.
+func (e *Env) Serves(group, kind string) (bool, error) {
+	groups, err := e.Discovery.ServerGroups()
+	if err != nil {
+		return false, fmt.Errorf("discovering API groups: %w", err)
+	}
+	for _, g := range groups.Groups {
+		if g.Name != group {
+			continue
+		}
+		for _, v := range g.Versions {
+			list, err := e.Discovery.ServerResourcesForGroupVersion(v.GroupVersion)
+			if err != nil {
+				return false, fmt.Errorf("discovering the resources of %s: %w", v.GroupVersion, err)
+			}
+			if ServesKind(list.APIResources, kind) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}

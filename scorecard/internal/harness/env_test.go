@@ -1,0 +1,202 @@
+package harness_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	discoveryfake "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	etcdfake "github.com/etcdpilot/etcdpilot/internal/etcd/fake"
+	"github.com/etcdpilot/etcdpilot/internal/pki"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+)
+
+const ns = "scorecard"
+
+func newEnv(t *testing.T, objs ...client.Object) *harness.Env {
+	t.Helper()
+	s, err := harness.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		WithStatusSubresource(&etcdv1alpha1.EtcdCluster{}).
+		WithIndex(&corev1.Event{}, "involvedObject.uid", func(o client.Object) []string {
+			return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
+		}).Build()
+	return &harness.Env{Client: c, Namespace: ns, Report: report.New("t", nil), Poll: 10 * time.Millisecond}
+}
+
+func TestNewName(t *testing.T) {
+	g := NewWithT(t)
+	a, b := harness.NewName("sc-l1-"), harness.NewName("sc-l1-")
+	g.Expect(a).To(MatchRegexp(`^sc-l1-[a-z0-9]{5}$`))
+	g.Expect(a).NotTo(Equal(b))
+}
+
+func TestPrepare(t *testing.T) {
+	g := NewWithT(t)
+	example := &etcdv1alpha1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcdcluster-sample", Namespace: "elsewhere", ResourceVersion: "7",
+			UID: "u", Labels: map[string]string{"app.kubernetes.io/name": "etcdpilot"}},
+		Spec:   etcdv1alpha1.EtcdClusterSpec{Size: 3, DeletionPolicy: etcdv1alpha1.DeletionPolicyRetain},
+		Status: etcdv1alpha1.EtcdClusterStatus{ReadyMembers: 3},
+	}
+	c := harness.Prepare(example, "sc-l1-abcde", ns)
+	g.Expect(c.ObjectMeta).To(Equal(metav1.ObjectMeta{Name: "sc-l1-abcde", Namespace: ns, Labels: map[string]string{
+		"app.kubernetes.io/name": "etcdpilot", harness.PartOfLabel: harness.PartOfValue}}))
+	g.Expect(c.Spec.Size).To(Equal(int32(3)))
+	g.Expect(c.Spec.DeletionPolicy).To(Equal(etcdv1alpha1.DeletionPolicyDelete), "the test leaves no volumes behind")
+	g.Expect(c.Spec.PodTemplate.Labels).To(Equal(map[string]string{harness.PartOfLabel: harness.PartOfValue}))
+	g.Expect(c.Status).To(BeZero())
+	g.Expect(example.Labels).To(HaveLen(1), "the example is not changed")
+	g.Expect(example.Spec.DeletionPolicy).To(Equal(etcdv1alpha1.DeletionPolicyRetain))
+}
+
+func TestClientEndpointAndConnect(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Now()
+	caPair, err := pki.NewCA("test CA", time.Hour, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	ca, err := pki.LoadCA(caPair)
+	g.Expect(err).NotTo(HaveOccurred())
+	clientPair, err := ca.IssueClient("etcdpilot", time.Hour, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-client-tls"},
+		Data: map[string][]byte{"ca.crt": ca.CertPEM(), "tls.crt": clientPair.CertPEM, "tls.key": clientPair.KeyPEM}}
+
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
+	_, err = harness.ClientEndpoint(c)
+	g.Expect(err).To(MatchError(ContainSubstring("no status.clientService")))
+
+	c.Status.ClientService, c.Status.ClientSecret = "c-client", "c-client-tls"
+	g.Expect(harness.ClientEndpoint(c)).To(Equal("https://c-client.scorecard.svc:2379"))
+
+	env := newEnv(t, secret)
+	etcd := etcdfake.New()
+	env.NewEtcdClient = etcd.Factory()
+	cli, err := env.Connect(context.Background(), c)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(etcd.Calls()).To(Equal([]string{"New https://c-client.scorecard.svc:2379"}))
+
+	kv, err := harness.WriteKeys(context.Background(), cli, "/p", 3)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kv).To(Equal(map[string]string{"/p/000": "value-000", "/p/001": "value-001", "/p/002": "value-002"}))
+	g.Expect(harness.CheckKeys(context.Background(), cli, kv)).To(Succeed())
+	g.Expect(cli.Put(context.Background(), "/p/001", "other")).To(Succeed())
+	g.Expect(harness.CheckKeys(context.Background(), cli, kv)).To(MatchError(`1 of 3 keys lost or changed, first "/p/001"`))
+
+	// TLS disabled: no Secret, plain http.
+	plain := c.DeepCopy()
+	plain.Status.ClientSecret = ""
+	g.Expect(harness.ClientEndpoint(plain)).To(Equal("http://c-client.scorecard.svc:2379"))
+
+	missing := c.DeepCopy()
+	missing.Status.ClientSecret = "nope"
+	_, err = env.Connect(context.Background(), missing)
+	g.Expect(err).To(MatchError(ContainSubstring("reading the client Secret nope")))
+}
+
+func TestTLSConfig(t *testing.T) {
+	g := NewWithT(t)
+	_, err := harness.TLSConfig(map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("y")})
+	g.Expect(err).To(MatchError("no ca.crt"))
+	_, err = harness.TLSConfig(map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("y"), "ca.crt": []byte("z")})
+	g.Expect(err).To(HaveOccurred())
+}
+
+func TestLost(t *testing.T) {
+	g := NewWithT(t)
+	want := map[string]string{"a": "1", "b": "2", "c": "3"}
+	g.Expect(harness.Lost(want, want)).To(BeEmpty())
+	g.Expect(harness.Lost(want, map[string]string{"a": "1", "c": "x", "d": "4"})).To(Equal([]string{"b", "c"}))
+}
+
+func TestWaitFor(t *testing.T) {
+	g := NewWithT(t)
+	env := newEnv(t)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}, Spec: etcdv1alpha1.EtcdClusterSpec{Size: 1}}
+	g.Expect(env.Create(context.Background(), c)).To(Succeed())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := env.WaitFor(ctx, c, "1 ready member", harness.Settled(1))
+	g.Expect(err).To(MatchError(ContainSubstring("gave up waiting for 1 ready member")))
+	g.Expect(err).To(MatchError(ContainSubstring("last seen: no conditions yet, 0 of 1 members ready")))
+
+	c.Status = settled().Status
+	c.Status.ReadyMembers, c.Status.Members = 1, c.Status.Members[:1]
+	c.Status.ObservedGeneration = c.Generation
+	for i := range c.Status.Conditions {
+		c.Status.Conditions[i].ObservedGeneration = c.Generation
+	}
+	g.Expect(env.Client.Status().Update(context.Background(), c)).To(Succeed())
+	g.Expect(env.WaitFor(context.Background(), c, "1 ready member", harness.Settled(1))).To(Succeed())
+	g.Expect(env.Report.Result().Log).To(ContainSubstring("c: Available=True, Ready=True"))
+}
+
+func TestEventsFor(t *testing.T) {
+	g := NewWithT(t)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c", UID: "uid-c"}}
+	event := func(name, uid string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: "EtcdCluster", Name: "c", UID: k8stypes.UID("uid-" + uid)}}
+	}
+	env := newEnv(t, event("e1", "c"), event("e2", "other"), event("e3", "c"))
+	events, err := env.EventsFor(context.Background(), c)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(events).To(HaveLen(2))
+}
+
+func TestServes(t *testing.T) {
+	g := NewWithT(t)
+	env := newEnv(t)
+	env.Discovery = &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
+		{GroupVersion: "etcd.etcdpilot.io/v1alpha1", APIResources: []metav1.APIResource{{Name: "etcdclusters", Kind: "EtcdCluster"}}},
+		{GroupVersion: "other.io/v1", APIResources: []metav1.APIResource{{Name: "etcdbackups", Kind: "EtcdBackup"}}},
+	}}}
+	g.Expect(env.Serves("etcd.etcdpilot.io", "EtcdCluster")).To(BeTrue())
+	g.Expect(env.Serves("etcd.etcdpilot.io", "EtcdBackup")).To(BeFalse(), "only in the etcdpilot group")
+}
+
+// Cleanup removes what a test created even when no operator runs: the finalizer it would
+// have removed is stripped, and claims the operator would have deleted are deleted.
+func TestCleanupWithoutOperator(t *testing.T) {
+	g := NewWithT(t)
+	env := newEnv(t)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c",
+		Finalizers: []string{"etcd.etcdpilot.io/cleanup"}}}
+	g.Expect(env.Create(context.Background(), c)).To(Succeed())
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-0-data",
+		Labels: map[string]string{"etcd.etcdpilot.io/cluster": "c", "app.kubernetes.io/name": "etcd"}}}
+	other := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d-0-data",
+		Labels: map[string]string{"etcd.etcdpilot.io/cluster": "d", "app.kubernetes.io/name": "etcd"}}}
+	g.Expect(env.Client.Create(context.Background(), pvc)).To(Succeed())
+	g.Expect(env.Client.Create(context.Background(), other)).To(Succeed())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	g.Expect(env.Cleanup(ctx)).To(Succeed())
+
+	var left etcdv1alpha1.EtcdClusterList
+	g.Expect(env.Client.List(context.Background(), &left)).To(Succeed())
+	g.Expect(left.Items).To(BeEmpty())
+	var pvcs corev1.PersistentVolumeClaimList
+	g.Expect(env.Client.List(context.Background(), &pvcs)).To(Succeed())
+	g.Expect(pvcs.Items).To(ConsistOf(HaveField("Name", "d-0-data")), "only this cluster's claims go")
+	log := env.Report.Result().Log
+	g.Expect(log).To(ContainSubstring("removing its finalizers"))
+	g.Expect(log).To(ContainSubstring("deleted EtcdCluster c with its pods and volume claims"))
+
+	g.Expect(env.Cleanup(ctx)).To(Succeed(), "nothing left to clean")
+}

@@ -1,0 +1,274 @@
+package levels_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	scapiv1alpha3 "github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	discoveryfake "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	etcdfake "github.com/etcdpilot/etcdpilot/internal/etcd/fake"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/levels"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+)
+
+const ns = "scorecard"
+
+var bundleDir = filepath.Join("..", "..", "..", "bundle")
+
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	g := NewWithT(t)
+	cfg, err := levels.ConfigFromEnv(env(nil))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg).To(Equal(levels.Config{BundleDir: "/bundle", Timeout: 10 * time.Minute}))
+
+	cfg, err = levels.ConfigFromEnv(env(map[string]string{
+		"SCORECARD_NAMESPACE": "ns", "SCORECARD_BUNDLE_DIR": "/b", "SCORECARD_TEST_TIMEOUT": "15m"}))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg).To(Equal(levels.Config{Namespace: "ns", BundleDir: "/b", Timeout: 15 * time.Minute}))
+
+	_, err = levels.ConfigFromEnv(env(map[string]string{"SCORECARD_TEST_TIMEOUT": "ten"}))
+	g.Expect(err).To(MatchError(ContainSubstring(`SCORECARD_TEST_TIMEOUT="ten" is not a duration`)))
+	_, err = levels.ConfigFromEnv(env(map[string]string{"SCORECARD_TEST_TIMEOUT": "30s"}))
+	g.Expect(err).To(MatchError(ContainSubstring("too short")))
+}
+
+func TestBudget(t *testing.T) {
+	g := NewWithT(t)
+	for _, tc := range []struct{ timeout, test, cleanup time.Duration }{
+		{time.Minute, 25 * time.Second, 30 * time.Second},
+		{10 * time.Minute, 7*time.Minute + 55*time.Second, 2 * time.Minute},
+		{time.Hour, 56*time.Minute + 55*time.Second, 3 * time.Minute},
+	} {
+		test, cleanup := levels.Budget(tc.timeout)
+		g.Expect(test).To(Equal(tc.test), tc.timeout.String())
+		g.Expect(cleanup).To(Equal(tc.cleanup), tc.timeout.String())
+		g.Expect(test+cleanup).To(BeNumerically("<", tc.timeout), "time is left to print the result")
+	}
+}
+
+func TestMissing(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(levels.FullLifecycleMissing(false)).To(Equal([]string{"backup and restore (EtcdBackup is not served; issue 8)"}))
+	g.Expect(levels.FullLifecycleMissing(true)).To(ConsistOf(ContainSubstring("does not exercise it yet")))
+
+	g.Expect(levels.DeepInsightsMissing(nil, nil, 0, true)).To(Equal([]string{
+		"alert rules (no PrometheusRule in the bundle)",
+		"operand metrics scraping (no ServiceMonitor or PodMonitor for etcd members in the bundle)",
+		"Kubernetes events about the EtcdCluster (none within 30s of it becoming Available)",
+	}))
+	g.Expect(levels.DeepInsightsMissing(nil, nil, 0, false)).To(HaveLen(2), "events unchecked: the cluster's own failure is reported")
+	g.Expect(levels.DeepInsightsMissing([]string{"PrometheusRule/a"}, []string{"PodMonitor/b"}, 3, true)).To(BeEmpty())
+
+	g.Expect(levels.AutoPilotMissing()).To(HaveLen(3))
+}
+
+func TestSummarizeEvents(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(levels.SummarizeEvents(nil)).To(Equal("none"))
+	g.Expect(levels.SummarizeEvents([]corev1.Event{
+		{Type: "Normal", Reason: "MemberPodCreated", Count: 2},
+		{Type: "Normal", Reason: "CertificateIssued"},
+		{Type: "Normal", Reason: "MemberPodCreated", Count: 1},
+	})).To(Equal("Normal CertificateIssued x1, Normal MemberPodCreated x3"))
+}
+
+func TestNames(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(levels.Names()).To(Equal([]string{"level-1-basic-install", "level-2-seamless-upgrades",
+		"level-3-full-lifecycle", "level-4-deep-insights", "level-5-auto-pilot"}))
+}
+
+func noCluster(string, *report.Report) (*harness.Env, error) {
+	panic("this test must not reach for a cluster")
+}
+
+func TestRunWithoutCluster(t *testing.T) {
+	deps := levels.Deps{NewEnv: noCluster}
+	cases := []struct {
+		name, test string
+		vars       map[string]string
+		state      scapiv1alpha3.State
+		err        string
+	}{
+		{name: "unknown test", test: "level-6", state: scapiv1alpha3.ErrorState, err: `unknown test "level-6"; the tests are level-1-basic-install, `},
+		{name: "bad timeout", test: "level-5-auto-pilot", vars: map[string]string{"SCORECARD_TEST_TIMEOUT": "x"},
+			state: scapiv1alpha3.ErrorState, err: "not a duration"},
+		{name: "no bundle", test: "level-1-basic-install", vars: map[string]string{"SCORECARD_NAMESPACE": ns, "SCORECARD_BUNDLE_DIR": "/nonexistent"},
+			state: scapiv1alpha3.ErrorState, err: "reading the bundle in /nonexistent"},
+		{name: "no namespace", test: "level-3-full-lifecycle", vars: map[string]string{"SCORECARD_BUNDLE_DIR": bundleDir},
+			state: scapiv1alpha3.ErrorState, err: "SCORECARD_NAMESPACE is not set"},
+		{name: "level 5", test: "level-5-auto-pilot", state: scapiv1alpha3.FailState, err: "missing: automatic recovery from quorum loss"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			res := levels.Run(tc.test, env(tc.vars), deps)
+			g.Expect(res.Name).To(Equal(tc.test))
+			g.Expect(res.State).To(Equal(tc.state))
+			g.Expect(res.Errors).To(ContainElement(ContainSubstring(tc.err)))
+		})
+	}
+}
+
+// fakeCluster is a fake API server with a fake operator and a fake etcd behind it.
+type fakeCluster struct {
+	client client.Client
+	etcd   *etcdfake.Client
+	// backup says whether discovery lists EtcdBackup.
+	backup bool
+}
+
+func newFakeCluster(t *testing.T, events bool, funcs interceptor.Funcs) *fakeCluster {
+	t.Helper()
+	s, err := harness.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).
+		WithStatusSubresource(&etcdv1alpha1.EtcdCluster{}).
+		WithIndex(&corev1.Event{}, "involvedObject.uid", func(o client.Object) []string {
+			return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
+		}).
+		WithInterceptorFuncs(funcs).Build()
+	startFakeOperator(t, c, ns, events)
+	return &fakeCluster{client: c, etcd: etcdfake.New()}
+}
+
+func (f *fakeCluster) deps() levels.Deps {
+	return levels.Deps{NewEnv: func(namespace string, r *report.Report) (*harness.Env, error) {
+		resources := []metav1.APIResource{{Name: "etcdclusters", Kind: "EtcdCluster"}}
+		if f.backup {
+			resources = append(resources, metav1.APIResource{Name: "etcdbackups", Kind: "EtcdBackup"})
+		}
+		return &harness.Env{
+			Client: f.client, Namespace: namespace, Report: r, NewEtcdClient: f.etcd.Factory(), Poll: 10 * time.Millisecond,
+			Discovery: &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
+				{GroupVersion: "etcd.etcdpilot.io/v1alpha1", APIResources: resources}}}},
+		}, nil
+	}}
+}
+
+// run runs test against the fake cluster and checks that it left nothing behind.
+func (f *fakeCluster) run(t *testing.T, test string) scapiv1alpha3.TestResult {
+	t.Helper()
+	res := levels.Run(test, env(map[string]string{"SCORECARD_NAMESPACE": ns, "SCORECARD_BUNDLE_DIR": bundleDir, "SCORECARD_TEST_TIMEOUT": "1m"}), f.deps())
+	g := NewWithT(t)
+	var clusters etcdv1alpha1.EtcdClusterList
+	var pods corev1.PodList
+	var pvcs corev1.PersistentVolumeClaimList
+	g.Expect(f.client.List(context.Background(), &clusters)).To(Succeed())
+	g.Expect(f.client.List(context.Background(), &pods)).To(Succeed())
+	g.Expect(f.client.List(context.Background(), &pvcs)).To(Succeed())
+	g.Expect(clusters.Items).To(BeEmpty(), res.Log)
+	g.Expect(pods.Items).To(BeEmpty(), res.Log)
+	g.Expect(pvcs.Items).To(BeEmpty(), res.Log)
+	return res
+}
+
+func TestBasicInstall(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeCluster(t, false, interceptor.Funcs{})
+	res := f.run(t, "level-1-basic-install")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.PassState), res.Log)
+	g.Expect(res.Log).To(MatchRegexp(`created EtcdCluster scorecard/sc-l1-[a-z0-9]{5}: size 3`))
+	g.Expect(res.Log).To(MatchRegexp(`connecting to http://sc-l1-[a-z0-9]{5}-client\.scorecard\.svc:2379`))
+	g.Expect(res.Log).To(MatchRegexp(`write a key and read it back: done in`))
+	g.Expect(res.Log).To(ContainSubstring("clean up: done in"))
+}
+
+func TestSeamlessUpgradesRefused(t *testing.T) {
+	g := NewWithT(t)
+	refuse := interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		po := (&client.PatchOptions{}).ApplyOptions(opts)
+		if _, ok := obj.(*etcdv1alpha1.EtcdCluster); ok && len(po.DryRun) > 0 {
+			return apierrors.NewInvalid(etcdv1alpha1.GroupVersion.WithKind("EtcdCluster").GroupKind(), obj.GetName(), field.ErrorList{
+				field.Invalid(field.NewPath("spec", "version"), "string", "spec.version cannot be changed yet")})
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}}
+	f := newFakeCluster(t, false, refuse)
+	res := f.run(t, "level-2-seamless-upgrades")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState))
+	g.Expect(res.Errors).To(ConsistOf(And(
+		ContainSubstring("the API server refuses to change spec.version from 3.6.16 to 3.7.3"),
+		ContainSubstring("spec.version cannot be changed yet"),
+		HaveSuffix("operand upgrades are not built yet (issue 6: rolling, health-gated upgrades)"))))
+	g.Expect(res.Log).To(ContainSubstring("the bundle supports etcd 3.5.35, 3.6.16, 3.7.3"))
+}
+
+// The path taken once the operator rolls upgrades: here the fake operator "upgrades" at
+// once.
+func TestSeamlessUpgradesAccepted(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeCluster(t, false, interceptor.Funcs{})
+	res := f.run(t, "level-2-seamless-upgrades")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.PassState), res.Log)
+	g.Expect(res.Log).To(ContainSubstring("wait until every member runs 3.7.3: done"))
+	g.Expect(res.Log).To(MatchRegexp(`\d+ writes acknowledged, 0 not acknowledged`))
+}
+
+func TestFullLifecycle(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeCluster(t, false, interceptor.Funcs{})
+	res := f.run(t, "level-3-full-lifecycle")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(Equal([]string{"missing: backup and restore (EtcdBackup is not served; issue 8)"}))
+	for _, step := range []string{"write 50 keys", "scale to 5 members", "scale to 3 members",
+		"destroy a member: delete its volume claim and its pod",
+		"wait until the member is replaced and the cluster has 3 ready members", "read back the 50 keys"} {
+		g.Expect(res.Log).To(ContainSubstring(step+": done in"), step)
+	}
+	g.Expect(res.Log).To(MatchRegexp(`destroying member sc-l3-[a-z0-9]{5}-2`))
+
+	f = newFakeCluster(t, false, interceptor.Funcs{})
+	f.backup = true
+	res = f.run(t, "level-3-full-lifecycle")
+	g.Expect(res.Errors).To(ConsistOf(ContainSubstring("EtcdBackup is served, but this test does not exercise it yet")))
+}
+
+func TestDeepInsights(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeCluster(t, true, interceptor.Funcs{})
+	res := f.run(t, "level-4-deep-insights")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(Equal([]string{
+		"missing: alert rules (no PrometheusRule in the bundle)",
+		"missing: operand metrics scraping (no ServiceMonitor or PodMonitor for etcd members in the bundle)",
+	}), "events are there")
+	g.Expect(res.Log).To(MatchRegexp(`events about EtcdCluster sc-l4-[a-z0-9]{5}: Normal MemberPodCreated x1`))
+}
+
+func TestPanicIsAnErrorAndCleansUp(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeCluster(t, false, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if _, ok := obj.(*corev1.Service); ok {
+			panic("boom")
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	res := f.run(t, "level-1-basic-install")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.ErrorState))
+	g.Expect(res.Errors).To(ConsistOf("the test panicked: boom"))
+	g.Expect(res.Log).To(ContainSubstring("clean up: done in"))
+}

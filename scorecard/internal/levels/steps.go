@@ -1,0 +1,74 @@
+package levels
+
+import (
+	"context"
+	"fmt"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/bundle"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+)
+
+// step is one named step of a test.
+type step struct {
+	name string
+	do   func() error
+}
+
+// runSteps runs steps in order, logging each with its duration, and stops at the first
+// that fails; that failure fails the test. It reports whether all passed.
+func runSteps(r *report.Report, steps ...step) bool {
+	for _, s := range steps {
+		if err := r.Step(s.name, s.do); err != nil {
+			r.Fail(fmt.Sprintf("%s: %v", s.name, err))
+			return false
+		}
+	}
+	return true
+}
+
+// newCluster returns the EtcdCluster of the CSV's alm-examples, prepared for this test
+// under a new name with prefix, with change applied. A bundle without a usable example
+// fails the test.
+func newCluster(in Input, r *report.Report, prefix string, change func(c *etcdv1alpha1.EtcdCluster)) (*etcdv1alpha1.EtcdCluster, bool) {
+	example, err := bundle.EtcdClusterExample(in.Bundle.CSV)
+	if err != nil {
+		r.Fail(err.Error())
+		return nil, false
+	}
+	c := harness.Prepare(example, harness.NewName(prefix), in.Env.Namespace)
+	if change != nil {
+		change(c)
+	}
+	r.Logf("EtcdCluster %s is the CSV's alm-examples %s, with deletionPolicy Delete", c.Name, example.Name)
+	return c, true
+}
+
+// createStep creates c.
+func createStep(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster) step {
+	return step{"create EtcdCluster " + c.Name, func() error { return in.Env.Create(ctx, c) }}
+}
+
+// settleStep waits until c runs size healthy members and is Available and Ready.
+func settleStep(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, size int32) step {
+	what := fmt.Sprintf("%d ready members, Available and Ready", size)
+	if size == 1 {
+		what = "1 ready member, Available and Ready"
+	}
+	return step{"wait for " + what, func() error { return in.Env.WaitFor(ctx, c, what, harness.Settled(size)) }}
+}
+
+// checkKeys reads want back from c over a new connection, so that every check goes
+// through the client Service as it is now.
+func checkKeys(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, want map[string]string) error {
+	cli, err := in.Env.Connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cli.Close() }() // nothing to do about a failed close of a read-only client
+	return harness.CheckKeys(ctx, cli, want)
+}
+
+// keyPrefix is where a test cluster's keys go.
+func keyPrefix(c *etcdv1alpha1.EtcdCluster) string { return "/etcdpilot-scorecard/" + c.Name }
