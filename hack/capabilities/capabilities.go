@@ -37,6 +37,8 @@ type Test struct {
 	Result Result `json:"result"`
 	// Summary is the first line of the test's errors: what is missing when it fails.
 	Summary string `json:"summary,omitempty"`
+	// Suggestions are what the test suggests, pass or fail (printed, not recorded).
+	Suggestions []string `json:"-"`
 }
 
 // Record is what `make capabilities` commits: the result of every test and the level they earn.
@@ -77,6 +79,7 @@ func results(list scapi.TestList) ([]Test, error) {
 			t.Result, t.Summary = Error, "the test reported no result"
 		}
 		for _, r := range item.Status.Results {
+			t.Suggestions = append(t.Suggestions, r.Suggestions...)
 			summary := summarize(r.Errors)
 			switch {
 			case r.State == scapi.ErrorState:

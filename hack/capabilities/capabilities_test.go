@@ -24,7 +24,7 @@ func run() scapi.TestList {
 		item("level-2-seamless-upgrades", "capability", "2", scapi.TestResult{
 			Name: "level-2-seamless-upgrades", State: scapi.FailState, Errors: []string{"spec.version is immutable\nsecond line", "more"},
 		}),
-		item("basic-check-spec-test", "basic", "", scapi.TestResult{Name: "basic-check-spec", State: scapi.PassState}),
+		item("basic-check-spec-test", "basic", "", scapi.TestResult{Name: "basic-check-spec", State: scapi.PassState, Suggestions: []string{"add a status"}}),
 		item("level-1-basic-install", "capability", "1", scapi.TestResult{Name: "level-1-basic-install", State: scapi.PassState, Log: "ok"}),
 		item("level-3-full-lifecycle", "capability", "3"),
 		item("level-4-deep-insights", "capability", "4",
@@ -40,7 +40,7 @@ func TestResultsReadTheRun(t *testing.T) {
 	ts, err := results(run())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ts).To(Equal([]Test{
-		{Name: "basic-check-spec-test", Suite: "basic", Result: Pass},
+		{Name: "basic-check-spec-test", Suite: "basic", Result: Pass, Suggestions: []string{"add a status"}},
 		{Name: "level-1-basic-install", Suite: "capability", Level: 1, Result: Pass},
 		{Name: "level-2-seamless-upgrades", Suite: "capability", Level: 2, Result: Fail, Summary: "spec.version is immutable; more"},
 		{Name: "level-3-full-lifecycle", Suite: "capability", Level: 3, Result: Error, Summary: "the test reported no result"},

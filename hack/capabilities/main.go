@@ -114,6 +114,11 @@ func printTable(ts []Test, claimed int) {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Suite, level, result, t.Summary)
 	}
 	_ = w.Flush()
+	for _, t := range ts {
+		for _, s := range t.Suggestions {
+			fmt.Printf("suggestion from %s: %s\n", t.Name, s)
+		}
+	}
 }
 
 func report(f files) error {
