@@ -164,7 +164,7 @@ bench-unit: ## Run the benchmarks of the pure packages.
 	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
 
 .PHONY: bench-cluster
-bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images deploy ## Run the benchmarks on the local cluster (bootstrap time against a hand-started floor).
+bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images deploy ## Run the benchmarks on the local cluster (bootstrap, scale 3->5 and member replacement, each next to a floor).
 	go test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench
 
 .PHONY: verify
@@ -231,6 +231,9 @@ scorecard-image: $(CRANE) ## Build the capability scorecard tests' image and pus
 # keeps its tag, its digest changes, so the operator restarts on the new one), and at
 # LOCAL_ETCD_IMAGE_REPOSITORY.
 DEPLOY_OVERLAY := $(CURDIR)/_output/deploy
+# DEPLOY_TEST_FAILPOINTS=true turns on the operator's crash-test hooks
+# (controllers/failpoint.go); the e2e suite deploys with it. Never for real clusters.
+DEPLOY_TEST_FAILPOINTS ?= false
 .PHONY: deploy-overlay
 deploy-overlay: $(CRANE)
 	@rm -rf $(DEPLOY_OVERLAY) && mkdir -p $(DEPLOY_OVERLAY)
@@ -243,6 +246,8 @@ deploy-overlay: $(CRANE)
 		'patches:' '- target: {kind: Deployment, name: etcdpilot-controller-manager}' \
 		'  patch: |-' \
 		'    - op: replace' '      path: /spec/template/spec/containers/0/env/0/value' '      value: $(LOCAL_ETCD_IMAGE_REPOSITORY)' \
+		$(if $(filter true,$(DEPLOY_TEST_FAILPOINTS)),'    - op: add' '      path: /spec/template/spec/containers/0/env/-' \
+			'      value:' '        name: ETCDPILOT_TEST_FAILPOINTS' '        value: "true"') \
 		> $(DEPLOY_OVERLAY)/kustomization.yaml
 
 .PHONY: install

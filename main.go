@@ -125,6 +125,7 @@ func run() error {
 		EtcdImages:    etcdImages,
 		ClusterDomain: clusterDomain,
 		NewEtcdClient: etcd.New,
+		Failpoints:    os.Getenv(controllers.FailpointsEnv) == "true",
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdCluster controller: %w", err)
 	}

@@ -57,6 +57,10 @@ type EtcdClusterReconciler struct {
 	NewEtcdClient etcd.Factory
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Failpoints turns on the crash-test hooks (failpoint.go); Exit is how they exit
+	// (os.Exit when nil).
+	Failpoints bool
+	Exit       func(code int)
 }
 
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdclusters,verbs=get;list;watch;update;patch
@@ -174,6 +178,7 @@ func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCl
 			return fmt.Errorf("adding member %s as a learner: %w", a.Member, err)
 		}
 		r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "Added member %s as a learner", a.Member)
+		r.crashAfter(ctx, c, a.Kind)
 		if err := r.createMember(ctx, c, a); err != nil {
 			return fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
 		}
@@ -207,6 +212,7 @@ func (r *EtcdClusterReconciler) shrink(ctx context.Context, c *etcdv1alpha1.Etcd
 			return fmt.Errorf("removing member %s: %w", a.Member, err)
 		}
 		r.event(c, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "Removed member %s (%s)", a.Member, a.Message)
+		r.crashAfter(ctx, c, a.Kind)
 		return r.deleteMember(ctx, c, obs, a.Member)
 	case membership.DeletePod:
 		return r.deleteMember(ctx, c, obs, a.Member)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +14,7 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
+	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
 )
 
@@ -47,6 +49,8 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		planner: membership.Observed{
 			Cluster: names, Size: int(c.Spec.Size), Ephemeral: c.Spec.Storage.Ephemeral,
 			Pods: map[string]membership.Pod{}, PVCs: map[string]membership.PVC{},
+			Now:                   r.now(),
+			ReplaceUnhealthyAfter: resources.WithDefaults(c.Spec).ReplaceUnhealthyMemberAfter.Duration,
 		},
 		details: map[string]status.Detail{},
 		pvcs:    map[string]*corev1.PersistentVolumeClaim{},
@@ -79,6 +83,15 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		}
 	}
 	r.observeEtcd(ctx, tlsConfig, o)
+	// How long each member has been unhealthy carries over from the last status, so that
+	// the bound holds across reconciles and operator restarts.
+	since := map[string]time.Time{}
+	for _, m := range c.Status.Members {
+		if m.UnhealthySince != nil {
+			since[m.Name] = m.UnhealthySince.Time
+		}
+	}
+	membership.TrackUnhealthy(o.planner.Members, since, o.planner.Now)
 	return o, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -31,6 +32,7 @@ func TestDefaults(t *testing.T) {
 	g.Expect(c.Spec.Storage.Ephemeral).To(BeFalse())
 	g.Expect(c.Spec.TLS.Mode).To(Equal(etcdv1alpha1.TLSModeOperatorCA))
 	g.Expect(c.Spec.DeletionPolicy).To(Equal(etcdv1alpha1.DeletionPolicyRetain))
+	g.Expect(c.Spec.ReplaceUnhealthyMemberAfter).To(Equal(&metav1.Duration{Duration: 10 * time.Minute}))
 	g.Expect(c.Spec.Etcd).To(Equal(etcdv1alpha1.EtcdOptions{
 		AutoCompactionMode: etcdv1alpha1.AutoCompactionPeriodic, AutoCompactionRetention: "1h",
 		QuotaBackendBytes: ptr.To(resource.MustParse("2Gi")), SnapshotCount: 10000,
@@ -47,6 +49,15 @@ func TestCreateValidation(t *testing.T) {
 		refusal string
 	}{
 		{"size 1", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 1 }, ""},
+		{"replacement off", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.ReplaceUnhealthyMemberAfter = &metav1.Duration{}
+		}, ""},
+		{"replacement after 30s", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.ReplaceUnhealthyMemberAfter = &metav1.Duration{Duration: 30 * time.Second}
+		}, ""},
+		{"replacement after 10s", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.ReplaceUnhealthyMemberAfter = &metav1.Duration{Duration: 10 * time.Second}
+		}, "spec.replaceUnhealthyMemberAfter: Invalid value: \"10s\": replaceUnhealthyMemberAfter must be 0s (never replace) or at least 30s"},
 		{"size 7", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 7 }, ""},
 		{"even size", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 4 },
 			`spec.size: Unsupported value: 4: supported values: "1", "3", "5", "7"`},

@@ -38,8 +38,9 @@ const (
 	// ReasonRemovingMember (Progressing=True): spec.size is below the member count; members
 	// are removed one at a time, unhealthy ones first, the leader after handing over.
 	ReasonRemovingMember = "RemovingMember"
-	// ReasonReplacingMember (Progressing=True): a member whose data is lost is removed, and
-	// a fresh member with a new identity is added in its place.
+	// ReasonReplacingMember (Progressing=True): a member whose data is lost, or that stayed
+	// unhealthy longer than spec.replaceUnhealthyMemberAfter, is removed, and a fresh member
+	// with a new identity is added in its place.
 	ReasonReplacingMember = "ReplacingMember"
 	// ReasonRecreatingPod (Progressing=True): a member's pod was gone and is being created
 	// again, with the member's data and identity.

@@ -66,6 +66,19 @@ type EtcdClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Retain","urn:alm:descriptor:com.tectonic.ui:select:Delete"}
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// replaceUnhealthyMemberAfter is how long a started voting member may stay unhealthy
+	// (its etcd does not answer, for example a pod that cannot pull its image or a crash
+	// loop) before the operator replaces it: it removes the member from the cluster and adds
+	// a fresh one (a new member ID, empty data synced from the others). It does so only while
+	// the other voting members keep a healthy quorum, one member at a time. "0s" turns
+	// replacement off: an unhealthy member is then only reported (Degraded). A member whose
+	// data is lost (its claim deleted) is replaced at once, whatever this says.
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) == duration('0s') || duration(self) >= duration('30s')",message="replaceUnhealthyMemberAfter must be 0s (never replace) or at least 30s: a member restarting must not be mistaken for a lost one"
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replace Unhealthy Member After",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	ReplaceUnhealthyMemberAfter *metav1.Duration `json:"replaceUnhealthyMemberAfter,omitempty"`
 }
 
 // DeletionPolicy says what happens to member PVCs when their EtcdCluster is deleted.
@@ -400,6 +413,12 @@ type MemberStatus struct {
 	// healthy is true when the member answered a health check in the last reconcile.
 	// +optional
 	Healthy bool `json:"healthy,omitempty"`
+
+	// unhealthySince is when the operator first saw this started member unhealthy, in the
+	// stretch that is still going on; empty while it is healthy. A voting member unhealthy
+	// for longer than spec.replaceUnhealthyMemberAfter is replaced.
+	// +optional
+	UnhealthySince *metav1.Time `json:"unhealthySince,omitempty"`
 
 	// version is the etcd version the member runs.
 	// +optional

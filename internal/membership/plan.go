@@ -12,6 +12,7 @@ package membership
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
@@ -31,6 +32,11 @@ type Observed struct {
 	PVCs map[string]PVC
 	// Members is the etcd member list, or nil when no member answered.
 	Members []Member
+	// Now is the time of the observation.
+	Now time.Time
+	// ReplaceUnhealthyAfter is spec.replaceUnhealthyMemberAfter: a started voting member
+	// unhealthy for longer is replaced. Zero never replaces.
+	ReplaceUnhealthyAfter time.Duration
 }
 
 // Pod is a member pod as observed.
@@ -68,6 +74,9 @@ type Member struct {
 	Ready bool
 	// Leader is true for the raft leader.
 	Leader bool
+	// UnhealthySince is when the member was first seen unhealthy in its current unhealthy
+	// stretch (TrackUnhealthy); zero while it is healthy.
+	UnhealthySince time.Time
 }
 
 // Kind is the kind of change an Action makes.
@@ -189,6 +198,10 @@ func planReachable(o Observed) Action {
 	if len(o.Members) > o.Size {
 		return o.shrink()
 	}
+	if m, ok := o.unhealthyTooLong(); ok {
+		return o.replace(m, fmt.Sprintf("it has been unhealthy since %s, longer than spec.replaceUnhealthyMemberAfter (%s)",
+			m.UnhealthySince.UTC().Format(time.RFC3339), o.ReplaceUnhealthyAfter), etcdv1alpha1.ReasonMembersUnhealthy)
+	}
 	for _, m := range o.Members {
 		if !m.Learner {
 			continue
@@ -301,7 +314,7 @@ func (o Observed) missingPod() (Action, bool) {
 		_, hasPVC := o.PVCs[m.Name]
 		dataLost := m.Started && ((o.Ephemeral && !hasPod) || (!o.Ephemeral && !hasPVC))
 		if dataLost {
-			return o.replace(m), true
+			return o.replace(m, "its data is lost (its pod or volume was deleted)", etcdv1alpha1.ReasonMemberDataLost), true
 		}
 		if hasPod {
 			continue
@@ -317,22 +330,58 @@ func (o Observed) missingPod() (Action, bool) {
 	return Action{}, false
 }
 
-// replace removes a member whose data is gone, so that the cluster grows back with a fresh
-// member (a new learner, new member ID). It only happens while the other voters keep a
-// healthy quorum; otherwise nothing is touched and the cluster is reported degraded.
-func (o Observed) replace(m Member) Action {
+// replace removes a member that cannot come back as it is (why says why: its data is gone,
+// or it stayed unhealthy too long), so that the cluster grows back with a fresh member (a
+// new learner, new member ID). It only happens while the other voters keep a healthy
+// quorum; otherwise nothing is touched and the cluster is reported degraded, with
+// blockedReason.
+func (o Observed) replace(m Member, why, blockedReason string) Action {
 	voters, healthy, successor := o.remainingVoters(m)
 	if voters == 0 || healthy < voters/2+1 {
-		return Action{Kind: Blocked, Member: m.Name, Reason: etcdv1alpha1.ReasonMemberDataLost,
-			Message: fmt.Sprintf("member %s lost its data (its pod or volume was deleted) and cannot be replaced: %d of the %d other voting members are healthy, short of a quorum", m.Name, healthy, voters)}
+		return Action{Kind: Blocked, Member: m.Name, Reason: blockedReason,
+			Message: fmt.Sprintf("member %s must be replaced (%s) but cannot be: %d of the %d other voting members are healthy, short of a quorum", m.Name, why, healthy, voters)}
 	}
 	if m.Leader {
-		// A leader without data cannot lead for long; still, hand over before removing.
+		// A leader that must go cannot lead for long; still, hand over before removing.
 		return Action{Kind: MoveLeader, Member: m.Name, MemberID: successor.ID, Reason: etcdv1alpha1.ReasonReplacingMember,
-			Message: fmt.Sprintf("moving leadership from %s, whose data is lost, before replacing it", m.Name)}
+			Message: fmt.Sprintf("moving leadership from %s before replacing it: %s", m.Name, why)}
 	}
 	return Action{Kind: RemoveMember, Member: m.Name, MemberID: m.ID, Reason: etcdv1alpha1.ReasonReplacingMember,
-		Message: fmt.Sprintf("replacing member %s: its data is lost (its pod or volume was deleted); a fresh member joins after it is removed", m.Name)}
+		Message: fmt.Sprintf("replacing member %s: %s; a fresh member joins after it is removed", m.Name, why)}
+}
+
+// unhealthyTooLong finds the first started voting member that has been unhealthy for longer
+// than ReplaceUnhealthyAfter.
+func (o Observed) unhealthyTooLong() (Member, bool) {
+	if o.ReplaceUnhealthyAfter <= 0 {
+		return Member{}, false
+	}
+	for _, m := range o.Members {
+		if m.Learner || !m.Started || m.Healthy || m.UnhealthySince.IsZero() {
+			continue
+		}
+		if o.Now.Sub(m.UnhealthySince) > o.ReplaceUnhealthyAfter {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// TrackUnhealthy sets UnhealthySince on each started member: zero when healthy, else the
+// time it was first seen unhealthy (since, by member name, from the last status), or now
+// when this is the first time.
+func TrackUnhealthy(members []Member, since map[string]time.Time, now time.Time) {
+	for i := range members {
+		m := &members[i]
+		switch {
+		case m.Healthy || !m.Started:
+			m.UnhealthySince = time.Time{}
+		case !since[m.Name].IsZero():
+			m.UnhealthySince = since[m.Name]
+		default:
+			m.UnhealthySince = now
+		}
+	}
 }
 
 // addLearner adds the next member as a learner. Its name takes the lowest ordinal used by no

@@ -2,6 +2,7 @@ package membership_test
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -39,6 +40,15 @@ func pvcs(bootstrapped bool, names ...string) map[string]membership.PVC {
 		out[n] = membership.PVC{Bootstrapped: bootstrapped}
 	}
 	return out
+}
+
+var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// sick is a started voter first seen unhealthy `ago` before now.
+func sick(ordinal int, id uint64, ago time.Duration) membership.Member {
+	m := member(ordinal, id, true, false, false)
+	m.UnhealthySince = now.Add(-ago)
+	return m
 }
 
 func TestPlan(t *testing.T) {
@@ -156,6 +166,67 @@ func TestPlan(t *testing.T) {
 			want: membership.Wait,
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Member).To(Equal(e1))
+			},
+		},
+		{
+			name: "a voter unhealthy for longer than the bound: replace it",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2), Now: now, ReplaceUnhealthyAfter: 10 * time.Minute,
+				Members: []membership.Member{leader(voter(0, 10)), sick(1, 11, 11*time.Minute), voter(2, 12)}},
+			want: membership.RemoveMember,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.MemberID).To(Equal(uint64(11)))
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonReplacingMember))
+				g.Expect(a.Message).To(ContainSubstring("unhealthy since 2026-11-21T11:49:00Z, longer than spec.replaceUnhealthyMemberAfter (10m0s)"))
+			},
+		},
+		{
+			name: "a voter unhealthy within the bound: wait for it",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2), Now: now, ReplaceUnhealthyAfter: 10 * time.Minute,
+				Members: []membership.Member{voter(0, 10), sick(1, 11, 9*time.Minute), voter(2, 12)}},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonWaitingForMembers))
+			},
+		},
+		{
+			name: "replacement off (bound 0): an unhealthy voter is only waited for",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2), Now: now,
+				Members: []membership.Member{voter(0, 10), sick(1, 11, time.Hour), voter(2, 12)}},
+			want: membership.Wait,
+		},
+		{
+			name: "two of three voters unhealthy too long: no quorum to replace with, touch nothing",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2), Now: now, ReplaceUnhealthyAfter: time.Minute,
+				Members: []membership.Member{voter(0, 10), sick(1, 11, time.Hour), sick(2, 12, time.Hour)}},
+			want: membership.Blocked,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonMembersUnhealthy))
+				g.Expect(a.Message).To(ContainSubstring("1 of the 2 other voting members are healthy, short of a quorum"))
+			},
+		},
+		{
+			name: "an unhealthy learner is not replaced: it is waited for (it has nothing to lose)",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2), Now: now, ReplaceUnhealthyAfter: time.Minute,
+				Members: []membership.Member{voter(0, 10), voter(1, 11), func() membership.Member {
+					m := member(2, 12, true, true, false)
+					m.UnhealthySince = now.Add(-time.Hour)
+					return m
+				}()}},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonPromotingLearner))
+			},
+		},
+		{
+			name: "scale down while a member is unhealthy too long: the unhealthy one goes first",
+			obs: membership.Observed{Size: 1, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2), Now: now, ReplaceUnhealthyAfter: time.Minute,
+				Members: []membership.Member{voter(0, 10), voter(1, 11), sick(2, 12, time.Hour)}},
+			want: membership.RemoveMember,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e2))
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonRemovingMember))
 			},
 		},
 		{
@@ -295,4 +366,21 @@ func TestPlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestTrackUnhealthy(t *testing.T) {
+	g := NewWithT(t)
+	earlier := now.Add(-5 * time.Minute)
+	members := []membership.Member{
+		voter(0, 10),                      // healthy: no record
+		member(1, 11, true, false, false), // unhealthy, seen before: keeps its record
+		member(2, 12, true, false, false), // unhealthy for the first time: now
+		member(3, 13, false, true, false), // never started: no record
+	}
+	since := map[string]time.Time{c.MemberName(0): earlier, c.MemberName(1): earlier, c.MemberName(3): earlier}
+	membership.TrackUnhealthy(members, since, now)
+	g.Expect(members[0].UnhealthySince).To(BeZero(), "a healthy member's record is cleared")
+	g.Expect(members[1].UnhealthySince).To(Equal(earlier))
+	g.Expect(members[2].UnhealthySince).To(Equal(now))
+	g.Expect(members[3].UnhealthySince).To(BeZero())
 }

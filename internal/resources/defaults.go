@@ -1,7 +1,10 @@
 package resources
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
@@ -25,6 +28,10 @@ const (
 	DefaultHeartbeatIntervalMillis int32 = 100
 	// DefaultElectionTimeoutMillis is etcd's own default election timeout.
 	DefaultElectionTimeoutMillis int32 = 1000
+	// DefaultReplaceUnhealthyMemberAfter is how long a member may stay unhealthy before it
+	// is replaced: long enough for a node reboot or an image pull, short enough that a
+	// 3-member cluster does not spend an afternoon one failure away from losing quorum.
+	DefaultReplaceUnhealthyMemberAfter = 10 * time.Minute
 )
 
 var (
@@ -55,6 +62,9 @@ func WithDefaults(spec etcdv1alpha1.EtcdClusterSpec) etcdv1alpha1.EtcdClusterSpe
 	}
 	if spec.DeletionPolicy == "" {
 		spec.DeletionPolicy = etcdv1alpha1.DeletionPolicyRetain
+	}
+	if spec.ReplaceUnhealthyMemberAfter == nil {
+		spec.ReplaceUnhealthyMemberAfter = &metav1.Duration{Duration: DefaultReplaceUnhealthyMemberAfter}
 	}
 	spec.Etcd = etcdDefaults(spec.Etcd)
 	return spec

@@ -2,10 +2,12 @@ package resources_test
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
@@ -22,6 +24,7 @@ func TestWithDefaultsFillsEmptySpec(t *testing.T) {
 	g.Expect(s.Storage.Size.Cmp(resource.MustParse("4Gi"))).To(BeZero())
 	g.Expect(s.TLS.Mode).To(Equal(etcdv1alpha1.TLSModeOperatorCA))
 	g.Expect(s.DeletionPolicy).To(Equal(etcdv1alpha1.DeletionPolicyRetain))
+	g.Expect(s.ReplaceUnhealthyMemberAfter.Duration).To(Equal(10 * time.Minute))
 	g.Expect(s.Etcd.AutoCompactionMode).To(Equal(etcdv1alpha1.AutoCompactionPeriodic))
 	g.Expect(s.Etcd.AutoCompactionRetention).To(Equal("1h"))
 	g.Expect(s.Etcd.QuotaBackendBytes.Value()).To(Equal(int64(2 << 30)))
@@ -39,6 +42,8 @@ func TestWithDefaultsKeepsSetFields(t *testing.T) {
 		Resources:      corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
 		TLS:            etcdv1alpha1.TLSSpec{Mode: etcdv1alpha1.TLSModeDisabled},
 		DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete,
+		// "0s" (replacement off) is a set value, not an empty one.
+		ReplaceUnhealthyMemberAfter: &metav1.Duration{},
 		Etcd: etcdv1alpha1.EtcdOptions{
 			AutoCompactionMode:      etcdv1alpha1.AutoCompactionRevision,
 			AutoCompactionRetention: "1000",

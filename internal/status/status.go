@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,7 +64,11 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	} else {
 		// Nobody answered: keep what is known of the members, none of it healthy.
 		for i := range out.Members {
-			out.Members[i].Healthy, out.Members[i].Leader = false, false
+			m := &out.Members[i]
+			m.Healthy, m.Leader = false, false
+			if m.UnhealthySince == nil && !in.Observed.Now.IsZero() {
+				m.UnhealthySince = &metav1.Time{Time: in.Observed.Now}
+			}
 		}
 	}
 	voters, healthy := countVoters(out.Members)
@@ -87,16 +92,21 @@ func members(names cluster.Cluster, in []membership.Member, details map[string]D
 	out := make([]etcdv1alpha1.MemberStatus, 0, len(in))
 	for _, m := range in {
 		d := details[m.Name]
+		var since *metav1.Time
+		if !m.UnhealthySince.IsZero() {
+			since = &metav1.Time{Time: m.UnhealthySince}
+		}
 		out = append(out, etcdv1alpha1.MemberStatus{
-			Name:      m.Name,
-			ID:        strconv.FormatUint(m.ID, 16),
-			PeerURL:   m.PeerURL,
-			ClientURL: names.ClientURL(m.Name),
-			Leader:    m.Leader,
-			Learner:   m.Learner,
-			Healthy:   m.Healthy,
-			Version:   d.Version,
-			DBSize:    d.DBSize,
+			UnhealthySince: since,
+			Name:           m.Name,
+			ID:             strconv.FormatUint(m.ID, 16),
+			PeerURL:        m.PeerURL,
+			ClientURL:      names.ClientURL(m.Name),
+			Leader:         m.Leader,
+			Learner:        m.Learner,
+			Healthy:        m.Healthy,
+			Version:        d.Version,
+			DBSize:         d.DBSize,
 		})
 	}
 	return out
@@ -170,7 +180,7 @@ func degradedCondition(in Input, ms []etcdv1alpha1.MemberStatus) metav1.Conditio
 		var sick []string
 		for _, m := range in.Observed.Members {
 			if m.Started && !m.Learner && !m.Healthy {
-				sick = append(sick, m.Name)
+				sick = append(sick, sickMember(m, in.Observed.ReplaceUnhealthyAfter))
 			}
 		}
 		if len(sick) > 0 {
@@ -180,6 +190,20 @@ func degradedCondition(in Input, ms []etcdv1alpha1.MemberStatus) metav1.Conditio
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse,
 		Reason: etcdv1alpha1.ReasonAsExpected, Message: fmt.Sprintf("%d members observed", len(ms))}
+}
+
+// sickMember describes an unhealthy member for the Degraded message: since when, and when
+// the operator replaces it if it stays so.
+func sickMember(m membership.Member, replaceAfter time.Duration) string {
+	if m.UnhealthySince.IsZero() {
+		return m.Name
+	}
+	since := m.UnhealthySince.UTC().Format(time.RFC3339)
+	if replaceAfter <= 0 {
+		return fmt.Sprintf("%s (since %s; replacement is off)", m.Name, since)
+	}
+	return fmt.Sprintf("%s (since %s; replaced at %s if still unhealthy)", m.Name, since,
+		m.UnhealthySince.Add(replaceAfter).UTC().Format(time.RFC3339))
 }
 
 func readyCondition(available, progressing, degraded metav1.Condition, ready, size int) metav1.Condition {

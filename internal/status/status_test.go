@@ -203,3 +203,40 @@ func TestEveryChangeIsProgressing(t *testing.T) {
 		g.Expect(cond(g, s, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse), string(kind))
 	}
 }
+
+func TestUnhealthySinceIsRecordedAndSaysWhenTheMemberIsReplaced(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	ms := members(true, false, true)
+	ms[1].UnhealthySince = now.Add(-time.Minute)
+	in := status.Input{
+		Cluster:  newCluster(3),
+		Observed: membership.Observed{Members: ms, Now: now, ReplaceUnhealthyAfter: 10 * time.Minute},
+		Action:   membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting for e-1"},
+	}
+
+	s := status.Compute(in)
+
+	g.Expect(s.Members[0].UnhealthySince).To(BeNil())
+	g.Expect(s.Members[1].UnhealthySince).To(Equal(&metav1.Time{Time: now.Add(-time.Minute)}))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionDegraded).Message).To(Equal(
+		"members not healthy: e-1 (since 2026-11-21T11:59:00Z; replaced at 2026-11-21T12:09:00Z if still unhealthy)"))
+
+	in.Observed.ReplaceUnhealthyAfter = 0
+	g.Expect(cond(g, status.Compute(in), etcdv1alpha1.ConditionDegraded).Message).To(
+		HaveSuffix("e-1 (since 2026-11-21T11:59:00Z; replacement is off)"))
+}
+
+func TestUnreachableMembersStartTheirUnhealthyRecord(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	earlier := metav1.NewTime(now.Add(-time.Hour))
+	c := newCluster(3)
+	c.Status.Members = []etcdv1alpha1.MemberStatus{{Name: "e-0", Healthy: true}, {Name: "e-1", UnhealthySince: &earlier}}
+
+	s := status.Compute(status.Input{Cluster: c, Observed: membership.Observed{Now: now},
+		Action: membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "w"}})
+
+	g.Expect(s.Members[0].UnhealthySince).To(Equal(&metav1.Time{Time: now}))
+	g.Expect(s.Members[1].UnhealthySince).To(Equal(&earlier), "an existing record is kept")
+}

@@ -74,8 +74,8 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	if olmRun() {
 		return nil
 	}
-	By("deploying the operator with make deploy")
-	run("make", "deploy")
+	By("deploying the operator with make deploy, crash-test hooks on")
+	run("make", "deploy", "DEPLOY_TEST_FAILPOINTS=true")
 	return nil
 }, func(_ []byte) {
 	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(

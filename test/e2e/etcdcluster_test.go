@@ -105,8 +105,8 @@ var _ = Describe("EtcdCluster", func() {
 			}
 		})
 
-		It("scales down to 1 member and back up to 3, keeping every key", func(ctx SpecContext) {
-			for _, size := range []int32{1, 3} {
+		It("scales 3 -> 5 -> 3 -> 1 -> 3, one member at a time, keeping every key", func(ctx SpecContext) {
+			for _, size := range []int32{5, 3, 1, 3} {
 				By(fmt.Sprintf("scaling to %d", size))
 				c := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
 				patch := client.MergeFrom(c.DeepCopy())
@@ -129,14 +129,7 @@ var _ = Describe("EtcdCluster", func() {
 				}
 				Expect(live).To(Equal(int(size)), "deletionPolicy Delete: removed members' claims are deleted")
 
-				cli := etcdClient(ctx, ns, cluster.Name)
-				for k, v := range keys {
-					got, found, err := cli.Get(ctx, k)
-					Expect(err).NotTo(HaveOccurred())
-					Expect(found).To(BeTrue(), k)
-					Expect(got).To(Equal(v), k)
-				}
-				Expect(cli.Close()).To(Succeed())
+				expectKeys(ctx, ns, cluster.Name, keys)
 			}
 		})
 
@@ -154,14 +147,57 @@ var _ = Describe("EtcdCluster", func() {
 			}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 			after := waitReady(ctx, cluster)
 			Expect(after.Status.Members).To(HaveLen(3))
-			cli := etcdClient(ctx, ns, cluster.Name)
-			defer func() { _ = cli.Close() }()
-			for k, v := range keys {
-				got, found, err := cli.Get(ctx, k)
-				Expect(err).NotTo(HaveOccurred())
-				Expect(found).To(BeTrue(), k)
-				Expect(got).To(Equal(v), k)
+			expectKeys(ctx, ns, cluster.Name, keys)
+		})
+
+		It("replaces a member that stays unhealthy longer than spec.replaceUnhealthyMemberAfter, keeping every key", func(ctx SpecContext) {
+			before := waitReady(ctx, cluster)
+			patch := client.MergeFrom(before.DeepCopy())
+			before.Spec.ReplaceUnhealthyMemberAfter = &metav1.Duration{Duration: 30 * time.Second}
+			Expect(k8sClient.Patch(ctx, before, patch)).To(Succeed())
+			before = waitReady(ctx, cluster)
+			var victim etcdv1alpha1.MemberStatus
+			for _, m := range before.Status.Members {
+				if !m.Leader {
+					victim = m
+				}
 			}
+			By("breaking member " + victim.Name + ": its container now runs an image that does not exist")
+			pod := get(ctx, ns, victim.Name, &corev1.Pod{})
+			podPatch := client.MergeFrom(pod.DeepCopy())
+			pod.Spec.Containers[0].Image = "gcr.io/etcd-development/etcd:v0.0.0-does-not-exist"
+			Expect(k8sClient.Patch(ctx, pod, podPatch)).To(Succeed())
+
+			By("the status records since when it is unhealthy and when it will be replaced")
+			Eventually(func(g Gomega) {
+				c := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+				g.Expect(c.Status.Members).To(ContainElement(SatisfyAll(
+					HaveField("ID", victim.ID), HaveField("Healthy", false), HaveField("UnhealthySince", Not(BeNil())))))
+				degraded := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+				g.Expect(degraded).NotTo(BeNil())
+				g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonMembersUnhealthy))
+				g.Expect(degraded.Message).To(ContainSubstring(victim.Name + " (since "))
+				g.Expect(degraded.Message).To(ContainSubstring("replaced at"))
+			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+
+			By("after the bound it is removed and a fresh member takes its place")
+			Eventually(func(g Gomega) {
+				c := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+				g.Expect(c.Status.Members).NotTo(ContainElement(HaveField("ID", victim.ID)), "the unhealthy member is removed")
+			}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			after := waitReady(ctx, cluster)
+			Expect(after.Status.Members).To(HaveLen(3))
+			for _, m := range after.Status.Members {
+				Expect(m.Healthy).To(BeTrue(), m.Name)
+				Expect(m.UnhealthySince).To(BeNil(), m.Name)
+			}
+			events, err := clientset.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(events.Items).To(ContainElement(SatisfyAll(
+				HaveField("Reason", "MemberRemoved"),
+				HaveField("Note", SatisfyAll(ContainSubstring("replacing member "+victim.Name), ContainSubstring("unhealthy since"))))))
+
+			expectKeys(ctx, ns, cluster.Name, keys)
 		})
 
 		It("runs member pods under the restricted Pod Security Standard", func(ctx SpecContext) {
@@ -225,6 +261,142 @@ var _ = Describe("operator restart during bootstrap", Serial, func() {
 		Expect(c.Status.ReadyMembers).To(Equal(int32(3)))
 	})
 })
+
+// The operator dies at the worst moments, right after a membership change in etcd and
+// before the pod and claim work that follows it (controllers/failpoint.go; the e2e deploy
+// turns the hooks on). Serial: the other specs would see the operator go away.
+var _ = Describe("operator crash right after a membership change", Serial, func() {
+	It("finishes the step after its restart: 3 -> 5 crashing after a member add, 5 -> 3 crashing after a member remove", func(ctx SpecContext) {
+		ns := newTestNamespace(ctx, "e2e-crash-")
+		cluster := createCluster(ctx, ns, "crash", 3)
+		waitReady(ctx, cluster)
+		keys := map[string]string{}
+		cli := etcdClient(ctx, ns, cluster.Name)
+		for i := range 50 {
+			k, v := fmt.Sprintf("/e2e/crash-%02d", i), fmt.Sprintf("value-%d", i)
+			Expect(cli.Put(ctx, k, v)).To(Succeed())
+			keys[k] = v
+		}
+		Expect(cli.Close()).To(Succeed())
+
+		for _, step := range []struct {
+			crashAfter string
+			size       int32
+		}{{"AddLearner", 5}, {"RemoveMember", 3}} {
+			By(fmt.Sprintf("scaling to %d with a crash right after %s", step.size, step.crashAfter))
+			restartsBefore := operatorRestarts(ctx)
+			c := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+			patch := client.MergeFrom(c.DeepCopy())
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations["test.etcdpilot.io/crash-after"] = step.crashAfter
+			c.Spec.Size = step.size
+			Expect(k8sClient.Patch(ctx, c, patch)).To(Succeed())
+
+			Eventually(func(g Gomega) {
+				g.Expect(operatorRestarts(ctx)).To(BeNumerically(">", restartsBefore), "the operator crashed")
+				got := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+				g.Expect(got.Annotations).NotTo(HaveKey("test.etcdpilot.io/crash-after"), "the failpoint fired once")
+			}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
+			c = waitReady(ctx, cluster)
+			Expect(c.Status.Members).To(HaveLen(int(step.size)))
+			Expect(c.Status.ReadyMembers).To(Equal(step.size))
+			var pods corev1.PodList
+			Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"etcd.etcdpilot.io/cluster": cluster.Name})).To(Succeed())
+			Expect(pods.Items).To(HaveLen(int(step.size)), "one pod per member, none left behind")
+			expectKeys(ctx, ns, cluster.Name, keys)
+		}
+	})
+})
+
+// Serial: the other specs need the operator.
+var _ = Describe("operator scaled to zero and back", Serial, func() {
+	It("leaves the cluster serving while it is gone, then adopts it without restarting a member", func(ctx SpecContext) {
+		ns := newTestNamespace(ctx, "e2e-away-")
+		cluster := createCluster(ctx, ns, "away", 3)
+		before := waitReady(ctx, cluster)
+		pods := memberPods(ctx, ns, cluster.Name)
+
+		scaleOperator(ctx, 0)
+		DeferCleanup(func(ctx SpecContext) { scaleOperator(ctx, 1) }) // whatever happens below
+		Eventually(func(g Gomega) {
+			list, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(list.Items).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
+		By("the cluster serves reads and writes with no operator")
+		keys := map[string]string{"/e2e/away": "still here"}
+		cli := etcdClient(ctx, ns, cluster.Name)
+		Expect(cli.Put(ctx, "/e2e/away", "still here")).To(Succeed())
+		Expect(cli.Close()).To(Succeed())
+
+		By("the operator comes back and adopts the cluster as it is")
+		scaleOperator(ctx, 1)
+		Eventually(func(g Gomega) {
+			got := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+			g.Expect(got.Status.Conditions).To(ContainElement(SatisfyAll(
+				HaveField("Type", etcdv1alpha1.ConditionReady), HaveField("Status", metav1.ConditionTrue),
+				HaveField("LastTransitionTime", Equal(meta.FindStatusCondition(before.Status.Conditions, etcdv1alpha1.ConditionReady).LastTransitionTime)))))
+			list, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(list.Items).To(HaveLen(1))
+			g.Expect(podReadyCondition(list.Items[0])).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		after := waitReady(ctx, cluster)
+		Expect(memberIDs(after)).To(Equal(memberIDs(before)))
+		Expect(memberPods(ctx, ns, cluster.Name)).To(Equal(pods), "same pods (UIDs), no restarts")
+		expectKeys(ctx, ns, cluster.Name, keys)
+	})
+})
+
+// memberPods maps each member pod of a cluster to its UID and restart count.
+func memberPods(ctx context.Context, ns, name string) map[string]string {
+	var pods corev1.PodList
+	ExpectWithOffset(1, k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"etcd.etcdpilot.io/cluster": name})).To(Succeed())
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		var restarts int32
+		for _, cs := range p.Status.ContainerStatuses {
+			restarts += cs.RestartCount
+		}
+		out[p.Name] = fmt.Sprintf("%s restarts=%d", p.UID, restarts)
+	}
+	return out
+}
+
+// scaleOperator sets the replicas of the operator's Deployment.
+func scaleOperator(ctx context.Context, replicas int32) {
+	scale, err := clientset.AppsV1().Deployments(operatorNamespace).GetScale(ctx, operatorDeployment, metav1.GetOptions{})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	scale.Spec.Replicas = replicas
+	_, err = clientset.AppsV1().Deployments(operatorNamespace).UpdateScale(ctx, operatorDeployment, scale, metav1.UpdateOptions{})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+}
+
+func podReadyCondition(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// operatorRestarts sums the container restarts of the operator's pods.
+func operatorRestarts(ctx context.Context) int32 {
+	pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var n int32
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			n += cs.RestartCount
+		}
+	}
+	return n
+}
 
 func newTestNamespace(ctx context.Context, prefix string) string {
 	ns, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
@@ -343,6 +515,18 @@ func etcdClient(ctx context.Context, ns, name string) etcd.Client {
 	cli, err := etcd.New(etcd.Config{Endpoints: endpoints, TLS: cfg})
 	Expect(err).NotTo(HaveOccurred())
 	return cli
+}
+
+// expectKeys reads every key of keys from the cluster and expects its value.
+func expectKeys(ctx context.Context, ns, name string, keys map[string]string) {
+	cli := etcdClient(ctx, ns, name)
+	defer func() { _ = cli.Close() }()
+	for k, v := range keys {
+		got, found, err := cli.Get(ctx, k)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		ExpectWithOffset(1, found).To(BeTrue(), k)
+		ExpectWithOffset(1, got).To(Equal(v), k)
+	}
 }
 
 // tlsRead completes a TLS handshake with endpoint and reads, for at most two seconds: with

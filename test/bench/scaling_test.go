@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+)
+
+// BenchmarkScaleAndReplace reports, on one 3-member TLS cluster:
+//
+//   - s-floor: one member pod deleted until its new pod is Ready (pod start plus etcd
+//     rejoining with its data): the least any membership change can cost on this node;
+//   - s-3-to-5: spec.size 3 -> 5 until Ready with 5 members (two learners added, caught
+//     up and promoted, one at a time), and per-member/floor;
+//   - s-replace: a member's claim and pod deleted until the cluster is Ready again with a
+//     fresh member (removal, a new learner, its promotion), and replace/floor.
+func BenchmarkScaleAndReplace(b *testing.B) {
+	ctx := context.Background()
+	c := newClient(b)
+	var floor, grow, replace time.Duration
+	for i := 0; i < b.N; i++ {
+		ns := namespace(ctx, b, c, "bench-scale-")
+		ec := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: ns},
+			Spec: etcdv1alpha1.EtcdClusterSpec{Size: 3, DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete}}
+		if err := c.Create(ctx, ec); err != nil {
+			b.Fatal(err)
+		}
+		waitReadyMembers(ctx, b, c, ec, 3, "")
+
+		start := time.Now()
+		oldPod := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bench-2"}, oldPod); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Delete(ctx, oldPod); err != nil {
+			b.Fatal(err)
+		}
+		floor += waitPodReplacedReady(ctx, b, c, oldPod, start)
+		waitReadyMembers(ctx, b, c, ec, 3, "")
+
+		start = time.Now()
+		got := &etcdv1alpha1.EtcdCluster{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ec), got); err != nil {
+			b.Fatal(err)
+		}
+		patch := client.MergeFrom(got.DeepCopy())
+		got.Spec.Size = 5
+		if err := c.Patch(ctx, got, patch); err != nil {
+			b.Fatal(err)
+		}
+		waitReadyMembers(ctx, b, c, ec, 5, "")
+		grow += time.Since(start)
+
+		victim := got.Status.Members[1]
+		start = time.Now()
+		for _, o := range []client.Object{
+			&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: victim.Name + "-data", Namespace: ns}},
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: ns}},
+		} {
+			if err := c.Delete(ctx, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+		waitReadyMembers(ctx, b, c, ec, 5, victim.ID)
+		replace += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(floor.Seconds()/n, "s-floor")
+	b.ReportMetric(grow.Seconds()/n, "s-3-to-5")
+	b.ReportMetric(grow.Seconds()/2/floor.Seconds(), "per-member/floor")
+	b.ReportMetric(replace.Seconds()/n, "s-replace")
+	b.ReportMetric(replace.Seconds()/floor.Seconds(), "replace/floor")
+	b.ReportMetric(0, "ns/op")
+}
+
+// waitReadyMembers waits until the cluster is Ready for its generation with size members,
+// none of them with member ID gone (when set).
+func waitReadyMembers(ctx context.Context, b *testing.B, c client.Client, ec *etcdv1alpha1.EtcdCluster, size int, gone string) {
+	b.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		got := &etcdv1alpha1.EtcdCluster{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ec), got); err == nil && readyWith(got, size, gone) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Fatalf("%s/%s: not Ready with %d members after 5 minutes", ec.Namespace, ec.Name, size)
+}
+
+func readyWith(c *etcdv1alpha1.EtcdCluster, size int, gone string) bool {
+	ready := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != c.Generation || len(c.Status.Members) != size {
+		return false
+	}
+	for _, m := range c.Status.Members {
+		if m.ID == gone {
+			return false
+		}
+	}
+	return true
+}
+
+// waitPodReplacedReady waits until the pod named like old exists anew (another UID) and is
+// Ready, and returns the time since start.
+func waitPodReplacedReady(ctx context.Context, b *testing.B, c client.Client, old *corev1.Pod, start time.Time) time.Duration {
+	b.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		p := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(old), p); err == nil && p.UID != old.UID && readyPods([]corev1.Pod{*p}) == 1 {
+			return time.Since(start)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Fatalf("pod %s/%s was not back and Ready after 5 minutes", old.Namespace, old.Name)
+	return 0
+}
