@@ -164,7 +164,7 @@ bench-unit: ## Run the benchmarks of the pure packages.
 	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
 
 .PHONY: bench-cluster
-bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images deploy ## Run the benchmarks on the local cluster (bootstrap, scale 3->5 and member replacement, each next to a floor).
+bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images deploy ## Run the benchmarks on the local cluster (bootstrap, scale 3->5, member replacement and a 3-member upgrade, each next to a floor).
 	go test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench
 
 .PHONY: verify

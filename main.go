@@ -117,6 +117,10 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
+	podExec, err := controllers.NewPodExec(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("setting up pod exec: %w", err)
+	}
 	if err := (&controllers.EtcdClusterReconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
@@ -126,6 +130,7 @@ func run() error {
 		ClusterDomain: clusterDomain,
 		NewEtcdClient: etcd.New,
 		Failpoints:    os.Getenv(controllers.FailpointsEnv) == "true",
+		Exec:          podExec,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdCluster controller: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,12 +62,16 @@ type EtcdClusterReconciler struct {
 	// (os.Exit when nil).
 	Failpoints bool
 	Exit       func(code int)
+	// Exec runs a command in a member's container: etcdctl for the snapshot taken before
+	// an upgrade.
+	Exec PodExec
 }
 
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services;secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods/exec,verbs=create
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -151,6 +156,18 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 		err = r.grow(ctx, c, obs, a)
 	case membership.MoveLeader, membership.RemoveMember, membership.DeletePod:
 		err = r.shrink(ctx, c, obs, a)
+	case membership.Snapshot:
+		err = r.snapshot(ctx, c, a)
+	case membership.ForceRaftSnapshots:
+		if err = obs.etcd.AppendNoOps(ctx, a.Entries); err == nil {
+			r.event(c, corev1.EventTypeNormal, "RaftSnapshotsForced", "Upgrade",
+				"Appended %d no-op raft entries so that every member takes a raft snapshot before the upgrade to etcd %s", a.Entries, a.Version)
+		}
+	case membership.RestartMember:
+		err = r.restartMember(ctx, c, a)
+	case membership.RollBack:
+		// Recorded in the status (status.upgrade.rolledBack); the member goes back next pass.
+		r.event(c, corev1.EventTypeWarning, "UpgradeRolledBack", "Upgrade", "%s", a.Message)
 	}
 	var waiting *waitingError
 	if errors.As(err, &waiting) {
@@ -184,7 +201,7 @@ func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCl
 		}
 	case membership.Promote:
 		err := obs.etcd.MemberPromote(ctx, a.MemberID)
-		if etcd.IsLearnerNotReady(err) {
+		if etcd.IsLearnerNotReady(err) || etcd.IsNotSupportedForLearner(err) {
 			return &waitingError{reason: a.Reason, message: err.Error()}
 		}
 		if err != nil {
@@ -202,7 +219,7 @@ func (r *EtcdClusterReconciler) shrink(ctx context.Context, c *etcdv1alpha1.Etcd
 		if err := obs.etcd.MoveLeader(ctx, a.MemberID); err != nil {
 			return fmt.Errorf("moving leadership away from %s: %w", a.Member, err)
 		}
-		r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership away from member %s before removing it", a.Member)
+		r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership away from member %s (%s)", a.Member, a.Message)
 	case membership.RemoveMember:
 		err := obs.etcd.MemberRemove(ctx, a.MemberID)
 		if etcd.IsUnhealthyCluster(err) {
@@ -220,6 +237,38 @@ func (r *EtcdClusterReconciler) shrink(ctx context.Context, c *etcdv1alpha1.Etcd
 	return nil
 }
 
+// snapshotTimeout bounds the pre-upgrade snapshot (etcdctl snapshot save in a member).
+const snapshotTimeout = 5 * time.Minute
+
+// snapshot saves a snapshot of the cluster's data to a member's volume, with etcdctl in the
+// member's container (preconfigured to reach the member with its certificate), before an
+// upgrade restarts the first member. The status records it once this succeeds.
+func (r *EtcdClusterReconciler) snapshot(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action) error {
+	if r.Exec == nil {
+		return errors.New("saving the pre-upgrade snapshot: this operator cannot run commands in pods")
+	}
+	sctx, cancel := context.WithTimeout(ctx, snapshotTimeout)
+	defer cancel()
+	cmd := []string{resources.EtcdctlBinary, "snapshot", "save", resources.PreUpgradeSnapshotPath}
+	if _, stderr, err := r.Exec(sctx, c.Namespace, a.Member, resources.ContainerName, cmd); err != nil {
+		return fmt.Errorf("saving the pre-upgrade snapshot on member %s: %w (%s)", a.Member, err, strings.TrimSpace(stderr))
+	}
+	r.event(c, corev1.EventTypeNormal, "SnapshotTaken", "Upgrade", "Saved a snapshot to %s on member %s's volume before upgrading to etcd %s",
+		resources.PreUpgradeSnapshotPath, a.Member, a.Version)
+	return nil
+}
+
+// restartMember deletes a member's pod so that it comes back at the version the action names
+// (the next pass creates it, with the member's claim and identity): one step of an upgrade.
+func (r *EtcdClusterReconciler) restartMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action) error {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: a.Member, Namespace: c.Namespace}}
+	if err := client.IgnoreNotFound(r.Client.Delete(ctx, pod)); err != nil {
+		return fmt.Errorf("restarting member %s: %w", a.Member, err)
+	}
+	r.event(c, corev1.EventTypeNormal, "MemberRestarted", "Upgrade", "Restarting member %s at etcd %s (%s)", a.Member, a.Version, a.Message)
+	return nil
+}
+
 // createMember creates a member's claim (unless ephemeral, or it exists) and its pod.
 func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action) error {
 	if !c.Spec.Storage.Ephemeral {
@@ -229,6 +278,7 @@ func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha
 	}
 	pod := resources.MemberPod(c, resources.MemberConfig{
 		Name: a.Member, InitialCluster: a.InitialCluster, InitialClusterState: a.InitialClusterState,
+		Version: a.Version, Image: r.brokenImage(c, a.Version),
 	}, r.EtcdImages)
 	if err := r.Client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err

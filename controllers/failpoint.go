@@ -3,12 +3,14 @@ package controllers
 import (
 	"context"
 	"os"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
+	"github.com/etcdpilot/etcdpilot/internal/versions"
 )
 
 // Crash tests. With EtcdClusterReconciler.Failpoints on (ETCDPILOT_TEST_FAILPOINTS=true on
@@ -27,6 +29,18 @@ const (
 	// failpointExitCode is the operator's exit code at a failpoint.
 	failpointExitCode = 86
 )
+
+// AnnotationBrokenImageVersion, with failpoints on, makes every member pod created at that
+// etcd version run an image that does not exist (upgrade rollback tests).
+const AnnotationBrokenImageVersion = "test.etcdpilot.io/broken-image-version"
+
+// brokenImage returns the broken image for pods of version when the cluster asks for it.
+func (r *EtcdClusterReconciler) brokenImage(c *etcdv1alpha1.EtcdCluster, version string) string {
+	if !r.Failpoints || version == "" || c.Annotations[AnnotationBrokenImageVersion] != version {
+		return ""
+	}
+	return versions.Image(r.EtcdImages.For(version)[:strings.LastIndex(r.EtcdImages.For(version), ":")], "0.0.0-broken")
+}
 
 // crashAfter exits the process when failpoints are on and c asks for a crash after step.
 func (r *EtcdClusterReconciler) crashAfter(ctx context.Context, c *etcdv1alpha1.EtcdCluster, step membership.Kind) {

@@ -51,6 +51,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 			Pods: map[string]membership.Pod{}, PVCs: map[string]membership.PVC{},
 			Now:                   r.now(),
 			ReplaceUnhealthyAfter: resources.WithDefaults(c.Spec).ReplaceUnhealthyMemberAfter.Duration,
+			Upgrade:               upgradeOf(c),
 		},
 		details: map[string]status.Detail{},
 		pvcs:    map[string]*corev1.PersistentVolumeClaim{},
@@ -62,7 +63,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	}
 	for _, p := range pods.Items {
 		if member := p.Labels[cluster.LabelMember]; member != "" {
-			o.planner.Pods[member] = membership.Pod{Ready: podReady(&p)}
+			o.planner.Pods[member] = membership.Pod{Ready: podReady(&p), Version: p.Labels[cluster.LabelVersion], Created: p.CreationTimestamp.Time}
 		}
 	}
 	var pvcs corev1.PersistentVolumeClaimList
@@ -92,7 +93,25 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		}
 	}
 	membership.TrackUnhealthy(o.planner.Members, since, o.planner.Now)
+	// Pods made before the version label existed run what their member reports.
+	for name, p := range o.planner.Pods {
+		if p.Version == "" {
+			p.Version = o.details[name].Version
+			o.planner.Pods[name] = p
+		}
+	}
 	return o, nil
+}
+
+// upgradeOf reads what the spec and the status say about the etcd version.
+func upgradeOf(c *etcdv1alpha1.EtcdCluster) membership.Upgrade {
+	spec := resources.WithDefaults(c.Spec)
+	u := membership.Upgrade{Target: spec.Version, MemberTimeout: spec.MemberUpgradeTimeout.Duration, SnapshotCount: int(spec.Etcd.SnapshotCount)}
+	if last := c.Status.Upgrade; last != nil && last.ToVersion == u.Target {
+		u.From, u.RolledBack = last.FromVersion, last.RolledBack != nil
+		u.SnapshotTaken, u.RaftSnapshotsForced = last.Snapshot != nil, last.RaftSnapshotsForcedAt != nil
+	}
+	return u
 }
 
 // observeEtcd fills in the membership and health, through the client URLs of the members
@@ -137,6 +156,7 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 			member.Ready = pod.Ready
 			if err == nil {
 				member.Leader = st.LeaderID == m.ID
+				member.RaftIndex = st.RaftIndex
 				o.details[name] = status.Detail{Version: st.Version, DBSize: st.DBSize}
 			}
 		}

@@ -178,8 +178,6 @@ func TestUpdateValidation(t *testing.T) {
 			"storage.ephemeral cannot be changed"},
 		{"TLS switched off", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.TLS.Mode = etcdv1alpha1.TLSModeDisabled },
 			"tls.mode cannot be changed after the cluster is created"},
-		{"version changes", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = "3.6.16" },
-			"spec.version cannot be changed yet"},
 		{"size changes", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 5 }, ""},
 		{"etcd options change", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.SnapshotCount = 50000 }, ""},
 	}
@@ -203,6 +201,56 @@ func TestUpdateValidation(t *testing.T) {
 				}
 			}
 
+			if tc.refusal == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tc.refusal))
+		})
+	}
+}
+
+// spec.version moves one minor release at a time, from the old spec and from what the
+// members run (status.currentVersion), and can always go back to what the members run.
+func TestVersionChangeRules(t *testing.T) {
+	ns := newNamespace(t)
+	cases := []struct {
+		name          string
+		from, current string // spec.version at creation; status.currentVersion ("" = unknown)
+		to            string
+		refusal       string
+	}{
+		{"next minor", "3.6.16", "", "3.7.3", ""},
+		{"next minor, members at the old one", "3.5.35", "3.5.35", "3.6.16", ""},
+		{"a skipped minor", "3.5.35", "", "3.7.3",
+			"spec.version cannot change from 3.5.35 to 3.7.3: etcd is upgraded one minor release at a time (3.5.35 -> 3.6.16 -> 3.7.3) and never downgraded"},
+		{"a downgrade", "3.7.3", "3.7.3", "3.6.16", "spec.version cannot change from 3.7.3 to 3.6.16 while members run 3.7.3"},
+		{"the next minor while members still run the one before", "3.6.16", "3.5.35", "3.7.3",
+			"spec.version cannot change from 3.6.16 to 3.7.3 while members run 3.5.35"},
+		{"back to what the members run: cancel or retry", "3.6.16", "3.5.35", "3.5.35", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{GenerateName: "v-", Namespace: ns},
+				Spec: etcdv1alpha1.EtcdClusterSpec{Version: tc.from}}
+			g.Expect(k8sClient.Create(ctx, c)).To(Succeed())
+			var err error
+			for range 5 {
+				g.Expect(k8sClient.Get(ctx, keyOf(c), c)).To(Succeed())
+				if c.Status.CurrentVersion != tc.current {
+					c.Status.CurrentVersion = tc.current
+					err = k8sClient.Status().Update(ctx, c)
+				} else {
+					c.Spec.Version = tc.to
+					err = k8sClient.Update(ctx, c)
+				}
+				if err == nil && c.Spec.Version == tc.to || err != nil && !apierrors.IsConflict(err) {
+					break
+				}
+			}
 			if tc.refusal == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return

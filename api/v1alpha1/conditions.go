@@ -42,6 +42,9 @@ const (
 	// unhealthy longer than spec.replaceUnhealthyMemberAfter, is removed, and a fresh member
 	// with a new identity is added in its place.
 	ReasonReplacingMember = "ReplacingMember"
+	// ReasonUpgrading (Progressing=True): members are restarted at the new spec.version one
+	// at a time, followers first; the message says how many run it ("2/3 members at 3.6.16").
+	ReasonUpgrading = "Upgrading"
 	// ReasonRecreatingPod (Progressing=True): a member's pod was gone and is being created
 	// again, with the member's data and identity.
 	ReasonRecreatingPod = "RecreatingPod"
@@ -54,6 +57,13 @@ const (
 
 	// ReasonMembersUnhealthy (Degraded=True): at least one member failed its health check.
 	ReasonMembersUnhealthy = "MembersUnhealthy"
+	// ReasonUpgradeRolledBack (Degraded=True): a member did not become healthy at the new
+	// version in time and runs the previous one again; the upgrade stopped. Set spec.version
+	// to status.currentVersion, then to the new version again, to retry.
+	ReasonUpgradeRolledBack = "UpgradeRolledBack"
+	// ReasonUpgradeBlocked (Degraded=True): a member runs a version that cannot go to
+	// spec.version in one step; nothing is changed.
+	ReasonUpgradeBlocked = "UpgradeBlocked"
 	// ReasonMemberDataLost (Degraded=True): a member's data is gone (its ephemeral pod or
 	// its volume was deleted) and the other members lack a healthy quorum to replace it.
 	ReasonMemberDataLost = "MemberDataLost"

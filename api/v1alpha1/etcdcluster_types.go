@@ -21,10 +21,12 @@ type EtcdClusterSpec struct {
 
 	// version is the etcd release the members run, without a leading "v" (for example
 	// "3.6.16"). It must be one of the releases this operator supports; the default is the
-	// newest of them. It cannot be changed yet: rolling upgrades are not supported by this
-	// release, and a member pod recreated at another version could meet data it cannot read.
+	// newest of them. Changing it upgrades the members one at a time (see the upgrade
+	// design notes): to a newer patch release of the same minor, or to the next minor
+	// release, never skipping one. Downgrades are refused; to cancel an upgrade in progress
+	// or retry one that was rolled back, set it back to status.currentVersion (the version
+	// every member still runs or runs again).
 	// +kubebuilder:default="3.7.3"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.version cannot be changed yet: this release of etcdpilot does not roll upgrades; create a new cluster at the new version instead"
 	// +kubebuilder:validation:Enum="3.5.35";"3.6.16";"3.7.3"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="etcd Version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:3.5.35","urn:alm:descriptor:com.tectonic.ui:select:3.6.16","urn:alm:descriptor:com.tectonic.ui:select:3.7.3"}
@@ -79,6 +81,16 @@ type EtcdClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replace Unhealthy Member After",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	ReplaceUnhealthyMemberAfter *metav1.Duration `json:"replaceUnhealthyMemberAfter,omitempty"`
+
+	// memberUpgradeTimeout is how long a member restarted at a new spec.version has to
+	// become healthy and ready. Past it, while some member still runs the old version (so
+	// the cluster version has not been raised), the operator puts the member back on the
+	// old version, stops the upgrade and reports Degraded/UpgradeRolledBack.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="memberUpgradeTimeout must be at least 30s: a member needs time to pull its image and start"
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Member Upgrade Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	MemberUpgradeTimeout *metav1.Duration `json:"memberUpgradeTimeout,omitempty"`
 }
 
 // DeletionPolicy says what happens to member PVCs when their EtcdCluster is deleted.
@@ -383,6 +395,68 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Client Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	ClientSecret string `json:"clientSecret,omitempty"`
+
+	// upgrade is the etcd version upgrade under way, or the last one, until the next starts.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade"
+	Upgrade *UpgradeStatus `json:"upgrade,omitempty"`
+}
+
+// UpgradeStatus records an etcd version upgrade.
+type UpgradeStatus struct {
+	// fromVersion is the version the members ran when the upgrade started.
+	FromVersion string `json:"fromVersion"`
+
+	// toVersion is the version the upgrade goes to (spec.version when it started).
+	ToVersion string `json:"toVersion"`
+
+	// startedAt is when the upgrade started (its snapshot, then the first restart).
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+
+	// snapshot is the snapshot taken before the first member was restarted.
+	// +optional
+	Snapshot *UpgradeSnapshot `json:"snapshot,omitempty"`
+
+	// raftSnapshotsForcedAt is when the operator made every member take a raft snapshot
+	// before the first restart, by appending no-op entries to the log: etcd 3.7 cannot
+	// replay log entries that etcd 3.5 wrote, so an upgrade to 3.7 needs it.
+	// +optional
+	RaftSnapshotsForcedAt *metav1.Time `json:"raftSnapshotsForcedAt,omitempty"`
+
+	// completedAt is when every member ran toVersion, healthy.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+
+	// rolledBack is set when a member did not become healthy at toVersion within
+	// spec.memberUpgradeTimeout and was put back on fromVersion; the upgrade stopped there.
+	// +optional
+	RolledBack *UpgradeRollback `json:"rolledBack,omitempty"`
+}
+
+// UpgradeSnapshot is where the snapshot taken before an upgrade is.
+type UpgradeSnapshot struct {
+	// member is the member whose volume holds the snapshot (its PVC <member>-data).
+	Member string `json:"member"`
+
+	// path is the snapshot file in the member's container; the volume is mounted at
+	// /var/lib/etcd. Copy it out with kubectl cp, restore it with etcdutl snapshot restore.
+	Path string `json:"path"`
+
+	// takenAt is when the snapshot was saved.
+	TakenAt metav1.Time `json:"takenAt"`
+}
+
+// UpgradeRollback says which member's upgrade was undone, and why.
+type UpgradeRollback struct {
+	// member is the member that was put back on the previous version.
+	Member string `json:"member"`
+
+	// reason says what went wrong at the new version.
+	Reason string `json:"reason"`
+
+	// at is when the rollback was decided.
+	At metav1.Time `json:"at"`
 }
 
 // MemberStatus is one etcd member as observed by the operator.
@@ -431,6 +505,10 @@ type MemberStatus struct {
 
 // EtcdCluster is an etcd cluster managed by etcdpilot.
 //
+// The upgrade rule: spec.version moves along the upgrade path (internal/versions.Upgrades; a
+// unit test keeps the pairs here in step), from the old spec and from what the members run.
+//
+// +kubebuilder:validation:XValidation:rule="self.spec.version == oldSelf.spec.version || (has(self.status) && has(self.status.currentVersion) && self.spec.version == self.status.currentVersion) || ([['3.5.35','3.6.16'],['3.6.16','3.7.3']].exists(p, p[0] == oldSelf.spec.version && p[1] == self.spec.version) && (!has(self.status) || !has(self.status.currentVersion) || self.status.currentVersion == oldSelf.spec.version || [['3.5.35','3.6.16'],['3.6.16','3.7.3']].exists(p, p[0] == self.status.currentVersion && p[1] == self.spec.version)))",messageExpression="'spec.version cannot change from ' + oldSelf.spec.version + ' to ' + self.spec.version + (has(self.status) && has(self.status.currentVersion) ? ' while members run ' + self.status.currentVersion + ':' : ':') + ' etcd is upgraded one minor release at a time (3.5.35 -> 3.6.16 -> 3.7.3) and never downgraded; to cancel or retry an upgrade, set spec.version to status.currentVersion'"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 48",message="metadata.name must be at most 48 characters: member pod names, which add a suffix, must stay valid DNS labels"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

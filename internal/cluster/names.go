@@ -29,6 +29,8 @@ const (
 	LabelCluster = "etcd.etcdpilot.io/cluster"
 	// LabelMember names the member a pod or PVC belongs to.
 	LabelMember = "etcd.etcdpilot.io/member"
+	// LabelVersion is the etcd release a member pod runs (on pods only).
+	LabelVersion = "etcd.etcdpilot.io/version"
 
 	// AppName is the value of LabelName on every object.
 	AppName = "etcd"

@@ -116,6 +116,11 @@ type Client interface {
 	// Get reads key linearizably. found is false when the key does not exist.
 	Get(ctx context.Context, key string) (value string, found bool, err error)
 
+	// AppendNoOps appends n entries to the raft log that change nothing (transactions whose
+	// condition never holds), so that every member's log moves on by n entries and each
+	// takes a raft snapshot once n exceeds its --snapshot-count.
+	AppendNoOps(ctx context.Context, n int) error
+
 	// Close releases the connections. The Client must not be used afterwards.
 	Close() error
 }

@@ -234,6 +234,49 @@ func (c *client) Put(ctx context.Context, key, value string) error {
 	return nil
 }
 
+// noOpKey is the key of the no-op transactions: their condition (the key was created at a
+// negative revision) never holds, and the write in their Then branch, which makes etcd
+// send them through raft rather than serve them as reads, never happens.
+const noOpKey = "\x00etcdpilot/no-op"
+
+// noOpConcurrency is how many no-op transactions are in flight at once: etcd batches
+// concurrent proposals, so thousands take seconds rather than minutes.
+const noOpConcurrency = 32
+
+func (c *client) AppendNoOps(ctx context.Context, n int) error {
+	work := make(chan struct{}, n)
+	for range n {
+		work <- struct{}{}
+	}
+	close(work)
+	errs := make(chan error, noOpConcurrency)
+	for range noOpConcurrency {
+		go func() {
+			for range work {
+				cctx, cancel := context.WithTimeout(ctx, CallTimeout)
+				resp, err := c.cli.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(noOpKey), "<", 0)).
+					Then(clientv3.OpPut(noOpKey, "")).Commit()
+				cancel()
+				if err == nil && resp.Succeeded {
+					err = errors.New("a no-op transaction's condition held")
+				}
+				if err != nil {
+					errs <- fmt.Errorf("appending no-op raft entries: %w", err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range noOpConcurrency {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 func (c *client) Get(ctx context.Context, key string) (string, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/status"
 )
 
 // The errors etcd answers membership changes with, as the real Client returns them. They are
@@ -52,6 +53,19 @@ func IsUnhealthyCluster(err error) bool {
 	return isAny(err,
 		rpctypes.ErrUnhealthy, rpctypes.ErrGRPCUnhealthy,
 		rpctypes.ErrMemberNotEnoughStarted, rpctypes.ErrGRPCMemberNotEnoughStarted)
+}
+
+// IsNotSupportedForLearner reports whether err is a learner refusing a request it cannot
+// serve ("rpc not supported for learner"): the client happened to send a membership change
+// to the learner's endpoint. It is a reason to retry (the next attempt goes elsewhere), not a
+// failure. etcd 3.5 servers send it with gRPC code Unavailable, 3.6 with FailedPrecondition,
+// so the status message is what identifies it.
+func IsNotSupportedForLearner(err error) bool {
+	if errors.Is(err, rpctypes.ErrGRPCNotSupportedForLearner) {
+		return true
+	}
+	var st interface{ GRPCStatus() *status.Status }
+	return errors.As(err, &st) && st.GRPCStatus().Message() == rpctypes.ErrorDesc(rpctypes.ErrGRPCNotSupportedForLearner)
 }
 
 // isAny reports whether err matches any of targets. clientv3 returns rpctypes.EtcdError

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -56,6 +58,17 @@ func TestErrorClassifiers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A learner refuses a membership change sent to it, with a different gRPC code in 3.5 and 3.6.
+func TestIsNotSupportedForLearner(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(etcd.IsNotSupportedForLearner(rpctypes.ErrGRPCNotSupportedForLearner)).To(BeTrue())
+	from35 := grpcstatus.Error(codes.Unavailable, "etcdserver: rpc not supported for learner")
+	g.Expect(etcd.IsNotSupportedForLearner(fmt.Errorf("promoting etcd learner 1: %w", from35))).To(BeTrue())
+	g.Expect(etcd.IsNotSupportedForLearner(grpcstatus.Error(codes.Unavailable, "etcdserver: leader changed"))).To(BeFalse())
+	g.Expect(etcd.IsNotSupportedForLearner(errors.New("etcdserver: rpc not supported for learner"))).To(BeFalse())
+	g.Expect(etcd.IsNotSupportedForLearner(nil)).To(BeFalse())
 }
 
 func TestExportedErrorsAreClassified(t *testing.T) {

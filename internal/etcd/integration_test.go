@@ -100,6 +100,23 @@ func TestAgainstRealEtcd(t *testing.T) {
 		g.Expect(value).To(Equal("alive"))
 	})
 
+	t.Run("AppendNoOps", func(t *testing.T) {
+		g := NewWithT(t)
+		before, err := cli.Status(ctx, srv.httpURL)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cli.AppendNoOps(ctx, 200)).To(Succeed())
+		after, err := cli.Status(ctx, srv.httpURL)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(after.RaftIndex-before.RaftIndex).To(BeNumerically(">=", 200), "200 raft entries")
+		value, found, err := cli.Get(ctx, "etcdpilot/canary")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(found).To(BeTrue())
+		g.Expect(value).To(Equal("alive"), "the keyspace is untouched")
+		_, found, err = cli.Get(ctx, "\x00etcdpilot/no-op")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(found).To(BeFalse(), "the no-op key is never written")
+	})
+
 	// The learner is never started: nothing listens on its peer URL.
 	var learner etcd.Member
 	t.Run("MemberAddAsLearner", func(t *testing.T) {

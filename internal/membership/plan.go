@@ -37,12 +37,19 @@ type Observed struct {
 	// ReplaceUnhealthyAfter is spec.replaceUnhealthyMemberAfter: a started voting member
 	// unhealthy for longer is replaced. Zero never replaces.
 	ReplaceUnhealthyAfter time.Duration
+	// Upgrade is what the spec and the status say about the etcd version (upgrade.go).
+	Upgrade Upgrade
 }
 
 // Pod is a member pod as observed.
 type Pod struct {
 	// Ready is the pod's Ready condition: etcd's /readyz answered, which a learner never does.
 	Ready bool
+	// Version is the etcd release the pod runs (its version label, or what its member
+	// reported for pods made before the label existed); empty when unknown.
+	Version string
+	// Created is when the pod was created.
+	Created time.Time
 }
 
 // PVC is a member data claim as observed.
@@ -77,6 +84,8 @@ type Member struct {
 	// UnhealthySince is when the member was first seen unhealthy in its current unhealthy
 	// stretch (TrackUnhealthy); zero while it is healthy.
 	UnhealthySince time.Time
+	// RaftIndex is the member's raft index, from its status call (zero when it did not answer).
+	RaftIndex uint64
 }
 
 // Kind is the kind of change an Action makes.
@@ -108,6 +117,18 @@ const (
 	// DeletePod: delete the pod of a member that is no longer in the membership (the
 	// operator stopped between removing the member and deleting its pod).
 	DeletePod Kind = "DeletePod"
+	// RestartMember: delete the pod of Member so that it comes back (CreatePod) at Version,
+	// with its data and identity: one step of an upgrade, or of its rollback.
+	RestartMember Kind = "RestartMember"
+	// Snapshot: save a snapshot of the data to Member's volume before an upgrade restarts
+	// the first member.
+	Snapshot Kind = "Snapshot"
+	// ForceRaftSnapshots: append Entries no-op entries to the raft log, so that every member
+	// takes a raft snapshot past the entries older releases wrote (before 3.7).
+	ForceRaftSnapshots Kind = "ForceRaftSnapshots"
+	// RollBack: record that the upgraded Member did not become healthy in time; the
+	// upgrade stops and the member goes back to the previous version (RestartMember next).
+	RollBack Kind = "RollBack"
 )
 
 // Action is the one change Plan chose, with what carrying it out needs.
@@ -123,6 +144,11 @@ type Action struct {
 	// when its data directory is empty.
 	InitialCluster      []string
 	InitialClusterState string
+	// Version is the etcd release the member's new pod runs (CreateSeed, CreatePod,
+	// AddLearner, RestartMember).
+	Version string
+	// Entries is how many no-op entries ForceRaftSnapshots appends.
+	Entries int
 	// Reason is the condition reason (an etcdv1alpha1.Reason* constant) and Message says
 	// what is happening, for the status.
 	Reason  string
@@ -131,10 +157,19 @@ type Action struct {
 
 // Plan returns the one next change the cluster needs.
 func Plan(o Observed) Action {
+	var a Action
 	if o.Members == nil {
-		return planUnreachable(o)
+		a = planUnreachable(o)
+	} else {
+		a = planReachable(o)
 	}
-	return planReachable(o)
+	switch a.Kind {
+	case CreateSeed, CreatePod, AddLearner:
+		if a.Version == "" {
+			a.Version = o.Upgrade.Desired()
+		}
+	}
+	return a
 }
 
 // planUnreachable decides when no member answered: at bootstrap, or when every member is
@@ -198,6 +233,9 @@ func planReachable(o Observed) Action {
 	if len(o.Members) > o.Size {
 		return o.shrink()
 	}
+	if a, ok := o.rollback(); ok {
+		return a
+	}
 	if m, ok := o.unhealthyTooLong(); ok {
 		return o.replace(m, fmt.Sprintf("it has been unhealthy since %s, longer than spec.replaceUnhealthyMemberAfter (%s)",
 			m.UnhealthySince.UTC().Format(time.RFC3339), o.ReplaceUnhealthyAfter), etcdv1alpha1.ReasonMembersUnhealthy)
@@ -225,6 +263,9 @@ func planReachable(o Observed) Action {
 	}
 	if len(o.Members) < o.Size {
 		return o.addLearner()
+	}
+	if a, ok := o.upgrade(); ok {
+		return a
 	}
 	return Action{Kind: None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "all members are running"}
 }

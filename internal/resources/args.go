@@ -18,6 +18,9 @@ const (
 	// so etcd can create it with the 0700 mode it insists on, whatever the volume's root
 	// looks like (lost+found, a root-owned mount point).
 	DataDir = DataMountPath + "/data"
+	// PreUpgradeSnapshotPath is where the snapshot taken before an upgrade is saved, on the
+	// member's volume next to its data directory (one file, replaced by the next upgrade).
+	PreUpgradeSnapshotPath = DataMountPath + "/pre-upgrade-snapshot.db"
 	// TLSMountPath is where the member certificate Secret is mounted.
 	TLSMountPath = "/etc/etcd/tls"
 	// TLSCertFile is the member certificate (kubernetes.io/tls layout).
@@ -42,6 +45,11 @@ type MemberConfig struct {
 	// InitialClusterState is "new" when bootstrapping a cluster and "existing" when the
 	// member joins a running one.
 	InitialClusterState string
+	// Version is the etcd release the member runs; empty means spec.version. It differs
+	// while an upgrade is rolled back: the member goes back to the previous release.
+	Version string
+	// Image, when set, replaces the image of Version (crash tests only: a broken image).
+	Image string
 }
 
 // EtcdArgs returns the etcd command-line flags of member m, one "--flag=value" per

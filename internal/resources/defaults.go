@@ -32,6 +32,9 @@ const (
 	// is replaced: long enough for a node reboot or an image pull, short enough that a
 	// 3-member cluster does not spend an afternoon one failure away from losing quorum.
 	DefaultReplaceUnhealthyMemberAfter = 10 * time.Minute
+	// DefaultMemberUpgradeTimeout is how long a member restarted at a new version has to
+	// become healthy before its upgrade is rolled back.
+	DefaultMemberUpgradeTimeout = 5 * time.Minute
 )
 
 var (
@@ -65,6 +68,9 @@ func WithDefaults(spec etcdv1alpha1.EtcdClusterSpec) etcdv1alpha1.EtcdClusterSpe
 	}
 	if spec.ReplaceUnhealthyMemberAfter == nil {
 		spec.ReplaceUnhealthyMemberAfter = &metav1.Duration{Duration: DefaultReplaceUnhealthyMemberAfter}
+	}
+	if spec.MemberUpgradeTimeout == nil {
+		spec.MemberUpgradeTimeout = &metav1.Duration{Duration: DefaultMemberUpgradeTimeout}
 	}
 	spec.Etcd = etcdDefaults(spec.Etcd)
 	return spec

@@ -20,6 +20,8 @@ const (
 	ContainerName = "etcd"
 	// EtcdBinary is the etcd executable in the operand image.
 	EtcdBinary = "/usr/local/bin/etcd"
+	// EtcdctlBinary is etcdctl in the operand image.
+	EtcdctlBinary = "/usr/local/bin/etcdctl"
 	// DataVolume is the volume holding the member's data directory.
 	DataVolume = "data"
 	// TLSVolume is the volume holding the member certificate (TLS clusters only).
@@ -50,9 +52,15 @@ const tlsFileMode int32 = 0o440
 // Security Standard, and `kubectl exec <pod> -- etcdctl ...` works without flags because
 // the ETCDCTL_* environment points etcdctl at the local member with its certificate.
 func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, images versions.Images) *corev1.Pod {
+	if m.Version != "" && m.Version != c.Spec.Version {
+		c = c.DeepCopy()
+		c.Spec.Version = m.Version
+	}
 	spec := WithDefaults(c.Spec)
 	cl := cluster.For(c)
-	meta := objectMeta(c, m.Name, mergeLabels(spec.PodTemplate.Labels, cl.MemberLabels(m.Name)))
+	labels := cl.MemberLabels(m.Name)
+	labels[cluster.LabelVersion] = spec.Version
+	meta := objectMeta(c, m.Name, mergeLabels(spec.PodTemplate.Labels, labels))
 	meta.Annotations = copyMap(spec.PodTemplate.Annotations)
 	pt := spec.PodTemplate
 	return &corev1.Pod{
@@ -77,12 +85,19 @@ func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, images versions.Imag
 	}
 }
 
+func memberImage(version string, m MemberConfig, images versions.Images) string {
+	if m.Image != "" {
+		return m.Image
+	}
+	return images.For(version)
+}
+
 // etcdContainer is the one container of a member pod.
 func etcdContainer(c *etcdv1alpha1.EtcdCluster, spec etcdv1alpha1.EtcdClusterSpec, m MemberConfig, images versions.Images) corev1.Container {
 	tls := cluster.For(c).TLS
 	return corev1.Container{
 		Name:            ContainerName,
-		Image:           images.For(spec.Version),
+		Image:           memberImage(spec.Version, m, images),
 		Command:         []string{EtcdBinary},
 		Args:            EtcdArgs(c, m),
 		Ports:           containerPorts(),

@@ -46,7 +46,9 @@ func TestMemberPodIdentity(t *testing.T) {
 
 	g.Expect(pod.Name).To(Equal("main-0"))
 	g.Expect(pod.Namespace).To(Equal("db"))
-	g.Expect(pod.Labels).To(Equal(cluster.For(c).MemberLabels("main-0")))
+	labels := cluster.For(c).MemberLabels("main-0")
+	labels[cluster.LabelVersion] = versions.Default()
+	g.Expect(pod.Labels).To(Equal(labels))
 	g.Expect(pod.OwnerReferences).To(ConsistOf(resources.OwnerReference(c)))
 	g.Expect(pod.Spec.Hostname).To(Equal("main-0"))
 	g.Expect(pod.Spec.Subdomain).To(Equal("main-peer"))
@@ -311,4 +313,21 @@ func TestMemberPodDoesNotAliasTheCluster(t *testing.T) {
 	pod.Spec.Tolerations[0].Key = "changed"
 	pod.Spec.TopologySpreadConstraints[0].TopologyKey = "changed"
 	g.Expect(c).To(Equal(before))
+}
+
+// A member put back on the previous release during a rolled-back upgrade runs that
+// release: its image, its flags and its version label.
+func TestMemberPodAtAnotherVersion(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster()
+	c.Spec.Version = "3.6.16"
+	pod := resources.MemberPod(c, resources.MemberConfig{Name: "main-0", Version: "3.5.35"}, versions.Images{Repository: repo})
+	g.Expect(pod.Labels).To(HaveKeyWithValue(cluster.LabelVersion, "3.5.35"))
+	g.Expect(pod.Spec.Containers[0].Image).To(Equal(versions.Image(repo, "3.5.35")))
+	g.Expect(pod.Spec.Containers[0].Args).To(ContainElement("--experimental-peer-skip-client-san-verification=true"))
+	g.Expect(c.Spec.Version).To(Equal("3.6.16"), "the cluster is not modified")
+
+	broken := resources.MemberPod(c, resources.MemberConfig{Name: "main-0", Image: "x/broken:v0"}, versions.Images{Repository: repo})
+	g.Expect(broken.Spec.Containers[0].Image).To(Equal("x/broken:v0"))
+	g.Expect(broken.Labels).To(HaveKeyWithValue(cluster.LabelVersion, "3.6.16"))
 }

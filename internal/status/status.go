@@ -71,6 +71,7 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 			}
 		}
 	}
+	out.Upgrade = upgradeStatus(in, out.Upgrade, out.Members)
 	voters, healthy := countVoters(out.Members)
 	out.ReadyMembers = int32(readyVoters(in.Observed.Members))
 
@@ -80,7 +81,7 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	}
 	available := availableCondition(in, voters, healthy)
 	progressing := progressingCondition(in.Action)
-	degraded := degradedCondition(in, out.Members)
+	degraded := degradedCondition(in, out)
 	set(available)
 	set(progressing)
 	set(degraded)
@@ -166,7 +167,8 @@ func progressingCondition(a membership.Action) metav1.Condition {
 		Reason: a.Reason, Message: a.Message}
 }
 
-func degradedCondition(in Input, ms []etcdv1alpha1.MemberStatus) metav1.Condition {
+func degradedCondition(in Input, st etcdv1alpha1.EtcdClusterStatus) metav1.Condition {
+	ms := st.Members
 	degraded := func(reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
 	}
@@ -175,6 +177,9 @@ func degradedCondition(in Input, ms []etcdv1alpha1.MemberStatus) metav1.Conditio
 	}
 	if in.Action.Kind == membership.Blocked {
 		return degraded(in.Action.Reason, in.Action.Message)
+	}
+	if st.Upgrade != nil && st.Upgrade.RolledBack != nil {
+		return degraded(etcdv1alpha1.ReasonUpgradeRolledBack, st.Upgrade.RolledBack.Reason)
 	}
 	if in.Observed.Members != nil {
 		var sick []string

@@ -2,6 +2,7 @@ package status_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -239,4 +240,91 @@ func TestUnreachableMembersStartTheirUnhealthyRecord(t *testing.T) {
 
 	g.Expect(s.Members[0].UnhealthySince).To(Equal(&metav1.Time{Time: now}))
 	g.Expect(s.Members[1].UnhealthySince).To(Equal(&earlier), "an existing record is kept")
+}
+
+func TestUpgradeIsRecordedStartedRolledBackAndCompleted(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	at := func(versions ...string) (etcdv1alpha1.EtcdClusterStatus, map[string]status.Detail) {
+		d := map[string]status.Detail{}
+		for i, v := range versions {
+			d[fmt.Sprintf("e-%d", i)] = status.Detail{Version: v}
+		}
+		return etcdv1alpha1.EtcdClusterStatus{}, d
+	}
+	c := newCluster(3)
+	c.Spec.Version = "3.6.16"
+	obs := membership.Observed{Members: members(true, true, true), Now: now, Upgrade: membership.Upgrade{Target: "3.6.16"}}
+
+	By := func(string) {}
+	By("the first restart towards spec.version starts the record")
+	_, details := at("3.5.35", "3.5.35", "3.5.35")
+	s := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details,
+		Action: membership.Action{Kind: membership.RestartMember, Member: "e-1", Version: "3.6.16", Reason: etcdv1alpha1.ReasonUpgrading, Message: "upgrading to 3.6.16: 0/3 members at 3.6.16; restarting member e-1"}})
+	started := metav1.NewTime(now)
+	g.Expect(s.Upgrade).To(Equal(&etcdv1alpha1.UpgradeStatus{FromVersion: "3.5.35", ToVersion: "3.6.16", StartedAt: &started}))
+	progressing := cond(g, s, etcdv1alpha1.ConditionProgressing)
+	g.Expect(progressing.Reason).To(Equal(etcdv1alpha1.ReasonUpgrading))
+	g.Expect(progressing.Message).To(ContainSubstring("0/3 members at 3.6.16"))
+	events := status.Transitions(c.Status, s)
+	g.Expect(events).To(ContainElement(HaveField("Reason", "UpgradeStarted")))
+
+	By("a later restart keeps it")
+	c.Status = s
+	_, details = at("3.5.35", "3.6.16", "3.5.35")
+	s2 := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details,
+		Action: membership.Action{Kind: membership.RestartMember, Member: "e-2", Version: "3.6.16", Reason: etcdv1alpha1.ReasonUpgrading, Message: "m"}})
+	g.Expect(s2.Upgrade).To(Equal(s.Upgrade))
+	g.Expect(status.Transitions(s, s2)).NotTo(ContainElement(HaveField("Reason", "UpgradeStarted")))
+
+	By("a rollback is recorded and keeps the cluster Degraded")
+	rolled := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details,
+		Action: membership.Action{Kind: membership.RollBack, Member: "e-1", Version: "3.5.35", Reason: etcdv1alpha1.ReasonUpgradeRolledBack, Message: "member e-1 did not become healthy"}})
+	g.Expect(rolled.Upgrade.RolledBack).To(Equal(&etcdv1alpha1.UpgradeRollback{Member: "e-1", Reason: "member e-1 did not become healthy", At: started}))
+	c.Status = rolled
+	later := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details, Action: membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"}})
+	degraded := cond(g, later, etcdv1alpha1.ConditionDegraded)
+	g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonUpgradeRolledBack))
+	g.Expect(cond(g, later, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+
+	By("spec.version set back: the record is dropped once nothing moves")
+	c.Spec.Version = "3.5.35"
+	cancelled := status.Compute(status.Input{Cluster: c, Observed: membership.Observed{Members: members(true, true, true), Now: now, Upgrade: membership.Upgrade{Target: "3.5.35"}},
+		Details: details, Action: membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"}})
+	g.Expect(cancelled.Upgrade).To(BeNil())
+
+	By("every member at the target and nothing to do: completed")
+	c.Spec.Version = "3.6.16"
+	c.Status = s
+	_, details = at("3.6.16", "3.6.16", "3.6.16")
+	done := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details, Action: membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"}})
+	g.Expect(done.Upgrade.CompletedAt).To(Equal(&started))
+	g.Expect(status.Transitions(s, done)).To(ContainElement(HaveField("Reason", "UpgradeCompleted")))
+	g.Expect(cond(g, done, etcdv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+
+	By("the snapshot before the first restart starts the record, with where it is; not when it failed")
+	c.Status = etcdv1alpha1.EtcdClusterStatus{}
+	_, details = at("3.5.35", "3.5.35", "3.5.35")
+	snap := membership.Action{Kind: membership.Snapshot, Member: "e-1", Version: "3.6.16", Reason: etcdv1alpha1.ReasonUpgrading, Message: "saving a snapshot"}
+	snapped := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details, Action: snap})
+	g.Expect(snapped.Upgrade).To(Equal(&etcdv1alpha1.UpgradeStatus{FromVersion: "3.5.35", ToVersion: "3.6.16", StartedAt: &started,
+		Snapshot: &etcdv1alpha1.UpgradeSnapshot{Member: "e-1", Path: "/var/lib/etcd/pre-upgrade-snapshot.db", TakenAt: started}}))
+	g.Expect(status.Compute(status.Input{Cluster: c, Observed: obs, Details: details, Action: snap, Err: errors.New("exec failed")}).Upgrade).To(BeNil())
+	c.Status = snapped
+	g.Expect(status.Compute(status.Input{Cluster: c, Observed: obs, Details: details,
+		Action: membership.Action{Kind: membership.RestartMember, Member: "e-1", Version: "3.6.16", Reason: etcdv1alpha1.ReasonUpgrading, Message: "m"}}).Upgrade).
+		To(Equal(snapped.Upgrade), "the first restart keeps the record")
+
+	By("forcing raft snapshots is recorded on the upgrade it belongs to")
+	c.Status = snapped
+	forced := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details,
+		Action: membership.Action{Kind: membership.ForceRaftSnapshots, Entries: 10100, Version: "3.6.16", Reason: etcdv1alpha1.ReasonUpgrading, Message: "m"}})
+	g.Expect(forced.Upgrade.RaftSnapshotsForcedAt).To(Equal(&started))
+
+	By("going back to what members run starts no record")
+	c.Status = etcdv1alpha1.EtcdClusterStatus{}
+	_, details = at("3.5.35", "3.6.16", "3.5.35")
+	back := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details,
+		Action: membership.Action{Kind: membership.RestartMember, Member: "e-1", Version: "3.5.35", Reason: etcdv1alpha1.ReasonUpgrading, Message: "going back"}})
+	g.Expect(back.Upgrade).To(BeNil())
 }

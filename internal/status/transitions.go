@@ -31,6 +31,7 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	if now, changed := flipped(old, updated, etcdv1alpha1.ConditionDegraded); changed && now.Status == metav1.ConditionTrue {
 		out = append(out, Event{corev1.EventTypeWarning, now.Reason, "Observe", now.Message})
 	}
+	out = append(out, upgradeTransitions(old.Upgrade, updated.Upgrade)...)
 	wasHealthy := map[string]bool{}
 	for _, m := range old.Members {
 		wasHealthy[m.Name] = m.Healthy
@@ -57,4 +58,20 @@ func flipped(old, updated etcdv1alpha1.EtcdClusterStatus, t string) (metav1.Cond
 		return *now, false
 	}
 	return *now, true
+}
+
+// upgradeTransitions: an upgrade started or completed (a rollback shows as Degraded).
+func upgradeTransitions(old, updated *etcdv1alpha1.UpgradeStatus) []Event {
+	if updated == nil {
+		return nil
+	}
+	if old == nil || old.ToVersion != updated.ToVersion || !old.StartedAt.Equal(updated.StartedAt) {
+		return []Event{{corev1.EventTypeNormal, "UpgradeStarted", "Upgrade",
+			fmt.Sprintf("Upgrading etcd from %s to %s, one member at a time", updated.FromVersion, updated.ToVersion)}}
+	}
+	if old.CompletedAt == nil && updated.CompletedAt != nil {
+		return []Event{{corev1.EventTypeNormal, "UpgradeCompleted", "Upgrade",
+			fmt.Sprintf("Every member runs etcd %s", updated.ToVersion)}}
+	}
+	return nil
 }

@@ -84,3 +84,79 @@ func PeerSkipClientSANVerificationFlag(v string) string {
 	}
 	return "peer-skip-client-san-verification"
 }
+
+// minPatchForNextMinor is the lowest patch release of a minor from which etcd supports
+// upgrading to the next minor: 3.6 needs 3.5.20 or later (earlier 3.5 releases can leave
+// members that 3.6 refuses to join).
+var minPatchForNextMinor = map[string]int{"3.5": 20}
+
+// CheckUpgrade says whether a member running release from may be restarted at release to
+// in one step: a newer patch of the same minor, or the next minor (from a patch release
+// that allows it). Anything else, a skipped minor or a downgrade, is refused with the
+// reason. Equal versions are no upgrade and fine.
+func CheckUpgrade(from, to string) error {
+	f, err := parse(from)
+	if err != nil {
+		return err
+	}
+	t, err := parse(to)
+	if err != nil {
+		return err
+	}
+	switch {
+	case f == t:
+		return nil
+	case t.major != f.major:
+		return fmt.Errorf("%s -> %s changes the major version", from, to)
+	case t.minor < f.minor || t.minor == f.minor && t.patch < f.patch:
+		return fmt.Errorf("%s -> %s is a downgrade, which this operator does not do", from, to)
+	case t.minor == f.minor:
+		return nil
+	case t.minor > f.minor+1:
+		return fmt.Errorf("%s -> %s skips %d.%d: upgrade one minor release at a time", from, to, f.major, f.minor+1)
+	}
+	if min, ok := minPatchForNextMinor[fmt.Sprintf("%d.%d", f.major, f.minor)]; ok && f.patch < min {
+		return fmt.Errorf("%s -> %s needs %d.%d.%d or later first", from, to, f.major, f.minor, min)
+	}
+	return nil
+}
+
+// Upgrades are the (from, to) pairs of supported releases that CheckUpgrade allows, oldest
+// first: the upgrade path spec.version may take. The CRD's upgrade rule lists the same pairs.
+func Upgrades() [][2]string {
+	var out [][2]string
+	for _, from := range Supported {
+		for _, to := range Supported {
+			if from != to && CheckUpgrade(from, to) == nil {
+				out = append(out, [2]string{from, to})
+			}
+		}
+	}
+	return out
+}
+
+type release struct{ major, minor, patch int }
+
+func parse(v string) (release, error) {
+	var r release
+	if n, err := fmt.Sscanf(v, "%d.%d.%d", &r.major, &r.minor, &r.patch); err != nil || n != 3 || fmt.Sprintf("%d.%d.%d", r.major, r.minor, r.patch) != v {
+		return release{}, fmt.Errorf("%q is not a release version (major.minor.patch)", v)
+	}
+	return r, nil
+}
+
+// NeedsFreshRaftSnapshots reports whether every member must have taken a raft snapshot
+// since its last entry written by an older release before a member runs release to: etcd
+// 3.7 no longer reads the v2-format entries etcd 3.5 wrote, and a 3.7 member replaying such
+// an entry from its log panics. Going from before 3.7 to 3.7 or later needs it.
+func NeedsFreshRaftSnapshots(from, to string) bool {
+	f, err := parse(from)
+	if err != nil {
+		return false
+	}
+	t, err := parse(to)
+	if err != nil {
+		return false
+	}
+	return t.major == 3 && t.minor >= 7 && f.major == 3 && f.minor < 7
+}

@@ -114,3 +114,54 @@ func TestManagerPinsEveryRelease(t *testing.T) {
 	}
 	g.Expect(pinned).To(Equal(want))
 }
+
+func TestCheckUpgrade(t *testing.T) {
+	g := NewWithT(t)
+	for _, ok := range [][2]string{{"3.6.16", "3.6.16"}, {"3.6.15", "3.6.16"}, {"3.5.35", "3.6.16"}, {"3.6.16", "3.7.3"}, {"3.5.20", "3.6.0"}} {
+		g.Expect(versions.CheckUpgrade(ok[0], ok[1])).To(Succeed(), "%s -> %s", ok[0], ok[1])
+	}
+	for _, bad := range []struct{ from, to, why string }{
+		{"3.5.35", "3.7.3", "skips 3.6"},
+		{"3.7.3", "3.6.16", "downgrade"},
+		{"3.6.16", "3.6.15", "downgrade"},
+		{"3.5.19", "3.6.16", "needs 3.5.20 or later first"},
+		{"3.7.3", "4.0.0", "major"},
+		{"v3.6.16", "3.7.3", "not a release version"},
+		{"3.6", "3.7.3", "not a release version"},
+	} {
+		g.Expect(versions.CheckUpgrade(bad.from, bad.to)).To(MatchError(ContainSubstring(bad.why)), "%s -> %s", bad.from, bad.to)
+	}
+	g.Expect(versions.Upgrades()).To(Equal([][2]string{{"3.5.35", "3.6.16"}, {"3.6.16", "3.7.3"}}))
+}
+
+// The CRD's upgrade rule (a CEL rule at the root, which can see the old spec and the
+// status) lists the pairs of versions.Upgrades, in both of its checks.
+func TestCRDUpgradeRuleAgreesWithTable(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", "etcd.etcdpilot.io_etcdclusters.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var crd apiextensionsv1.CustomResourceDefinition
+	g.Expect(yaml.Unmarshal(raw, &crd)).To(Succeed())
+	var pairs []string
+	for _, p := range versions.Upgrades() {
+		pairs = append(pairs, "['"+p[0]+"','"+p[1]+"']")
+	}
+	literal := "[" + strings.Join(pairs, ",") + "]"
+	var rule string
+	for _, r := range crd.Spec.Versions[0].Schema.OpenAPIV3Schema.XValidations {
+		if strings.Contains(r.Rule, "oldSelf.spec.version") {
+			rule = r.Rule
+		}
+	}
+	g.Expect(rule).NotTo(BeEmpty(), "the CRD has an upgrade rule")
+	g.Expect(strings.Count(rule, literal)).To(Equal(2), "rule %s lists the pairs %s twice", rule, literal)
+	g.Expect(strings.Count(rule, ".exists(p,")).To(Equal(2), "and no other list")
+}
+
+func TestNeedsFreshRaftSnapshots(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(versions.NeedsFreshRaftSnapshots("3.6.16", "3.7.3")).To(BeTrue())
+	g.Expect(versions.NeedsFreshRaftSnapshots("3.5.35", "3.6.16")).To(BeFalse())
+	g.Expect(versions.NeedsFreshRaftSnapshots("3.7.2", "3.7.3")).To(BeFalse())
+	g.Expect(versions.NeedsFreshRaftSnapshots("x", "3.7.3")).To(BeFalse())
+}

@@ -43,6 +43,7 @@ const (
 	Health             Method = "Health"
 	Put                Method = "Put"
 	Get                Method = "Get"
+	AppendNoOps        Method = "AppendNoOps"
 	Close              Method = "Close"
 )
 
@@ -394,6 +395,20 @@ func (f *Client) Get(_ context.Context, key string) (string, bool, error) {
 	}
 	value, found := f.kv[key]
 	return value, found, nil
+}
+
+// AppendNoOps records the call and advances every member's raft index by n.
+func (f *Client) AppendNoOps(_ context.Context, n int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(AppendNoOps, strconv.Itoa(n)); err != nil {
+		return err
+	}
+	for ep, st := range f.statuses {
+		st.RaftIndex += uint64(n)
+		f.statuses[ep] = st
+	}
+	return nil
 }
 
 // Close only records the call: the fake's state outlives its clients, like a real cluster.

@@ -1,0 +1,198 @@
+package membership
+
+import (
+	"fmt"
+	"time"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/versions"
+)
+
+// Upgrades. A member runs the release of its pod; changing spec.version restarts the
+// members at the new release one at a time (RestartMember deletes the pod, CreatePod brings
+// it back at Desired with its data and identity):
+//
+//   - only when every member is healthy and Ready, the cluster has its full size, no
+//     learner is pending, and every member is caught up with the leader (raft index within
+//     maxRaftLag), so that one member down leaves a healthy quorum;
+//   - a snapshot is saved to a follower's volume before the first restart; going to 3.7,
+//     no-op entries are appended first so that every member takes a raft snapshot past the
+//     entries 3.5 wrote, which 3.7 cannot replay;
+//   - followers first, by ordinal; leadership is moved to an upgraded member before the
+//     leader is restarted;
+//   - a member restarted at the new release that is not healthy and Ready within
+//     MemberTimeout, while another member still runs the old release (so the cluster
+//     version has not been raised and the old release can still read the data), is rolled
+//     back: RollBack is recorded in the status, the upgrade stops, and Desired becomes the
+//     old release again. The failed member goes back at once, the others (if any were
+//     upgraded) one at a time through the same gates.
+
+// maxRaftLag is how far behind the leader's raft index a member may be before the next
+// member is restarted: a member that far behind has not caught up yet.
+const maxRaftLag = 1000
+
+// Upgrade is what the spec and the status say about the etcd version.
+type Upgrade struct {
+	// Target is spec.version.
+	Target string
+	// From is status.upgrade.fromVersion when status.upgrade is about Target (an upgrade
+	// to it is under way, done or rolled back); empty otherwise.
+	From string
+	// RolledBack is true when the upgrade to Target was rolled back.
+	RolledBack bool
+	// MemberTimeout is spec.memberUpgradeTimeout.
+	MemberTimeout time.Duration
+	// SnapshotTaken is true when status.upgrade (about Target) records the snapshot taken
+	// before the first restart.
+	SnapshotTaken bool
+	// RaftSnapshotsForced is true when status.upgrade (about Target) records that every
+	// member was made to take a raft snapshot (versions.NeedsFreshRaftSnapshots).
+	RaftSnapshotsForced bool
+	// SnapshotCount is spec.etcd.snapshotCount: after that many applied entries a member
+	// takes a raft snapshot.
+	SnapshotCount int
+}
+
+// raftSnapshotMargin is how many no-op entries ForceRaftSnapshots appends beyond
+// SnapshotCount, for the entries members apply while it runs.
+const raftSnapshotMargin = 100
+
+// Desired is the release every member should run: Target, or From after a rollback.
+func (u Upgrade) Desired() string {
+	if u.RolledBack && u.From != "" {
+		return u.From
+	}
+	return u.Target
+}
+
+// rollback decides, ahead of the health gates, for an upgrade that failed: record the
+// rollback, or put the failed member back on the old release at once.
+func (o Observed) rollback() (Action, bool) {
+	u := o.Upgrade
+	if u.Target == "" || u.From == "" || u.From == u.Target {
+		return Action{}, false
+	}
+	healthy := func(m Member) bool { return m.Healthy && m.Ready }
+	if u.RolledBack {
+		for _, m := range o.Members {
+			if o.Pods[m.Name].Version == u.Target && !healthy(m) {
+				return Action{Kind: RestartMember, Member: m.Name, Version: u.From, Reason: etcdv1alpha1.ReasonUpgradeRolledBack,
+					Message: fmt.Sprintf("putting member %s back on %s: it did not become healthy at %s", m.Name, u.From, u.Target)}, true
+			}
+		}
+		return Action{}, false
+	}
+	if u.MemberTimeout <= 0 || !o.someoneRuns(u.From) {
+		return Action{}, false // past the point of no return: the cluster version may be raised
+	}
+	for _, m := range o.Members {
+		pod, ok := o.Pods[m.Name]
+		if !ok || pod.Version != u.Target || healthy(m) || pod.Created.IsZero() || o.Now.Sub(pod.Created) <= u.MemberTimeout {
+			continue
+		}
+		return Action{Kind: RollBack, Member: m.Name, Version: u.From, Reason: etcdv1alpha1.ReasonUpgradeRolledBack,
+			Message: fmt.Sprintf("member %s did not become healthy at %s within %s (spec.memberUpgradeTimeout); it goes back to %s and the upgrade stops. "+
+				"To retry, set spec.version to %s, then to %s again", m.Name, u.Target, u.MemberTimeout, u.From, u.From, u.Target)}, true
+	}
+	return Action{}, false
+}
+
+func (o Observed) someoneRuns(version string) bool {
+	for _, m := range o.Members {
+		if o.Pods[m.Name].Version == version {
+			return true
+		}
+	}
+	return false
+}
+
+// upgrade restarts the next member not at the desired release, once every gate is open.
+// The caller (planReachable) has already made sure that every member is healthy and
+// Ready, no learner is pending and the cluster has its full size.
+func (o Observed) upgrade() (Action, bool) {
+	desired := o.Upgrade.Desired()
+	if desired == "" {
+		return Action{}, false
+	}
+	var outdated []Member
+	var leader *Member
+	for i, m := range o.Members {
+		if m.Leader {
+			leader = &o.Members[i]
+		}
+		v := o.Pods[m.Name].Version
+		if v == "" {
+			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonUpgrading,
+				Message: fmt.Sprintf("waiting to learn which release member %s runs", m.Name)}, true
+		}
+		if v == desired {
+			continue
+		}
+		// Going back one step (a rollback, or spec.version set back to what members still
+		// run) is safe while some member still runs the older release: the cluster version
+		// has not been raised, so the older release can read the data.
+		back := versions.CheckUpgrade(desired, v) == nil && o.someoneRuns(desired)
+		if err := versions.CheckUpgrade(v, desired); err != nil && !back {
+			return Action{Kind: Blocked, Member: m.Name, Reason: etcdv1alpha1.ReasonUpgradeBlocked,
+				Message: fmt.Sprintf("member %s runs %s, which cannot go to %s: %v; set spec.version to %s", m.Name, v, desired, err, v)}, true
+		}
+		outdated = append(outdated, m)
+	}
+	if len(outdated) == 0 {
+		return Action{}, false
+	}
+	progress := fmt.Sprintf("%d/%d members at %s", len(o.Members)-len(outdated), len(o.Members), desired)
+	reason, verb := etcdv1alpha1.ReasonUpgrading, "upgrading to "+desired
+	if o.Upgrade.RolledBack {
+		reason, verb = etcdv1alpha1.ReasonUpgradeRolledBack, "going back to "+desired+" after the rolled-back upgrade"
+	} else if versions.CheckUpgrade(o.Pods[outdated[0].Name].Version, desired) != nil {
+		verb = "going back to " + desired
+	}
+	if leader != nil {
+		for _, m := range o.Members {
+			if leader.RaftIndex > m.RaftIndex+maxRaftLag {
+				return Action{Kind: Wait, Member: m.Name, Reason: reason,
+					Message: fmt.Sprintf("%s: %s; waiting for member %s to catch up with the leader (raft index %d of %d)", verb, progress, m.Name, m.RaftIndex, leader.RaftIndex)}, true
+			}
+		}
+	}
+	if !o.Upgrade.RolledBack && !o.Upgrade.SnapshotTaken && versions.CheckUpgrade(o.Pods[outdated[0].Name].Version, desired) == nil {
+		// Before the first restart, a snapshot on a follower's volume (not to load the
+		// leader), or the only member's.
+		from := o.Members[0]
+		for _, m := range o.Members {
+			if !m.Leader {
+				from = m
+				break
+			}
+		}
+		return Action{Kind: Snapshot, Member: from.Name, Version: desired, Reason: reason,
+			Message: fmt.Sprintf("%s: %s; saving a snapshot to the volume of member %s before the first restart", verb, progress, from.Name)}, true
+	}
+	if first := o.Pods[outdated[0].Name].Version; !o.Upgrade.RolledBack && !o.Upgrade.RaftSnapshotsForced &&
+		len(outdated) == len(o.Members) && versions.NeedsFreshRaftSnapshots(first, desired) {
+		n := o.Upgrade.SnapshotCount + raftSnapshotMargin
+		return Action{Kind: ForceRaftSnapshots, Entries: n, Version: desired, Reason: reason,
+			Message: fmt.Sprintf("%s: %s; appending %d no-op raft entries so that every member takes a raft snapshot: %s cannot replay log entries that releases before it wrote",
+				verb, progress, n, desired)}, true
+	}
+	next := outdated[0]
+	for _, m := range outdated {
+		if !m.Leader {
+			next = m
+			break
+		}
+	}
+	if next.Leader && len(o.Members) > 1 {
+		successor := o.Members[0]
+		for _, m := range o.Members {
+			if !m.Leader && (successor.Leader || o.Pods[m.Name].Version == desired && o.Pods[successor.Name].Version != desired) {
+				successor = m
+			}
+		}
+		return Action{Kind: MoveLeader, Member: next.Name, MemberID: successor.ID, Reason: reason,
+			Message: fmt.Sprintf("%s: %s; moving leadership from %s to %s before restarting it", verb, progress, next.Name, successor.Name)}, true
+	}
+	return Action{Kind: RestartMember, Member: next.Name, Version: desired, Reason: reason,
+		Message: fmt.Sprintf("%s: %s; restarting member %s", verb, progress, next.Name)}, true
+}

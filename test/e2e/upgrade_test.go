@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+)
+
+var _ = Describe("etcd version upgrades", func() {
+	It("upgrade a 3-member TLS cluster 3.5 -> 3.6 -> 3.7 under writes, one member at a time, losing no acknowledged write; a skip and a downgrade are refused", func(ctx SpecContext) {
+		ns := newTestNamespace(ctx, "e2e-upgrade-")
+		cluster := createCluster(ctx, ns, "up", 3, "3.5.35")
+		before := waitReady(ctx, cluster)
+
+		By("refusing a skipped minor with a message saying why")
+		expectVersionRefused(ctx, cluster, "3.7.3", "spec.version cannot change from 3.5.35 to 3.7.3 while members run 3.5.35: etcd is upgraded one minor release at a time")
+
+		w := startWriter(ctx, ns, cluster.Name)
+		for _, target := range []string{"3.6.16", "3.7.3"} {
+			By("upgrading to " + target)
+			podsBefore := podUIDs(ctx, ns, cluster.Name)
+			setVersion(ctx, cluster, target)
+			var progress []string
+			Eventually(func(g Gomega) {
+				c := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+				if p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionProgressing); p != nil && p.Reason == etcdv1alpha1.ReasonUpgrading {
+					if len(progress) == 0 || progress[len(progress)-1] != p.Message {
+						progress = append(progress, p.Message)
+					}
+				}
+				g.Expect(c.Status.Upgrade).NotTo(BeNil())
+				g.Expect(c.Status.Upgrade.ToVersion).To(Equal(target))
+				g.Expect(c.Status.Upgrade.CompletedAt).NotTo(BeNil(), "upgrade completed")
+				for _, m := range c.Status.Members {
+					g.Expect(m.Version).To(Equal(target), m.Name)
+				}
+			}).WithContext(ctx).WithTimeout(6 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+			after := waitReady(ctx, cluster)
+			Expect(after.Status.CurrentVersion).To(Equal(target))
+			Expect(memberIDs(after)).To(Equal(memberIDs(before)), "the same members, with their data: no membership change")
+			podsAfter := podUIDs(ctx, ns, cluster.Name)
+			for name, uid := range podsBefore {
+				Expect(podsAfter[name]).NotTo(Equal(uid), "member %s was restarted at %s", name, target)
+				Expect(get(ctx, ns, name, &corev1.Pod{}).Labels).To(HaveKeyWithValue("etcd.etcdpilot.io/version", target))
+			}
+			Expect(progress).To(ContainElement(ContainSubstring("members at "+target)), "Progressing/Upgrading said how far it got")
+			if target == "3.7.3" {
+				Expect(after.Status.Upgrade.RaftSnapshotsForcedAt).NotTo(BeNil(), "3.7 cannot replay the entries 3.5 wrote: every member took a raft snapshot first")
+			}
+			snap := after.Status.Upgrade.Snapshot
+			Expect(snap).NotTo(BeNil(), "a snapshot was saved before the first restart")
+			out, err := exec.CommandContext(ctx, os.Getenv("KUBECTL"), "-n", ns, "exec", snap.Member, "-c", "etcd", "--",
+				"/usr/local/bin/etcdutl", "snapshot", "status", snap.Path, "-w", "json").Output()
+			Expect(err).NotTo(HaveOccurred(), "etcdutl snapshot status %s on %s", snap.Path, snap.Member)
+			Expect(string(out)).To(MatchRegexp(`"revision":[1-9]`), "a valid snapshot with data: %s", out)
+			events, err := clientset.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(events.Items).To(ContainElements(
+				HaveField("Note", ContainSubstring("to "+target+", one member at a time")),
+				HaveField("Note", "Every member runs etcd "+target)))
+		}
+		acked, failed := w.stop()
+		GinkgoWriter.Printf("writer: %d acknowledged writes, %d failed attempts\n", len(acked), failed)
+		Expect(len(acked)).To(BeNumerically(">", 100), "the writer kept writing during the upgrades")
+		expectKeys(ctx, ns, cluster.Name, acked)
+
+		By("refusing a downgrade")
+		expectVersionRefused(ctx, cluster, "3.6.16", "spec.version cannot change from 3.7.3 to 3.6.16 while members run 3.7.3")
+	})
+
+	It("rolls a member back when the new version does not come up, stops the upgrade, and retries when asked", func(ctx SpecContext) {
+		ns := newTestNamespace(ctx, "e2e-rollback-")
+		cluster := &etcdv1alpha1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "rb", Namespace: ns,
+				Annotations: map[string]string{"test.etcdpilot.io/broken-image-version": "3.7.3"}},
+			Spec: etcdv1alpha1.EtcdClusterSpec{Size: 3, Version: "3.6.16", DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete,
+				MemberUpgradeTimeout: &metav1.Duration{Duration: 30 * time.Second}},
+		}
+		Expect(k8sClient.Create(ctx, cluster)).To(Succeed())
+		before := waitReady(ctx, cluster)
+
+		By("upgrading to 3.7.3, whose image is broken for this cluster")
+		setVersion(ctx, cluster, "3.7.3")
+		var rolled *etcdv1alpha1.EtcdCluster
+		Eventually(func(g Gomega) {
+			rolled = get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+			g.Expect(rolled.Status.Upgrade).NotTo(BeNil())
+			g.Expect(rolled.Status.Upgrade.RolledBack).NotTo(BeNil())
+			degraded := meta.FindStatusCondition(rolled.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+			g.Expect(degraded).NotTo(BeNil())
+			g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonUpgradeRolledBack))
+			g.Expect(degraded.Message).To(ContainSubstring("did not become healthy at 3.7.3 within 30s"))
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		failed := rolled.Status.Upgrade.RolledBack.Member
+
+		By("the failed member runs 3.6.16 again, healthy, and nothing else is upgraded")
+		Eventually(func(g Gomega) {
+			c := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+			g.Expect(c.Status.ReadyMembers).To(Equal(int32(3)))
+			for _, m := range c.Status.Members {
+				g.Expect(m.Version).To(Equal("3.6.16"), m.Name)
+				g.Expect(m.Healthy).To(BeTrue(), m.Name)
+			}
+			pod := get(ctx, ns, failed, &corev1.Pod{})
+			g.Expect(pod.Labels).To(HaveKeyWithValue("etcd.etcdpilot.io/version", "3.6.16"))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		stable := podUIDs(ctx, ns, cluster.Name)
+		Consistently(func() map[string]string { return podUIDs(ctx, ns, cluster.Name) }).
+			WithContext(ctx).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Equal(stable), "the upgrade stopped")
+		after := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+		Expect(memberIDs(after)).To(Equal(memberIDs(before)))
+		events, err := clientset.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(events.Items).To(ContainElement(SatisfyAll(HaveField("Reason", "UpgradeRolledBack"), HaveField("Type", corev1.EventTypeWarning))))
+
+		By("retrying: the image is fixed, spec.version goes back to status.currentVersion, then forward again")
+		c := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+		patch := client.MergeFrom(c.DeepCopy())
+		delete(c.Annotations, "test.etcdpilot.io/broken-image-version")
+		c.Spec.Version = "3.6.16"
+		Expect(k8sClient.Patch(ctx, c, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+			g.Expect(got.Status.Upgrade).To(BeNil(), "the rolled-back upgrade is cleared")
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		waitReady(ctx, cluster)
+		setVersion(ctx, cluster, "3.7.3")
+		Eventually(func(g Gomega) {
+			got := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+			g.Expect(got.Status.Upgrade).NotTo(BeNil())
+			g.Expect(got.Status.Upgrade.CompletedAt).NotTo(BeNil())
+			g.Expect(got.Status.CurrentVersion).To(Equal("3.7.3"))
+		}).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		waitReady(ctx, cluster)
+	})
+})
+
+// setVersion sets spec.version, retrying on conflicts with the operator's writes.
+func setVersion(ctx context.Context, c *etcdv1alpha1.EtcdCluster, version string) {
+	EventuallyWithOffset(1, func() error {
+		got := get(ctx, c.Namespace, c.Name, &etcdv1alpha1.EtcdCluster{})
+		got.Spec.Version = version
+		return k8sClient.Update(ctx, got)
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+}
+
+func expectVersionRefused(ctx context.Context, c *etcdv1alpha1.EtcdCluster, version, message string) {
+	got := get(ctx, c.Namespace, c.Name, &etcdv1alpha1.EtcdCluster{})
+	got.Spec.Version = version
+	err := k8sClient.Update(ctx, got)
+	ExpectWithOffset(1, apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+	ExpectWithOffset(1, err.Error()).To(ContainSubstring(message))
+}
+
+func podUIDs(ctx context.Context, ns, name string) map[string]string {
+	var pods corev1.PodList
+	ExpectWithOffset(1, k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"etcd.etcdpilot.io/cluster": name})).To(Succeed())
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		out[p.Name] = string(p.UID)
+	}
+	return out
+}
+
+// writer writes unique keys, 10 a second, through every member pod that has an address
+// (refreshed as pods are restarted), and records what etcd acknowledged. It stops by
+// itself after 15 minutes.
+type writer struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	acked  map[string]string
+	failed int
+}
+
+func startWriter(ctx context.Context, ns, name string) *writer {
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	w := &writer{cancel: cancel, done: make(chan struct{}), acked: map[string]string{}}
+	go func() {
+		defer GinkgoRecover()
+		defer close(w.done)
+		var cli etcd.Client
+		var current string
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-wctx.Done():
+				if cli != nil {
+					_ = cli.Close()
+				}
+				return
+			case <-tick.C:
+			}
+			endpoints, cfg := memberEndpoints(wctx, ns, name)
+			sort.Strings(endpoints)
+			if key := strings.Join(endpoints, ","); key != current || cli == nil {
+				if cli != nil {
+					_ = cli.Close()
+				}
+				cfg.Certificates = clientCertificate(wctx, ns, name)
+				for j := range endpoints {
+					endpoints[j] = "https://" + endpoints[j]
+				}
+				var err error
+				if cli, err = etcd.New(etcd.Config{Endpoints: endpoints, TLS: cfg, DialTimeout: 2 * time.Second}); err != nil {
+					cli = nil
+					continue
+				}
+				current = key
+			}
+			k, v := fmt.Sprintf("/e2e/upgrade/%05d", i), fmt.Sprintf("value-%d", i)
+			pctx, cancel := context.WithTimeout(wctx, 3*time.Second)
+			err := cli.Put(pctx, k, v)
+			cancel()
+			w.mu.Lock()
+			if err == nil {
+				w.acked[k] = v
+			} else if wctx.Err() == nil {
+				w.failed++
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// stop stops the writer and returns the acknowledged writes and the failed attempts.
+func (w *writer) stop() (map[string]string, int) {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.acked, w.failed
+}
