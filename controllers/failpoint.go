@@ -30,8 +30,8 @@ const (
 	failpointExitCode = 86
 )
 
-// AnnotationBrokenImageVersion, with failpoints on, makes every member pod created at that
-// etcd version run an image that does not exist (upgrade rollback tests).
+// AnnotationBrokenImageVersion names an etcd version whose member pods, with failpoints on,
+// run an image that does not exist (upgrade rollback tests).
 const AnnotationBrokenImageVersion = "test.etcdpilot.io/broken-image-version"
 
 // brokenImage returns the broken image for pods of version when the cluster asks for it.

@@ -72,22 +72,14 @@ func (o Observed) rollback() (Action, bool) {
 	if u.Target == "" || u.From == "" || u.From == u.Target {
 		return Action{}, false
 	}
-	healthy := func(m Member) bool { return m.Healthy && m.Ready }
 	if u.RolledBack {
-		for _, m := range o.Members {
-			if o.Pods[m.Name].Version == u.Target && !healthy(m) {
-				return Action{Kind: RestartMember, Member: m.Name, Version: u.From, Reason: etcdv1alpha1.ReasonUpgradeRolledBack,
-					Message: fmt.Sprintf("putting member %s back on %s: it did not become healthy at %s", m.Name, u.From, u.Target)}, true
-			}
-		}
-		return Action{}, false
+		return o.putBack()
 	}
 	if u.MemberTimeout <= 0 || !o.someoneRuns(u.From) {
 		return Action{}, false // past the point of no return: the cluster version may be raised
 	}
 	for _, m := range o.Members {
-		pod, ok := o.Pods[m.Name]
-		if !ok || pod.Version != u.Target || healthy(m) || pod.Created.IsZero() || o.Now.Sub(pod.Created) <= u.MemberTimeout {
+		if !o.timedOut(m) {
 			continue
 		}
 		return Action{Kind: RollBack, Member: m.Name, Version: u.From, Reason: etcdv1alpha1.ReasonUpgradeRolledBack,
@@ -95,6 +87,27 @@ func (o Observed) rollback() (Action, bool) {
 				"To retry, set spec.version to %s, then to %s again", m.Name, u.Target, u.MemberTimeout, u.From, u.From, u.Target)}, true
 	}
 	return Action{}, false
+}
+
+// putBack restarts, at once, a member still at the target of a rolled-back upgrade that is
+// not healthy (the one that failed).
+func (o Observed) putBack() (Action, bool) {
+	u := o.Upgrade
+	for _, m := range o.Members {
+		if o.Pods[m.Name].Version == u.Target && (!m.Healthy || !m.Ready) {
+			return Action{Kind: RestartMember, Member: m.Name, Version: u.From, Reason: etcdv1alpha1.ReasonUpgradeRolledBack,
+				Message: fmt.Sprintf("putting member %s back on %s: it did not become healthy at %s", m.Name, u.From, u.Target)}, true
+		}
+	}
+	return Action{}, false
+}
+
+// timedOut: m was restarted at the target longer than MemberTimeout ago and is still not
+// healthy and Ready.
+func (o Observed) timedOut(m Member) bool {
+	pod, ok := o.Pods[m.Name]
+	return ok && pod.Version == o.Upgrade.Target && (!m.Healthy || !m.Ready) &&
+		!pod.Created.IsZero() && o.Now.Sub(pod.Created) > o.Upgrade.MemberTimeout
 }
 
 func (o Observed) someoneRuns(version string) bool {
@@ -106,6 +119,17 @@ func (o Observed) someoneRuns(version string) bool {
 	return false
 }
 
+// upgradeStep is one pass of an upgrade: what moves, and how to say it.
+type upgradeStep struct {
+	desired  string
+	outdated []Member
+	leader   *Member
+	forward  bool // towards a newer release (not going back)
+	reason   string
+	// say prefixes a detail with where the upgrade stands.
+	say func(detail string) string
+}
+
 // upgrade restarts the next member not at the desired release, once every gate is open.
 // The caller (planReachable) has already made sure that every member is healthy and
 // Ready, no learner is pending and the cluster has its full size.
@@ -114,16 +138,35 @@ func (o Observed) upgrade() (Action, bool) {
 	if desired == "" {
 		return Action{}, false
 	}
-	var outdated []Member
-	var leader *Member
+	st, stop := o.outdated(desired)
+	if stop != nil {
+		return *stop, true
+	}
+	if len(st.outdated) == 0 {
+		return Action{}, false
+	}
+	if a, ok := o.lagging(st); ok {
+		return a, true
+	}
+	if a, ok := o.prepare(st); ok {
+		return a, true
+	}
+	return o.restartNext(st), true
+}
+
+// outdated finds the members not at desired (none when every member is there). stop is set
+// when the upgrade cannot go on: a release unknown, or one that cannot reach desired in one
+// step.
+func (o Observed) outdated(desired string) (st upgradeStep, stop *Action) {
+	st.desired = desired
 	for i, m := range o.Members {
 		if m.Leader {
-			leader = &o.Members[i]
+			st.leader = &o.Members[i]
 		}
 		v := o.Pods[m.Name].Version
 		if v == "" {
-			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonUpgrading,
-				Message: fmt.Sprintf("waiting to learn which release member %s runs", m.Name)}, true
+			return st, &Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonUpgrading,
+				Message: fmt.Sprintf("waiting to learn which release member %s runs", m.Name)}
 		}
 		if v == desired {
 			continue
@@ -133,32 +176,50 @@ func (o Observed) upgrade() (Action, bool) {
 		// has not been raised, so the older release can read the data.
 		back := versions.CheckUpgrade(desired, v) == nil && o.someoneRuns(desired)
 		if err := versions.CheckUpgrade(v, desired); err != nil && !back {
-			return Action{Kind: Blocked, Member: m.Name, Reason: etcdv1alpha1.ReasonUpgradeBlocked,
-				Message: fmt.Sprintf("member %s runs %s, which cannot go to %s: %v; set spec.version to %s", m.Name, v, desired, err, v)}, true
+			return st, &Action{Kind: Blocked, Member: m.Name, Reason: etcdv1alpha1.ReasonUpgradeBlocked,
+				Message: fmt.Sprintf("member %s runs %s, which cannot go to %s: %v; set spec.version to %s", m.Name, v, desired, err, v)}
 		}
-		outdated = append(outdated, m)
+		st.outdated = append(st.outdated, m)
 	}
-	if len(outdated) == 0 {
-		return Action{}, false
+	if len(st.outdated) == 0 {
+		return st, nil
 	}
-	progress := fmt.Sprintf("%d/%d members at %s", len(o.Members)-len(outdated), len(o.Members), desired)
-	reason, verb := etcdv1alpha1.ReasonUpgrading, "upgrading to "+desired
-	if o.Upgrade.RolledBack {
-		reason, verb = etcdv1alpha1.ReasonUpgradeRolledBack, "going back to "+desired+" after the rolled-back upgrade"
-	} else if versions.CheckUpgrade(o.Pods[outdated[0].Name].Version, desired) != nil {
+	progress := fmt.Sprintf("%d/%d members at %s", len(o.Members)-len(st.outdated), len(o.Members), desired)
+	st.forward = versions.CheckUpgrade(o.Pods[st.outdated[0].Name].Version, desired) == nil && !o.Upgrade.RolledBack
+	st.reason = etcdv1alpha1.ReasonUpgrading
+	verb := "upgrading to " + desired
+	switch {
+	case o.Upgrade.RolledBack:
+		st.reason, verb = etcdv1alpha1.ReasonUpgradeRolledBack, "going back to "+desired+" after the rolled-back upgrade"
+	case !st.forward:
 		verb = "going back to " + desired
 	}
-	if leader != nil {
-		for _, m := range o.Members {
-			if leader.RaftIndex > m.RaftIndex+maxRaftLag {
-				return Action{Kind: Wait, Member: m.Name, Reason: reason,
-					Message: fmt.Sprintf("%s: %s; waiting for member %s to catch up with the leader (raft index %d of %d)", verb, progress, m.Name, m.RaftIndex, leader.RaftIndex)}, true
-			}
+	st.say = func(detail string) string { return verb + ": " + progress + "; " + detail }
+	return st, nil
+}
+
+// lagging waits for a member that has not caught up with the leader.
+func (o Observed) lagging(st upgradeStep) (Action, bool) {
+	if st.leader == nil {
+		return Action{}, false
+	}
+	for _, m := range o.Members {
+		if st.leader.RaftIndex > m.RaftIndex+maxRaftLag {
+			return Action{Kind: Wait, Member: m.Name, Reason: st.reason,
+				Message: st.say(fmt.Sprintf("waiting for member %s to catch up with the leader (raft index %d of %d)", m.Name, m.RaftIndex, st.leader.RaftIndex))}, true
 		}
 	}
-	if !o.Upgrade.RolledBack && !o.Upgrade.SnapshotTaken && versions.CheckUpgrade(o.Pods[outdated[0].Name].Version, desired) == nil {
-		// Before the first restart, a snapshot on a follower's volume (not to load the
-		// leader), or the only member's.
+	return Action{}, false
+}
+
+// prepare is what comes before the first restart of an upgrade: a snapshot on a follower's
+// volume (not to load the leader), or the only member's; then, going to 3.7, raft
+// snapshots on every member.
+func (o Observed) prepare(st upgradeStep) (Action, bool) {
+	if !st.forward {
+		return Action{}, false
+	}
+	if !o.Upgrade.SnapshotTaken {
 		from := o.Members[0]
 		for _, m := range o.Members {
 			if !m.Leader {
@@ -166,18 +227,24 @@ func (o Observed) upgrade() (Action, bool) {
 				break
 			}
 		}
-		return Action{Kind: Snapshot, Member: from.Name, Version: desired, Reason: reason,
-			Message: fmt.Sprintf("%s: %s; saving a snapshot to the volume of member %s before the first restart", verb, progress, from.Name)}, true
+		return Action{Kind: Snapshot, Member: from.Name, Version: st.desired, Reason: st.reason,
+			Message: st.say(fmt.Sprintf("saving a snapshot to the volume of member %s before the first restart", from.Name))}, true
 	}
-	if first := o.Pods[outdated[0].Name].Version; !o.Upgrade.RolledBack && !o.Upgrade.RaftSnapshotsForced &&
-		len(outdated) == len(o.Members) && versions.NeedsFreshRaftSnapshots(first, desired) {
+	first := o.Pods[st.outdated[0].Name].Version
+	if !o.Upgrade.RaftSnapshotsForced && len(st.outdated) == len(o.Members) && versions.NeedsFreshRaftSnapshots(first, st.desired) {
 		n := o.Upgrade.SnapshotCount + raftSnapshotMargin
-		return Action{Kind: ForceRaftSnapshots, Entries: n, Version: desired, Reason: reason,
-			Message: fmt.Sprintf("%s: %s; appending %d no-op raft entries so that every member takes a raft snapshot: %s cannot replay log entries that releases before it wrote",
-				verb, progress, n, desired)}, true
+		return Action{Kind: ForceRaftSnapshots, Entries: n, Version: st.desired, Reason: st.reason,
+			Message: st.say(fmt.Sprintf("appending %d no-op raft entries so that every member takes a raft snapshot: %s cannot replay log entries that releases before it wrote",
+				n, st.desired))}, true
 	}
-	next := outdated[0]
-	for _, m := range outdated {
+	return Action{}, false
+}
+
+// restartNext restarts the first outdated follower, or moves leadership away from the
+// leader when only it is left (unless it is alone), then restarts it.
+func (o Observed) restartNext(st upgradeStep) Action {
+	next := st.outdated[0]
+	for _, m := range st.outdated {
 		if !m.Leader {
 			next = m
 			break
@@ -186,13 +253,13 @@ func (o Observed) upgrade() (Action, bool) {
 	if next.Leader && len(o.Members) > 1 {
 		successor := o.Members[0]
 		for _, m := range o.Members {
-			if !m.Leader && (successor.Leader || o.Pods[m.Name].Version == desired && o.Pods[successor.Name].Version != desired) {
+			if !m.Leader && (successor.Leader || o.Pods[m.Name].Version == st.desired && o.Pods[successor.Name].Version != st.desired) {
 				successor = m
 			}
 		}
-		return Action{Kind: MoveLeader, Member: next.Name, MemberID: successor.ID, Reason: reason,
-			Message: fmt.Sprintf("%s: %s; moving leadership from %s to %s before restarting it", verb, progress, next.Name, successor.Name)}, true
+		return Action{Kind: MoveLeader, Member: next.Name, MemberID: successor.ID, Reason: st.reason,
+			Message: st.say(fmt.Sprintf("moving leadership from %s to %s before restarting it", next.Name, successor.Name))}
 	}
-	return Action{Kind: RestartMember, Member: next.Name, Version: desired, Reason: reason,
-		Message: fmt.Sprintf("%s: %s; restarting member %s", verb, progress, next.Name)}, true
+	return Action{Kind: RestartMember, Member: next.Name, Version: st.desired, Reason: st.reason,
+		Message: st.say("restarting member " + next.Name)}
 }

@@ -245,12 +245,12 @@ func TestUnreachableMembersStartTheirUnhealthyRecord(t *testing.T) {
 func TestUpgradeIsRecordedStartedRolledBackAndCompleted(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	at := func(versions ...string) (etcdv1alpha1.EtcdClusterStatus, map[string]status.Detail) {
+	at := func(versions ...string) map[string]status.Detail {
 		d := map[string]status.Detail{}
 		for i, v := range versions {
 			d[fmt.Sprintf("e-%d", i)] = status.Detail{Version: v}
 		}
-		return etcdv1alpha1.EtcdClusterStatus{}, d
+		return d
 	}
 	c := newCluster(3)
 	c.Spec.Version = "3.6.16"
@@ -258,7 +258,7 @@ func TestUpgradeIsRecordedStartedRolledBackAndCompleted(t *testing.T) {
 
 	By := func(string) {}
 	By("the first restart towards spec.version starts the record")
-	_, details := at("3.5.35", "3.5.35", "3.5.35")
+	details := at("3.5.35", "3.5.35", "3.5.35")
 	s := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details,
 		Action: membership.Action{Kind: membership.RestartMember, Member: "e-1", Version: "3.6.16", Reason: etcdv1alpha1.ReasonUpgrading, Message: "upgrading to 3.6.16: 0/3 members at 3.6.16; restarting member e-1"}})
 	started := metav1.NewTime(now)
@@ -271,7 +271,7 @@ func TestUpgradeIsRecordedStartedRolledBackAndCompleted(t *testing.T) {
 
 	By("a later restart keeps it")
 	c.Status = s
-	_, details = at("3.5.35", "3.6.16", "3.5.35")
+	details = at("3.5.35", "3.6.16", "3.5.35")
 	s2 := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details,
 		Action: membership.Action{Kind: membership.RestartMember, Member: "e-2", Version: "3.6.16", Reason: etcdv1alpha1.ReasonUpgrading, Message: "m"}})
 	g.Expect(s2.Upgrade).To(Equal(s.Upgrade))
@@ -296,7 +296,7 @@ func TestUpgradeIsRecordedStartedRolledBackAndCompleted(t *testing.T) {
 	By("every member at the target and nothing to do: completed")
 	c.Spec.Version = "3.6.16"
 	c.Status = s
-	_, details = at("3.6.16", "3.6.16", "3.6.16")
+	details = at("3.6.16", "3.6.16", "3.6.16")
 	done := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details, Action: membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"}})
 	g.Expect(done.Upgrade.CompletedAt).To(Equal(&started))
 	g.Expect(status.Transitions(s, done)).To(ContainElement(HaveField("Reason", "UpgradeCompleted")))
@@ -304,7 +304,7 @@ func TestUpgradeIsRecordedStartedRolledBackAndCompleted(t *testing.T) {
 
 	By("the snapshot before the first restart starts the record, with where it is; not when it failed")
 	c.Status = etcdv1alpha1.EtcdClusterStatus{}
-	_, details = at("3.5.35", "3.5.35", "3.5.35")
+	details = at("3.5.35", "3.5.35", "3.5.35")
 	snap := membership.Action{Kind: membership.Snapshot, Member: "e-1", Version: "3.6.16", Reason: etcdv1alpha1.ReasonUpgrading, Message: "saving a snapshot"}
 	snapped := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details, Action: snap})
 	g.Expect(snapped.Upgrade).To(Equal(&etcdv1alpha1.UpgradeStatus{FromVersion: "3.5.35", ToVersion: "3.6.16", StartedAt: &started,
@@ -323,7 +323,7 @@ func TestUpgradeIsRecordedStartedRolledBackAndCompleted(t *testing.T) {
 
 	By("going back to what members run starts no record")
 	c.Status = etcdv1alpha1.EtcdClusterStatus{}
-	_, details = at("3.5.35", "3.6.16", "3.5.35")
+	details = at("3.5.35", "3.6.16", "3.5.35")
 	back := status.Compute(status.Input{Cluster: c, Observed: obs, Details: details,
 		Action: membership.Action{Kind: membership.RestartMember, Member: "e-1", Version: "3.5.35", Reason: etcdv1alpha1.ReasonUpgrading, Message: "going back"}})
 	g.Expect(back.Upgrade).To(BeNil())

@@ -20,28 +20,48 @@ import (
 //   - a record whose target is no longer spec.version (cancelled, or replaced by the next
 //     upgrade) is dropped once no member needs to move.
 func upgradeStatus(in Input, last *etcdv1alpha1.UpgradeStatus, ms []etcdv1alpha1.MemberStatus) *etcdv1alpha1.UpgradeStatus {
-	target := in.Observed.Upgrade.Target
 	now := metav1.NewTime(in.Observed.Now)
 	a := in.Action
 	u := last.DeepCopy()
-	if u != nil && u.ToVersion != target && a.Kind == membership.None {
-		u = nil
+	if u != nil && u.ToVersion != in.Observed.Upgrade.Target && a.Kind == membership.None {
+		return nil
 	}
 	switch {
-	case a.Kind == membership.Snapshot && in.Err == nil:
-		u = &etcdv1alpha1.UpgradeStatus{FromVersion: lowestVersion(ms), ToVersion: a.Version, StartedAt: &now,
-			Snapshot: &etcdv1alpha1.UpgradeSnapshot{Member: a.Member, Path: resources.PreUpgradeSnapshotPath, TakenAt: now}}
-	case a.Kind == membership.ForceRaftSnapshots && in.Err == nil && u != nil && u.ToVersion == a.Version:
-		u.RaftSnapshotsForcedAt = &now
-	case a.Kind == membership.RestartMember && a.Reason == etcdv1alpha1.ReasonUpgrading && (u == nil || u.ToVersion != a.Version) &&
-		isUpgrade(lowestVersion(ms), a.Version):
+	case startsUpgrade(in, u, ms):
 		u = &etcdv1alpha1.UpgradeStatus{FromVersion: lowestVersion(ms), ToVersion: a.Version, StartedAt: &now}
-	case a.Kind == membership.RollBack && u != nil && u.RolledBack == nil:
-		u.RolledBack = &etcdv1alpha1.UpgradeRollback{Member: a.Member, Reason: a.Message, At: now}
-	case a.Kind == membership.None && u != nil && u.RolledBack == nil && u.CompletedAt == nil && allAt(ms, u.ToVersion):
-		u.CompletedAt = &now
+		if a.Kind == membership.Snapshot {
+			u.Snapshot = &etcdv1alpha1.UpgradeSnapshot{Member: a.Member, Path: resources.PreUpgradeSnapshotPath, TakenAt: now}
+		}
+	case u != nil:
+		advance(in, u, ms, now)
 	}
 	return u
+}
+
+// advance records the later steps of an upgrade on its record u.
+func advance(in Input, u *etcdv1alpha1.UpgradeStatus, ms []etcdv1alpha1.MemberStatus, now metav1.Time) {
+	a := in.Action
+	switch {
+	case a.Kind == membership.ForceRaftSnapshots && in.Err == nil && u.ToVersion == a.Version:
+		u.RaftSnapshotsForcedAt = &now
+	case a.Kind == membership.RollBack && u.RolledBack == nil:
+		u.RolledBack = &etcdv1alpha1.UpgradeRollback{Member: a.Member, Reason: a.Message, At: now}
+	case a.Kind == membership.None && u.RolledBack == nil && u.CompletedAt == nil && allAt(ms, u.ToVersion):
+		u.CompletedAt = &now
+	}
+}
+
+// startsUpgrade: the action is the first step of an upgrade to a newer release (its
+// snapshot, done; or a restart when no record exists for that release yet).
+func startsUpgrade(in Input, u *etcdv1alpha1.UpgradeStatus, ms []etcdv1alpha1.MemberStatus) bool {
+	a := in.Action
+	switch {
+	case a.Kind == membership.Snapshot:
+		return in.Err == nil && isUpgrade(lowestVersion(ms), a.Version)
+	case a.Kind == membership.RestartMember && a.Reason == etcdv1alpha1.ReasonUpgrading:
+		return (u == nil || u.ToVersion != a.Version) && isUpgrade(lowestVersion(ms), a.Version)
+	}
+	return false
 }
 
 // isUpgrade: from -> to is a step up (going back to what members still run is not).

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -485,14 +484,7 @@ func memberEndpoints(ctx context.Context, ns, name string) ([]string, *tls.Confi
 			return err
 		},
 	}
-	var pods corev1.PodList
-	Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"etcd.etcdpilot.io/cluster": name})).To(Succeed())
-	var endpoints []string
-	for _, p := range pods.Items {
-		if strings.HasPrefix(p.Status.PodIP, "198.18.") {
-			endpoints = append(endpoints, net.JoinHostPort(p.Status.PodIP, "2379"))
-		}
-	}
+	endpoints := podEndpoints(ctx, ns, name)
 	Expect(endpoints).NotTo(BeEmpty())
 	return endpoints, cfg
 }

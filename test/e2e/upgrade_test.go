@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"sort"
@@ -190,6 +191,10 @@ type writer struct {
 }
 
 func startWriter(ctx context.Context, ns, name string) *writer {
+	// The TLS settings do not change during an upgrade; the pod addresses do. Nothing in the
+	// goroutine may assert: it outlives the spec's checks until stop.
+	_, cfg := memberEndpoints(ctx, ns, name)
+	cfg.Certificates = clientCertificate(ctx, ns, name)
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	w := &writer{cancel: cancel, done: make(chan struct{}), acked: map[string]string{}}
 	go func() {
@@ -208,13 +213,14 @@ func startWriter(ctx context.Context, ns, name string) *writer {
 				return
 			case <-tick.C:
 			}
-			endpoints, cfg := memberEndpoints(wctx, ns, name)
-			sort.Strings(endpoints)
+			endpoints := podEndpoints(wctx, ns, name)
+			if len(endpoints) == 0 {
+				continue
+			}
 			if key := strings.Join(endpoints, ","); key != current || cli == nil {
 				if cli != nil {
 					_ = cli.Close()
 				}
-				cfg.Certificates = clientCertificate(wctx, ns, name)
 				for j := range endpoints {
 					endpoints[j] = "https://" + endpoints[j]
 				}
@@ -239,6 +245,23 @@ func startWriter(ctx context.Context, ns, name string) *writer {
 		}
 	}()
 	return w
+}
+
+// podEndpoints lists the client addresses of a cluster's member pods that have one on the
+// local cluster's pod network, sorted; none when the list fails.
+func podEndpoints(ctx context.Context, ns, name string) []string {
+	var pods corev1.PodList
+	if err := k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"etcd.etcdpilot.io/cluster": name}); err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if strings.HasPrefix(p.Status.PodIP, "198.18.") {
+			out = append(out, net.JoinHostPort(p.Status.PodIP, "2379"))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // stop stops the writer and returns the acknowledged writes and the failed attempts.
