@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
@@ -34,24 +33,9 @@ func BenchmarkUpgrade3Members(b *testing.B) {
 	var floor, upgrade time.Duration
 	var failed int64
 	for i := 0; i < b.N; i++ {
-		ns := namespace(ctx, b, c, "bench-upgrade-")
-		ec := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: ns},
-			Spec: etcdv1alpha1.EtcdClusterSpec{Size: 3, Version: "3.6.16", DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete}}
-		if err := c.Create(ctx, ec); err != nil {
-			b.Fatal(err)
-		}
-		waitReadyMembers(ctx, b, c, ec, 3, "")
-
-		start := time.Now()
-		oldPod := &corev1.Pod{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bench-2"}, oldPod); err != nil {
-			b.Fatal(err)
-		}
-		if err := c.Delete(ctx, oldPod); err != nil {
-			b.Fatal(err)
-		}
-		floor += waitPodReplacedReady(ctx, b, c, oldPod, start)
-		waitReadyMembers(ctx, b, c, ec, 3, "")
+		ec, restart := threeMembersAndFloor(ctx, b, c, "bench-upgrade-", "3.6.16")
+		floor += restart
+		ns := ec.Namespace
 
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -59,7 +43,7 @@ func BenchmarkUpgrade3Members(b *testing.B) {
 			defer close(done)
 			writeUntilDone(wctx, c, ns, ec.Name, &failed)
 		}()
-		start = time.Now()
+		start := time.Now()
 		got := &etcdv1alpha1.EtcdCluster{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ec), got); err != nil {
 			b.Fatal(err)
