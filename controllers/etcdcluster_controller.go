@@ -84,8 +84,9 @@ type EtcdClusterReconciler struct {
 //     CA, by cert-manager, or given by the user; wait while cert-manager issues them.
 //  4. Ensure the peer and client Services and the PodDisruptionBudget.
 //  5. Observe the member pods and claims, and the etcd membership and health.
-//  6. Plan one membership change (internal/membership) and carry it out: create, add,
-//     promote, move leadership, remove.
+//  6. Plan one change (internal/membership) and carry it out: create, add, promote, move
+//     leadership, remove, replace; for an etcd upgrade, a snapshot, forced raft snapshots,
+//     one member restarted at the new version, or a rollback recorded.
 //  7. Patch the status once, computed from steps 5 and 6 (internal/status), and emit
 //     events for the transitions it shows.
 func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, err error) {
