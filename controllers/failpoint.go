@@ -39,7 +39,8 @@ func (r *EtcdClusterReconciler) brokenImage(c *etcdv1alpha1.EtcdCluster, version
 	if !r.Failpoints || version == "" || c.Annotations[AnnotationBrokenImageVersion] != version {
 		return ""
 	}
-	return versions.Image(r.EtcdImages.For(version)[:strings.LastIndex(r.EtcdImages.For(version), ":")], "0.0.0-broken")
+	image := r.EtcdImages.For(version)
+	return versions.Image(image[:strings.LastIndex(image, ":")], "0.0.0-broken")
 }
 
 // crashAfter exits the process when failpoints are on and c asks for a crash after step.

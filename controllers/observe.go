@@ -45,13 +45,14 @@ func (o *observation) close() {
 // their health. A cluster where no member answers has planner.Members == nil.
 func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.EtcdCluster, tlsConfig *tls.Config) (*observation, error) {
 	names := cluster.For(c)
+	spec := resources.WithDefaults(c.Spec)
 	o := &observation{
 		planner: membership.Observed{
 			Cluster: names, Size: int(c.Spec.Size), Ephemeral: c.Spec.Storage.Ephemeral,
 			Pods: map[string]membership.Pod{}, PVCs: map[string]membership.PVC{},
 			Now:                   r.now(),
-			ReplaceUnhealthyAfter: resources.WithDefaults(c.Spec).ReplaceUnhealthyMemberAfter.Duration,
-			Upgrade:               upgradeOf(c),
+			ReplaceUnhealthyAfter: spec.ReplaceUnhealthyMemberAfter.Duration,
+			Upgrade:               upgradeOf(spec, c.Status.Upgrade),
 		},
 		details: map[string]status.Detail{},
 		pvcs:    map[string]*corev1.PersistentVolumeClaim{},
@@ -103,11 +104,11 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	return o, nil
 }
 
-// upgradeOf reads what the spec and the status say about the etcd version.
-func upgradeOf(c *etcdv1alpha1.EtcdCluster) membership.Upgrade {
-	spec := resources.WithDefaults(c.Spec)
+// upgradeOf reads what the (defaulted) spec and the last upgrade record say about the etcd
+// version.
+func upgradeOf(spec etcdv1alpha1.EtcdClusterSpec, last *etcdv1alpha1.UpgradeStatus) membership.Upgrade {
 	u := membership.Upgrade{Target: spec.Version, MemberTimeout: spec.MemberUpgradeTimeout.Duration, SnapshotCount: int(spec.Etcd.SnapshotCount)}
-	if last := c.Status.Upgrade; last != nil && last.ToVersion == u.Target {
+	if last != nil && last.ToVersion == u.Target {
 		u.From, u.RolledBack = last.FromVersion, last.RolledBack != nil
 		u.SnapshotTaken, u.RaftSnapshotsForced = last.Snapshot != nil, last.RaftSnapshotsForcedAt != nil
 	}
