@@ -1,0 +1,65 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// The README says every status field has a status descriptor (why alm-examples carries no
+// status). Top-level spec and status fields of the CRD must all have a descriptor in the
+// bundle's CSV.
+func TestEveryTopLevelFieldHasADescriptor(t *testing.T) {
+	read := func(name string, into any) {
+		raw, err := os.ReadFile(filepath.Join("..", "..", "bundle", "manifests", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(raw, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	read("etcd.etcdpilot.io_etcdclusters.yaml", &crd)
+	var csv struct {
+		Spec struct {
+			CustomResourceDefinitions struct {
+				Owned []struct {
+					Kind              string                  `json:"kind"`
+					SpecDescriptors   []struct{ Path string } `json:"specDescriptors"`
+					StatusDescriptors []struct{ Path string } `json:"statusDescriptors"`
+				} `json:"owned"`
+			} `json:"customresourcedefinitions"`
+		} `json:"spec"`
+	}
+	read("etcdpilot.clusterserviceversion.yaml", &csv)
+	if len(csv.Spec.CustomResourceDefinitions.Owned) != 1 {
+		t.Fatalf("want one owned CRD, got %d", len(csv.Spec.CustomResourceDefinitions.Owned))
+	}
+	owned := csv.Spec.CustomResourceDefinitions.Owned[0]
+	schema := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	for _, part := range []struct {
+		name        string
+		descriptors []struct{ Path string }
+	}{{"spec", owned.SpecDescriptors}, {"status", owned.StatusDescriptors}} {
+		have := map[string]bool{}
+		for _, d := range part.descriptors {
+			have[strings.SplitN(d.Path, ".", 2)[0]] = true
+		}
+		var missing []string
+		for field := range schema.Properties[part.name].Properties {
+			if !have[field] {
+				missing = append(missing, field)
+			}
+		}
+		sort.Strings(missing)
+		if len(missing) > 0 {
+			t.Errorf("%s fields without a %s descriptor in the CSV: %v", part.name, part.name, missing)
+		}
+	}
+}
