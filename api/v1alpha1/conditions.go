@@ -80,3 +80,71 @@ const (
 	// ReasonReady (Ready=True): every member the spec asks for is healthy and voting.
 	ReasonReady = "Ready"
 )
+
+// Condition reasons of an EtcdCluster restored from a backup (spec.bootstrap.restore).
+const (
+	// ReasonRestoring (Progressing=True): the first member is restoring the backup into its
+	// data directory before it starts.
+	ReasonRestoring = "Restoring"
+	// ReasonRestoreSourceNotReady (Progressing=True): the EtcdBackup named in
+	// spec.bootstrap.restore does not exist or has not succeeded yet; no member starts.
+	ReasonRestoreSourceNotReady = "RestoreSourceNotReady"
+	// ReasonRestoreFailed (Degraded=True): the restore failed, for example the artifact's
+	// checksum differs from the expected one or it cannot be fetched; the message says why.
+	// The first member retries with a growing back-off.
+	ReasonRestoreFailed = "RestoreFailed"
+)
+
+// Condition types of an EtcdBackup.
+const (
+	// ConditionSucceeded is Unknown while the backup runs, then True when the artifact is
+	// stored or False when the backup failed. A backup is not retried: a schedule's next run
+	// takes a new one.
+	ConditionSucceeded = "Succeeded"
+)
+
+// Condition reasons of an EtcdBackup (Succeeded, and Ready which follows it).
+const (
+	// ReasonBackupPending (Succeeded=Unknown): the backup pod is being created or started.
+	ReasonBackupPending = "Pending"
+	// ReasonBackupRunning (Succeeded=Unknown): the snapshot is being streamed.
+	ReasonBackupRunning = "Running"
+	// ReasonBackupCompleted (Succeeded=True): the artifact is stored and described in status.
+	ReasonBackupCompleted = "Completed"
+
+	// ReasonClusterNotFound (Succeeded=False): spec.clusterName names no EtcdCluster.
+	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonClusterNotAvailable (Succeeded=False): no member of the cluster was healthy.
+	ReasonClusterNotAvailable = "ClusterNotAvailable"
+	// ReasonCredentialsNotFound (Succeeded=False): the S3 credentials or CA Secret is
+	// missing or lacks a key.
+	ReasonCredentialsNotFound = "CredentialsNotFound"
+	// ReasonDestinationNotFound (Succeeded=False): the PVC or the S3 bucket does not exist.
+	ReasonDestinationNotFound = "DestinationNotFound"
+	// ReasonDestinationUnreachable (Succeeded=False): the object store did not answer.
+	ReasonDestinationUnreachable = "DestinationUnreachable"
+	// ReasonDestinationRejected (Succeeded=False): the object store refused the request
+	// (credentials, permissions, TLS).
+	ReasonDestinationRejected = "DestinationRejected"
+	// ReasonDestinationFull (Succeeded=False): the PVC ran out of space.
+	ReasonDestinationFull = "DestinationFull"
+	// ReasonSnapshotFailed (Succeeded=False): etcd failed to stream its snapshot.
+	ReasonSnapshotFailed = "SnapshotFailed"
+	// ReasonBackupTimeout (Succeeded=False): the backup did not finish within spec.timeout.
+	ReasonBackupTimeout = "Timeout"
+	// ReasonBackupPodFailed (Succeeded=False): the backup pod failed for another reason (it
+	// could not start, or was killed); the message has its last words.
+	ReasonBackupPodFailed = "BackupPodFailed"
+)
+
+// Condition reasons of an EtcdBackupSchedule (Ready).
+const (
+	// ReasonScheduled (Ready=True): backups are created on schedule and the last one
+	// succeeded (or none ran yet).
+	ReasonScheduled = "Scheduled"
+	// ReasonSuspended (Ready=False): spec.suspend is set.
+	ReasonSuspended = "Suspended"
+	// ReasonLastBackupFailed (Ready=False): the schedule's newest finished backup failed; the
+	// message names it and its reason. The next run tries again.
+	ReasonLastBackupFailed = "LastBackupFailed"
+)

@@ -9,6 +9,8 @@ import (
 // EtcdClusterSpec is the desired state of an etcd cluster.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.storage) || !has(self.storage.size) || (has(self.storage.ephemeral) && self.storage.ephemeral) || !has(self.etcd) || !has(self.etcd.quotaBackendBytes) || quantity(string(self.etcd.quotaBackendBytes)).isLessThan(quantity(string(self.storage.size)))",message="etcd.quotaBackendBytes must be smaller than storage.size: etcd needs room beyond its quota for the write-ahead log and snapshots"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap cannot be added or removed after the cluster is created: it only decides how the cluster was first created"
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.restore) || !has(self.version) || !self.version.startsWith('3.5.')",message="restoring from a backup needs etcd 3.6 or newer in spec.version (a 3.5 backup restores into a 3.6 cluster)"
 type EtcdClusterSpec struct {
 	// size is the number of etcd members. An etcd cluster tolerates the loss of
 	// (size-1)/2 members, so only odd sizes are useful: 1 (no fault tolerance, for
@@ -91,6 +93,97 @@ type EtcdClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Member Upgrade Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	MemberUpgradeTimeout *metav1.Duration `json:"memberUpgradeTimeout,omitempty"`
+
+	// bootstrap says how a new cluster starts: empty (the default) or restored from a
+	// backup. It is read only when the first member is created and cannot be changed.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap cannot be changed: it only decides how the cluster was first created"
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Bootstrap",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+}
+
+// BootstrapSpec says how a new cluster starts.
+type BootstrapSpec struct {
+	// restore starts the cluster from a backup: the first member restores the snapshot,
+	// after its checksum is verified, with the new cluster's own identity (a new cluster ID
+	// and member ID); the other members join it and copy its data.
+	// +optional
+	Restore *RestoreSpec `json:"restore,omitempty"`
+}
+
+// RestoreSpec is the backup a new cluster starts from, and how.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.backupName) != has(self.source)",message="restore needs exactly one of backupName and source"
+// +kubebuilder:validation:XValidation:rule="!has(self.markCompacted) || !self.markCompacted || has(self.bumpRevision)",message="restore.markCompacted needs restore.bumpRevision"
+type RestoreSpec struct {
+	// backupName is a successful EtcdBackup in the cluster's namespace; its artifact and
+	// checksum are used. No member starts until that backup has succeeded.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	BackupName string `json:"backupName,omitempty"`
+
+	// source is an artifact named directly, for example one written by another Kubernetes
+	// cluster: its location and its SHA-256 (status.artifact of the EtcdBackup that wrote it).
+	// +optional
+	Source *RestoreSource `json:"source,omitempty"`
+
+	// bumpRevision adds this many revisions to every key's revision in the restored data
+	// (etcdutl snapshot restore --bump-revision). Set it when clients that watched the old
+	// cluster will watch the restored one, Kubernetes API servers above all: with revisions
+	// ahead of anything they saw, they cannot miss or misorder changes. A value larger than
+	// the writes made since the backup is enough; 1000000000 is common. etcd 3.6 or newer.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	BumpRevision *int64 `json:"bumpRevision,omitempty"`
+
+	// markCompacted marks every revision up to the bumped one as compacted (etcdutl
+	// snapshot restore --mark-compacted), so watchers resuming from an old revision get
+	// "compacted" and re-list instead of waiting forever. Use it with bumpRevision for
+	// Kubernetes. etcd 3.6 or newer.
+	// +optional
+	MarkCompacted bool `json:"markCompacted,omitempty"`
+}
+
+// RestoreSource names a backup artifact by its location.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.pvc) != has(self.s3)",message="restore.source needs exactly one of pvc and s3"
+type RestoreSource struct {
+	// pvc is a file on a PersistentVolumeClaim in the cluster's namespace.
+	// +optional
+	PVC *PVCFile `json:"pvc,omitempty"`
+
+	// s3 is an object in an S3-compatible store.
+	// +optional
+	S3 *S3Object `json:"s3,omitempty"`
+
+	// sha256 is the artifact's expected hex SHA-256; the restore refuses an artifact whose
+	// checksum differs.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	SHA256 string `json:"sha256"`
+}
+
+// PVCFile is a file on a PersistentVolumeClaim.
+type PVCFile struct {
+	// claimName is the PersistentVolumeClaim, in the cluster's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ClaimName string `json:"claimName"`
+
+	// path is the artifact's path inside the claim (status.artifact.key of its backup).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="path must be relative to the claim's root and must not contain '..'"
+	Path string `json:"path"`
+}
+
+// S3Object is an object in an S3 bucket.
+type S3Object struct {
+	S3Bucket `json:",inline"`
+
+	// key is the object's key (status.artifact.key of its backup).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Key string `json:"key"`
 }
 
 // DeletionPolicy says what happens to member PVCs when their EtcdCluster is deleted.
