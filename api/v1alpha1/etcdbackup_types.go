@@ -284,7 +284,7 @@ type EtcdBackupScheduleSpec struct {
 	// +kubebuilder:default={maxCount: 7}
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Retention"
-	Retention BackupRetention `json:"retention,omitempty"`
+	Retention *BackupRetention `json:"retention,omitempty"`
 
 	// backupTemplate is the spec of every backup the schedule creates. Those backups are
 	// named <schedule>-<unix time of the run>, labelled etcd.etcdpilot.io/backup-schedule,
