@@ -65,6 +65,9 @@ type EtcdClusterReconciler struct {
 	// Exec runs a command in a member's container: etcdctl for the snapshot taken before
 	// an upgrade.
 	Exec PodExec
+	// AgentImage is the operator's own image, which restores a backup into the first member
+	// of a restored cluster (spec.bootstrap.restore).
+	AgentImage string
 }
 
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdclusters,verbs=get;list;watch;update;patch
@@ -86,7 +89,9 @@ type EtcdClusterReconciler struct {
 //  5. Observe the member pods and claims, and the etcd membership and health.
 //  6. Plan one change (internal/membership) and carry it out: create, add, promote, move
 //     leadership, remove, replace; for an etcd upgrade, a snapshot, forced raft snapshots,
-//     one member restarted at the new version, or a rollback recorded.
+//     one member restarted at the new version, or a rollback recorded. A cluster restored
+//     from a backup (restore.go) creates its first member only once the backup is ready,
+//     with an init container that restores it.
 //  7. Patch the status once, computed from steps 5 and 6 (internal/status), and emit
 //     events for the transitions it shows.
 func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, err error) {
@@ -134,7 +139,11 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		return reconcile.Result{}, in.Err
 	}
 	in.Observed, in.Details = obs.planner, obs.details
-	in.Action = membership.Plan(obs.planner)
+	in.Action, obs.restore, err = r.planRestore(ctx, c, membership.Plan(obs.planner))
+	if err != nil {
+		in.Err = fmt.Errorf("resolving the restore source: %w", err)
+		return reconcile.Result{}, in.Err
+	}
 	result, err = r.act(ctx, c, obs, in.Action)
 	in.Err = err
 	return result, err
@@ -181,7 +190,7 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, a membership.Action) error {
 	switch a.Kind {
 	case membership.CreateSeed, membership.CreatePod:
-		if err := r.createMember(ctx, c, a); err != nil {
+		if err := r.createMember(ctx, c, a, obs.restore); err != nil {
 			return fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
 		}
 		r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", a.Member, a.Message)
@@ -197,7 +206,7 @@ func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCl
 		}
 		r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "Added member %s as a learner", a.Member)
 		r.crashAfter(ctx, c, a.Kind)
-		if err := r.createMember(ctx, c, a); err != nil {
+		if err := r.createMember(ctx, c, a, nil); err != nil {
 			return fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
 		}
 	case membership.Promote:
@@ -271,16 +280,23 @@ func (r *EtcdClusterReconciler) restartMember(ctx context.Context, c *etcdv1alph
 }
 
 // createMember creates a member's claim (unless ephemeral, or it exists) and its pod.
-func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action) error {
+func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, restore *resources.RestoreSource) error {
 	if !c.Spec.Storage.Ephemeral {
 		if err := r.Client.Create(ctx, resources.MemberPVC(c, a.Member)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
-	pod := resources.MemberPod(c, resources.MemberConfig{
+	m := resources.MemberConfig{
 		Name: a.Member, InitialCluster: a.InitialCluster, InitialClusterState: a.InitialClusterState,
 		Version: a.Version, Image: r.brokenImage(c, a.Version),
-	}, r.EtcdImages)
+	}
+	pod := resources.MemberPod(c, m, r.EtcdImages)
+	if restore != nil {
+		if r.AgentImage == "" {
+			return fmt.Errorf("cannot restore: the operator does not know its own image (ETCDPILOT_AGENT_IMAGE)")
+		}
+		resources.WithRestore(pod, c, m, *restore, r.AgentImage)
+	}
 	if err := r.Client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}

@@ -32,6 +32,8 @@ type observation struct {
 	details map[string]status.Detail
 	pvcs    map[string]*corev1.PersistentVolumeClaim
 	etcd    etcd.Client
+	// restore is the backup the first member restores, when this pass creates it.
+	restore *resources.RestoreSource
 }
 
 // close releases the etcd client, if one was made.

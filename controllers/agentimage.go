@@ -1,0 +1,46 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Environment of the operator's pod that tells it its own image: backups and restores run
+// the operator's binary in their own pods (the agent), so they need the very image the
+// operator runs, whether `make deploy`, OLM or a mirror put it there.
+const (
+	// AgentImageEnv names the agent's image explicitly (for `make run` outside a cluster).
+	AgentImageEnv = "ETCDPILOT_AGENT_IMAGE"
+	// PodNameEnv and PodNamespaceEnv are the operator pod's name and namespace (downward
+	// API); its container named ManagerContainer gives the image.
+	PodNameEnv       = "POD_NAME"
+	PodNamespaceEnv  = "POD_NAMESPACE"
+	ManagerContainer = "manager"
+)
+
+// AgentImage returns the image the agent runs: AgentImageEnv when set, otherwise the image
+// of the manager container of the operator's own pod. It returns "" outside a pod.
+func AgentImage(ctx context.Context, reader client.Reader) (string, error) {
+	if img := os.Getenv(AgentImageEnv); img != "" {
+		return img, nil
+	}
+	name, ns := os.Getenv(PodNameEnv), os.Getenv(PodNamespaceEnv)
+	if name == "" || ns == "" {
+		return "", nil
+	}
+	pod := &corev1.Pod{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
+		return "", fmt.Errorf("reading the operator's own pod %s/%s for its image: %w", ns, name, err)
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == ManagerContainer {
+			return c.Image, nil
+		}
+	}
+	return "", fmt.Errorf("the operator's pod %s/%s has no container %q", ns, name, ManagerContainer)
+}

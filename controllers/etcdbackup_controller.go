@@ -1,0 +1,401 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/agent"
+	"github.com/etcdpilot/etcdpilot/internal/backup"
+	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/internal/status"
+)
+
+// BackupFinalizer holds an EtcdBackup with deletionPolicy Delete until its artifact is
+// deleted.
+const BackupFinalizer = "etcd.etcdpilot.io/delete-artifact"
+
+// requeueBackup is how soon a running backup or artifact deletion is looked at again when
+// no Job event arrives first.
+const requeueBackup = 10 * time.Second
+
+// EtcdBackupReconciler reconciles EtcdBackup objects: each is taken once, by a Job running
+// the operator's agent.
+type EtcdBackupReconciler struct {
+	Client client.Client
+	// APIReader reads what the cache does not hold: the user's Secrets and claims.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	// AgentImage is the operator's own image, which the backup Jobs run.
+	AgentImage string
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackups,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackups/finalizers,verbs=update
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+
+// Reconcile takes one backup through its steps:
+//
+//  1. Deleted: with deletionPolicy Delete, run the deletion Job until the artifact is gone,
+//     then let the object go.
+//  2. Keep the finalizer in line with deletionPolicy.
+//  3. Finished (Succeeded True or False): nothing more; a backup is never retried.
+//  4. Preflight: the cluster, the credentials and the claim must exist; otherwise the
+//     backup fails at once with the reason.
+//  5. Create the Job, or read its outcome from the agent's termination message.
+//  6. Patch the status, once.
+func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	b := &etcdv1alpha1.EtcdBackup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, b)
+	}
+	if err := r.syncFinalizer(ctx, b); err != nil {
+		return reconcile.Result{}, err
+	}
+	if status.BackupFinished(b) {
+		return reconcile.Result{}, nil
+	}
+	outcome, err := r.observe(ctx, b)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.patchStatus(ctx, b, outcome); err != nil {
+		return reconcile.Result{}, err
+	}
+	if outcome.Finished {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{RequeueAfter: requeueBackup}, nil
+}
+
+// artifactKey is where backup b's artifact goes, derived from the object alone so every
+// reconcile (and the deletion) finds the same key.
+func artifactKey(b *etcdv1alpha1.EtcdBackup) string {
+	prefix := ""
+	switch d := b.Spec.Destination; {
+	case d.S3 != nil:
+		prefix = d.S3.Prefix
+	case d.PVC != nil:
+		prefix = d.PVC.Path
+	}
+	return backup.ArtifactKey(prefix, b.Namespace, b.Spec.ClusterName, b.Name, b.CreationTimestamp.Time)
+}
+
+// observe creates the backup Job when there is none yet and returns where the backup
+// stands.
+func (r *EtcdBackupReconciler) observe(ctx context.Context, b *etcdv1alpha1.EtcdBackup) (status.BackupOutcome, error) {
+	job := &batchv1.Job{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: resources.BackupJobName(b.Name)}, job)
+	if apierrors.IsNotFound(err) {
+		return r.start(ctx, b)
+	}
+	if err != nil {
+		return status.BackupOutcome{}, err
+	}
+	return r.jobOutcome(ctx, b, job)
+}
+
+// start checks what the backup needs and creates its Job.
+func (r *EtcdBackupReconciler) start(ctx context.Context, b *etcdv1alpha1.EtcdBackup) (status.BackupOutcome, error) {
+	fail := func(reason, format string, args ...any) (status.BackupOutcome, error) {
+		return status.BackupOutcome{Finished: true, Reason: reason, Message: fmt.Sprintf(format, args...)}, nil
+	}
+	c := &etcdv1alpha1.EtcdCluster{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.ClusterName}, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fail(etcdv1alpha1.ReasonClusterNotFound, "EtcdCluster %s does not exist in namespace %s", b.Spec.ClusterName, b.Namespace)
+		}
+		return status.BackupOutcome{}, err
+	}
+	if reason, msg, err := r.preflight(ctx, b.Namespace, b.Spec.Destination); err != nil || reason != "" {
+		if err != nil {
+			return status.BackupOutcome{}, err
+		}
+		return fail(reason, "%s", msg)
+	}
+	var endpoints []resources.BackupEndpoint
+	for _, m := range c.Status.Members {
+		if m.Healthy && !m.Learner && m.ClientURL != "" {
+			endpoints = append(endpoints, resources.BackupEndpoint{Member: m.Name, ClientURL: m.ClientURL})
+		}
+	}
+	if len(endpoints) == 0 {
+		return fail(etcdv1alpha1.ReasonClusterNotAvailable, "no member of EtcdCluster %s is healthy (status.members)", c.Name)
+	}
+	if r.AgentImage == "" {
+		return fail(etcdv1alpha1.ReasonBackupPodFailed, "the operator does not know its own image, which backups run: set ETCDPILOT_AGENT_IMAGE")
+	}
+	job := resources.BackupJob(b, c, endpoints, artifactKey(b), r.AgentImage)
+	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return status.BackupOutcome{}, fmt.Errorf("creating backup job: %w", err)
+	}
+	r.event(b, corev1.EventTypeNormal, "BackupStarted", "Backup", "Backing up EtcdCluster %s from one of %d healthy members", c.Name, len(endpoints))
+	return status.BackupOutcome{Reason: etcdv1alpha1.ReasonBackupPending, Message: "the backup pod is starting"}, nil
+}
+
+// preflight returns a failure reason and message when the destination cannot work: a
+// missing credentials Secret or key, CA Secret, or claim. The agent would fail on those
+// too, but only after its pod failed to start.
+func (r *EtcdBackupReconciler) preflight(ctx context.Context, namespace string, d etcdv1alpha1.BackupDestination) (string, string, error) {
+	if d.PVC != nil {
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: d.PVC.ClaimName}, pvc)
+		if apierrors.IsNotFound(err) {
+			return etcdv1alpha1.ReasonDestinationNotFound, fmt.Sprintf("PersistentVolumeClaim %s does not exist", d.PVC.ClaimName), nil
+		}
+		return "", "", err
+	}
+	return secretPreflight(ctx, r.APIReader, namespace, &d.S3.S3Bucket)
+}
+
+// secretPreflight checks the Secrets an S3 bucket needs.
+func secretPreflight(ctx context.Context, reader client.Reader, namespace string, s3 *etcdv1alpha1.S3Bucket) (string, string, error) {
+	need := map[string][]string{s3.CredentialsSecretName: {resources.S3AccessKeyIDKey, resources.S3SecretAccessKeyKey}}
+	if s3.CASecretName != "" {
+		need[s3.CASecretName] = append(need[s3.CASecretName], resources.S3CAKey)
+	}
+	for name, keys := range need {
+		sec := &corev1.Secret{}
+		err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, sec)
+		if apierrors.IsNotFound(err) {
+			return etcdv1alpha1.ReasonCredentialsNotFound, fmt.Sprintf("Secret %s does not exist", name), nil
+		}
+		if err != nil {
+			return "", "", err
+		}
+		for _, k := range keys {
+			if len(sec.Data[k]) == 0 {
+				return etcdv1alpha1.ReasonCredentialsNotFound, fmt.Sprintf("Secret %s has no key %s", name, k), nil
+			}
+		}
+	}
+	return "", "", nil
+}
+
+// jobOutcome reads where the backup Job stands: the agent's result once its container
+// ended, the Job's failure (deadline) otherwise.
+func (r *EtcdBackupReconciler) jobOutcome(ctx context.Context, b *etcdv1alpha1.EtcdBackup, job *batchv1.Job) (status.BackupOutcome, error) {
+	out := status.BackupOutcome{Reason: etcdv1alpha1.ReasonBackupPending, Message: "the backup pod is starting", StartedAt: job.Status.StartTime}
+	term, running, err := agentTermination(ctx, r.Client, job)
+	if err != nil {
+		return out, err
+	}
+	if running {
+		out.Reason, out.Message = etcdv1alpha1.ReasonBackupRunning, "streaming the snapshot"
+	}
+	var failed *batchv1.JobCondition
+	for i, cond := range job.Status.Conditions {
+		if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
+			failed = &job.Status.Conditions[i]
+		}
+	}
+	switch {
+	case failed != nil && failed.Reason == batchv1.JobReasonDeadlineExceeded:
+		// The Job killed the agent: whatever it said last is not the result.
+		out.Finished = true
+		out.Reason = etcdv1alpha1.ReasonBackupTimeout
+		out.Message = fmt.Sprintf("the backup did not finish within spec.timeout (%s); nothing was stored", b.Spec.Timeout.Duration)
+	case term != nil:
+		return r.resultOutcome(b, out, term), nil
+	case failed != nil:
+		out.Finished = true
+		out.Reason, out.Message = etcdv1alpha1.ReasonBackupPodFailed, "the backup job failed: "+failed.Message
+	default:
+		return out, nil
+	}
+	r.event(b, corev1.EventTypeWarning, "BackupFailed", "Backup", "%s", out.Message)
+	return out, nil
+}
+
+// resultOutcome turns the agent's termination message into the outcome.
+func (r *EtcdBackupReconciler) resultOutcome(b *etcdv1alpha1.EtcdBackup, out status.BackupOutcome, term *corev1.ContainerStateTerminated) status.BackupOutcome {
+	out.Finished = true
+	var res agent.Result
+	if err := json.Unmarshal([]byte(term.Message), &res); err != nil || (term.ExitCode == 0 && res.SHA256 == "") {
+		out.Reason = etcdv1alpha1.ReasonBackupPodFailed
+		out.Message = fmt.Sprintf("the backup pod ended (exit code %d, %s) without a result: %s", term.ExitCode, term.Reason, lastLine(term.Message))
+		r.event(b, corev1.EventTypeWarning, "BackupFailed", "Backup", "%s", out.Message)
+		return out
+	}
+	if term.ExitCode != 0 {
+		out.Reason, out.Message = res.Reason, res.Error
+		if out.Reason == "" {
+			out.Reason = etcdv1alpha1.ReasonBackupPodFailed
+		}
+		r.event(b, corev1.EventTypeWarning, "BackupFailed", "Backup", "%s: %s", out.Reason, out.Message)
+		return out
+	}
+	key := artifactKey(b)
+	out.Succeeded = true
+	out.Reason = etcdv1alpha1.ReasonBackupCompleted
+	out.Artifact = &etcdv1alpha1.BackupArtifact{
+		Location: backup.Location(b.Spec.Destination, key), Key: key, Compression: backup.Compression,
+		SHA256: res.SHA256, Size: res.Size, SnapshotSize: res.SnapshotSize,
+	}
+	out.Snapshot = &etcdv1alpha1.BackupSnapshot{
+		Member: res.Member, MemberID: res.MemberID, Revision: res.Revision, EtcdVersion: res.EtcdVersion, ClusterID: res.ClusterID,
+	}
+	out.Message = fmt.Sprintf("stored %s (%d bytes, revision %d, from member %s)", out.Artifact.Location, res.Size, res.Revision, res.Member)
+	r.event(b, corev1.EventTypeNormal, "BackupCompleted", "Backup", "%s", out.Message)
+	return out
+}
+
+// agentTermination returns the terminated state of the agent container of job's pod, if
+// it ended, and whether it is running.
+func agentTermination(ctx context.Context, c client.Client, job *batchv1.Job) (*corev1.ContainerStateTerminated, bool, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return nil, false, err
+	}
+	running := false
+	for _, p := range pods.Items {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name != resources.AgentContainerName {
+				continue
+			}
+			if s.State.Terminated != nil {
+				return s.State.Terminated, false, nil
+			}
+			running = running || s.State.Running != nil
+		}
+	}
+	return nil, running, nil
+}
+
+// lastLine is the last non-empty line of a pod's last words, for a message.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// syncFinalizer keeps the artifact-deletion finalizer on exactly the backups whose
+// artifact is deleted with them.
+func (r *EtcdBackupReconciler) syncFinalizer(ctx context.Context, b *etcdv1alpha1.EtcdBackup) error {
+	want := b.Spec.DeletionPolicy == etcdv1alpha1.BackupDeletionPolicyDelete
+	if want == controllerutil.ContainsFinalizer(b, BackupFinalizer) {
+		return nil
+	}
+	if want {
+		controllerutil.AddFinalizer(b, BackupFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(b, BackupFinalizer)
+	}
+	return r.Client.Update(ctx, b)
+}
+
+// finalize deletes the artifact of a deleted backup with deletionPolicy Delete, through a
+// Job (a claim can only be reached from a pod), then lets the backup go. A backup that
+// never stored an artifact has nothing to delete; a running one has its Job (and pod)
+// removed with it, and an unfinished upload never becomes a visible object.
+func (r *EtcdBackupReconciler) finalize(ctx context.Context, b *etcdv1alpha1.EtcdBackup) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(b, BackupFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	if b.Status.Artifact != nil {
+		done, err := r.deleteArtifact(ctx, b)
+		if err != nil || !done {
+			return reconcile.Result{RequeueAfter: requeueBackup}, err
+		}
+		r.event(b, corev1.EventTypeNormal, "ArtifactDeleted", "Delete", "Deleted %s", b.Status.Artifact.Location)
+	}
+	controllerutil.RemoveFinalizer(b, BackupFinalizer)
+	return reconcile.Result{}, r.Client.Update(ctx, b)
+}
+
+// deleteArtifact runs the deletion Job and reports whether it succeeded. A failed Job is
+// removed, so the next attempt (after requeueBackup) starts a fresh one.
+func (r *EtcdBackupReconciler) deleteArtifact(ctx context.Context, b *etcdv1alpha1.EtcdBackup) (bool, error) {
+	job := &batchv1.Job{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: resources.DeleteJobName(b.Name)}, job)
+	if apierrors.IsNotFound(err) {
+		if r.AgentImage == "" {
+			return false, fmt.Errorf("cannot delete %s: the operator does not know its own image (ETCDPILOT_AGENT_IMAGE)", b.Status.Artifact.Location)
+		}
+		err = r.Client.Create(ctx, resources.DeleteJob(b, b.Status.Artifact.Key, r.AgentImage))
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+		return false, err
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, cond := range job.Status.Conditions {
+		if cond.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch cond.Type {
+		case batchv1.JobComplete:
+			return true, nil
+		case batchv1.JobFailed:
+			msg := cond.Message
+			if term, _, err := agentTermination(ctx, r.Client, job); err == nil && term != nil {
+				var res agent.Result
+				if json.Unmarshal([]byte(term.Message), &res) == nil && res.Error != "" {
+					msg = res.Reason + ": " + res.Error
+				}
+			}
+			r.event(b, corev1.EventTypeWarning, "ArtifactDeletionFailed", "Delete", "Deleting %s failed, retrying: %s", b.Status.Artifact.Location, msg)
+			return false, client.IgnoreNotFound(r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+		}
+	}
+	return false, nil
+}
+
+func (r *EtcdBackupReconciler) patchStatus(ctx context.Context, b *etcdv1alpha1.EtcdBackup, o status.BackupOutcome) error {
+	desired := status.ComputeBackup(b, o, r.now())
+	if apiequality.Semantic.DeepEqual(b.Status, desired) {
+		return nil
+	}
+	patch := client.MergeFrom(b.DeepCopy())
+	b.Status = desired
+	if err := r.Client.Status().Patch(ctx, b, patch); err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+func (r *EtcdBackupReconciler) event(b *etcdv1alpha1.EtcdBackup, eventType, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(b, nil, eventType, reason, action, note, args...)
+	}
+}
+
+func (r *EtcdBackupReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// SetupWithManager registers the reconciler: it watches EtcdBackups and their Jobs (the
+// Jobs' pods carry the Job's labels, and a Job's status changes when its pod ends).
+func (r *EtcdBackupReconciler) SetupWithManager(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		For(&etcdv1alpha1.EtcdBackup{}).
+		Owns(&batchv1.Job{}).
+		Named("etcdbackup").
+		Complete(r)
+}

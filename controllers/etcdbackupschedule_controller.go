@@ -1,0 +1,269 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/backup"
+	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/internal/status"
+)
+
+// EtcdBackupScheduleReconciler reconciles EtcdBackupSchedules: it creates an EtcdBackup
+// at each scheduled time and deletes old ones per the retention policy.
+type EtcdBackupScheduleReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackupschedules,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackupschedules/status,verbs=get;update;patch
+
+// Reconcile runs one pass of a schedule:
+//
+//  1. List the schedule's backups (by label: a schedule does not own them, so deleting it
+//     keeps them and their artifacts).
+//  2. When a run is due and not suspended: create its backup, unless the previous one is
+//     still running (that run is skipped). Several missed runs make one backup, not a burst.
+//  3. Delete the backups retention no longer keeps; each takes its artifact with it.
+//  4. Patch the status and come back at the next run.
+func (r *EtcdBackupScheduleReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	s := &etcdv1alpha1.EtcdBackupSchedule{}
+	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !s.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	now := r.now().UTC()
+	sched, err := backup.ParseSchedule(s.Spec.Schedule)
+	if err != nil {
+		// The API refuses such a schedule; an object stored before a stricter rule may have one.
+		return reconcile.Result{}, r.patchStatus(ctx, s, scheduleStatus(s, nil, nil, etcdv1alpha1.ReasonReconcileFailed, "invalid schedule: "+err.Error()))
+	}
+
+	backups, err := r.backups(ctx, s)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var last *time.Time
+	if s.Status.LastScheduleTime != nil {
+		last = &s.Status.LastScheduleTime.Time
+	}
+	run, due, next := backup.Due(sched, s.CreationTimestamp.UTC(), last, now)
+	lastSchedule := s.Status.LastScheduleTime
+	if due && !s.Spec.Suspend {
+		if running := unfinished(backups); running != nil {
+			r.event(s, corev1.EventTypeWarning, "RunSkipped", "Backup", "Skipped the run of %s: backup %s is still running", run.Format(time.RFC3339), running.Name)
+		} else {
+			b, err := r.createBackup(ctx, s, run)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			backups = append(backups, *b)
+		}
+		lastSchedule = &metav1.Time{Time: run}
+	}
+
+	backups, err = r.prune(ctx, s, backups, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	reason, msg := etcdv1alpha1.ReasonScheduled, "backups run on schedule "+s.Spec.Schedule
+	if s.Spec.Suspend {
+		reason, msg = etcdv1alpha1.ReasonSuspended, "spec.suspend is set: no backup is created"
+	} else if f := lastFinished(backups); f != nil && !status.BackupSucceeded(f) {
+		c := meta.FindStatusCondition(f.Status.Conditions, etcdv1alpha1.ConditionSucceeded)
+		reason, msg = etcdv1alpha1.ReasonLastBackupFailed, fmt.Sprintf("backup %s failed (%s: %s); the next run tries again", f.Name, c.Reason, c.Message)
+	}
+	st := scheduleStatus(s, backups, &metav1.Time{Time: next}, reason, msg)
+	st.LastScheduleTime = lastSchedule
+	if err := r.patchStatus(ctx, s, st); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: next.Sub(now) + time.Second}, nil
+}
+
+// backups lists the schedule's backups.
+func (r *EtcdBackupScheduleReconciler) backups(ctx context.Context, s *etcdv1alpha1.EtcdBackupSchedule) ([]etcdv1alpha1.EtcdBackup, error) {
+	var list etcdv1alpha1.EtcdBackupList
+	if err := r.Client.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{resources.LabelBackupSchedule: s.Name}); err != nil {
+		return nil, err
+	}
+	var out []etcdv1alpha1.EtcdBackup
+	for _, b := range list.Items {
+		if b.DeletionTimestamp.IsZero() {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// createBackup creates the backup of the run at time run. Its name comes from the run, so
+// a pass repeated after a crash finds it instead of taking a second one.
+func (r *EtcdBackupScheduleReconciler) createBackup(ctx context.Context, s *etcdv1alpha1.EtcdBackupSchedule, run time.Time) (*etcdv1alpha1.EtcdBackup, error) {
+	t := s.Spec.BackupTemplate
+	b := &etcdv1alpha1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: backup.BackupName(s.Name, run), Namespace: s.Namespace,
+			Labels: map[string]string{resources.LabelBackupSchedule: s.Name},
+		},
+		Spec: etcdv1alpha1.EtcdBackupSpec{
+			ClusterName: t.ClusterName, Destination: *t.Destination.DeepCopy(),
+			DeletionPolicy: etcdv1alpha1.BackupDeletionPolicyDelete, Timeout: t.Timeout.DeepCopy(),
+		},
+	}
+	err := r.Client.Create(ctx, b)
+	if apierrors.IsAlreadyExists(err) {
+		return b, r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: b.Name}, b)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating backup %s: %w", b.Name, err)
+	}
+	r.event(s, corev1.EventTypeNormal, "BackupCreated", "Backup", "Created backup %s for the run of %s", b.Name, run.Format(time.RFC3339))
+	return b, nil
+}
+
+// prune deletes the backups retention no longer keeps and returns the rest.
+func (r *EtcdBackupScheduleReconciler) prune(ctx context.Context, s *etcdv1alpha1.EtcdBackupSchedule, backups []etcdv1alpha1.EtcdBackup, now time.Time) ([]etcdv1alpha1.EtcdBackup, error) {
+	policy := etcdv1alpha1.BackupRetention{}
+	if s.Spec.Retention != nil {
+		policy = *s.Spec.Retention
+	}
+	items := make([]backup.Item, 0, len(backups))
+	for i := range backups {
+		b := &backups[i]
+		items = append(items, backup.Item{Name: b.Name, Created: b.CreationTimestamp.Time,
+			Finished: status.BackupFinished(b), Succeeded: status.BackupSucceeded(b)})
+	}
+	gone := map[string]bool{}
+	for _, name := range backup.Prune(items, policy, now) {
+		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name}}
+		if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("deleting backup %s: %w", name, err)
+		}
+		r.event(s, corev1.EventTypeNormal, "BackupPruned", "Delete", "Deleted backup %s and its artifact (retention)", name)
+		gone[name] = true
+	}
+	var kept []etcdv1alpha1.EtcdBackup
+	for _, b := range backups {
+		if !gone[b.Name] {
+			kept = append(kept, b)
+		}
+	}
+	return kept, nil
+}
+
+// unfinished returns a backup still running, if any.
+func unfinished(backups []etcdv1alpha1.EtcdBackup) *etcdv1alpha1.EtcdBackup {
+	for i := range backups {
+		if !status.BackupFinished(&backups[i]) {
+			return &backups[i]
+		}
+	}
+	return nil
+}
+
+// lastFinished returns the newest finished backup, if any.
+func lastFinished(backups []etcdv1alpha1.EtcdBackup) *etcdv1alpha1.EtcdBackup {
+	var last *etcdv1alpha1.EtcdBackup
+	for i := range backups {
+		b := &backups[i]
+		if status.BackupFinished(b) && (last == nil || b.CreationTimestamp.After(last.CreationTimestamp.Time) ||
+			b.CreationTimestamp.Equal(&last.CreationTimestamp) && b.Name > last.Name) {
+			last = b
+		}
+	}
+	return last
+}
+
+// scheduleStatus is the schedule's status: Ready and the backups' summary.
+func scheduleStatus(s *etcdv1alpha1.EtcdBackupSchedule, backups []etcdv1alpha1.EtcdBackup, next *metav1.Time, reason, msg string) etcdv1alpha1.EtcdBackupScheduleStatus {
+	out := *s.Status.DeepCopy()
+	out.ObservedGeneration = s.Generation
+	out.NextScheduleTime = next
+	if s.Spec.Suspend {
+		out.NextScheduleTime = nil
+	}
+	if backups != nil {
+		out.Backups = int32(len(backups))
+		var newest *etcdv1alpha1.EtcdBackup
+		for i := range backups {
+			b := &backups[i]
+			if status.BackupSucceeded(b) && (newest == nil || b.Status.CompletedAt.After(newest.Status.CompletedAt.Time)) {
+				newest = b
+			}
+		}
+		if newest != nil {
+			out.LastSuccessfulBackup = newest.Name
+			out.LastSuccessfulTime = newest.Status.CompletedAt.DeepCopy()
+		}
+	}
+	cond := metav1.ConditionTrue
+	if reason != etcdv1alpha1.ReasonScheduled {
+		cond = metav1.ConditionFalse
+	}
+	meta.SetStatusCondition(&out.Conditions, metav1.Condition{
+		Type: etcdv1alpha1.ConditionReady, Status: cond, Reason: reason, Message: msg, ObservedGeneration: s.Generation,
+	})
+	return out
+}
+
+func (r *EtcdBackupScheduleReconciler) patchStatus(ctx context.Context, s *etcdv1alpha1.EtcdBackupSchedule, desired etcdv1alpha1.EtcdBackupScheduleStatus) error {
+	if apiequality.Semantic.DeepEqual(s.Status, desired) {
+		return nil
+	}
+	patch := client.MergeFrom(s.DeepCopy())
+	s.Status = desired
+	if err := r.Client.Status().Patch(ctx, s, patch); err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+func (r *EtcdBackupScheduleReconciler) event(s *etcdv1alpha1.EtcdBackupSchedule, eventType, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(s, nil, eventType, reason, action, note, args...)
+	}
+}
+
+func (r *EtcdBackupScheduleReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// SetupWithManager registers the reconciler: it watches schedules, and the backups they
+// created (found by label), so a finished backup updates its schedule at once.
+func (r *EtcdBackupScheduleReconciler) SetupWithManager(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		For(&etcdv1alpha1.EtcdBackupSchedule{}).
+		Watches(&etcdv1alpha1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			name, ok := o.GetLabels()[resources.LabelBackupSchedule]
+			if !ok {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+		})).
+		Named("etcdbackupschedule").
+		Complete(r)
+}
