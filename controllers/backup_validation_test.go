@@ -142,6 +142,9 @@ func TestBackupScheduleValidation(t *testing.T) {
 		{"weekdays in office hours", func(s *etcdv1alpha1.EtcdBackupScheduleSpec) { s.Schedule = "5,35 8-17/2 * * 1-5" }, ""},
 		{"yearly", func(s *etcdv1alpha1.EtcdBackupScheduleSpec) { s.Schedule = "0 0 1 1 *" }, ""},
 		{"descriptor", func(s *etcdv1alpha1.EtcdBackupScheduleSpec) { s.Schedule = "@hourly" }, ""},
+		{"leading zeros", func(s *etcdv1alpha1.EtcdBackupScheduleSpec) { s.Schedule = "00 05 01 01 *" }, ""},
+		{"backwards range", func(s *etcdv1alpha1.EtcdBackupScheduleSpec) { s.Schedule = "0 17-8 * * *" },
+			"schedule: a range a-b must not end before it starts"},
 		{"minute 60", func(s *etcdv1alpha1.EtcdBackupScheduleSpec) { s.Schedule = "60 * * * *" }, cronMessage},
 		{"hour 24", func(s *etcdv1alpha1.EtcdBackupScheduleSpec) { s.Schedule = "0 24 * * *" }, cronMessage},
 		{"day 0", func(s *etcdv1alpha1.EtcdBackupScheduleSpec) { s.Schedule = "0 0 0 * *" }, cronMessage},
@@ -171,6 +174,13 @@ func TestBackupScheduleValidation(t *testing.T) {
 			expectVerdict(NewWithT(t), k8sClient.Create(context.Background(), s), tc.refusal)
 		})
 	}
+
+	t.Run("name too long", func(t *testing.T) {
+		s := &etcdv1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("s", 64), Namespace: ns},
+			Spec: etcdv1alpha1.EtcdBackupScheduleSpec{Schedule: "@daily",
+				BackupTemplate: etcdv1alpha1.EtcdBackupTemplate{ClusterName: "c", Destination: s3Destination()}}}
+		expectVerdict(NewWithT(t), k8sClient.Create(context.Background(), s), "metadata.name must be at most 63 characters")
+	})
 
 	t.Run("empty retention", func(t *testing.T) {
 		// Only a raw object can send an explicitly empty retention past the default.

@@ -90,17 +90,17 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	return reconcile.Result{RequeueAfter: requeueBackup}, nil
 }
 
-// artifactKey is where backup b's artifact goes, derived from the object alone so every
-// reconcile (and the deletion) finds the same key.
-func artifactKey(b *etcdv1alpha1.EtcdBackup) string {
-	prefix := ""
-	switch d := b.Spec.Destination; {
-	case d.S3 != nil:
-		prefix = d.S3.Prefix
-	case d.PVC != nil:
-		prefix = d.PVC.Path
+// artifactKey is where backup b's artifact goes (the object key, or the path inside the
+// claim) and its location, derived from the object alone so every reconcile (and the
+// deletion) finds the same key.
+func artifactKey(b *etcdv1alpha1.EtcdBackup) (key, location string) {
+	d := b.Spec.Destination
+	if d.S3 != nil {
+		key = backup.ArtifactKey(d.S3.Prefix, b.Namespace, b.Spec.ClusterName, b.Name, b.CreationTimestamp.Time)
+		return key, backup.Location(d, key)
 	}
-	return backup.ArtifactKey(prefix, b.Namespace, b.Spec.ClusterName, b.Name, b.CreationTimestamp.Time)
+	rel := backup.ArtifactKey("", b.Namespace, b.Spec.ClusterName, b.Name, b.CreationTimestamp.Time)
+	return backup.ClaimPath(*d.PVC, rel), backup.Location(d, rel)
 }
 
 // observe creates the backup Job when there is none yet and returns where the backup
@@ -147,7 +147,8 @@ func (r *EtcdBackupReconciler) start(ctx context.Context, b *etcdv1alpha1.EtcdBa
 	if r.AgentImage == "" {
 		return fail(etcdv1alpha1.ReasonBackupPodFailed, "the operator does not know its own image, which backups run: set ETCDPILOT_AGENT_IMAGE")
 	}
-	job := resources.BackupJob(b, c, endpoints, artifactKey(b), r.AgentImage)
+	key, _ := artifactKey(b)
+	job := resources.BackupJob(b, c, endpoints, key, r.AgentImage)
 	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return status.BackupOutcome{}, fmt.Errorf("creating backup job: %w", err)
 	}
@@ -247,11 +248,11 @@ func (r *EtcdBackupReconciler) resultOutcome(b *etcdv1alpha1.EtcdBackup, out sta
 		r.event(b, corev1.EventTypeWarning, "BackupFailed", "Backup", "%s: %s", out.Reason, out.Message)
 		return out
 	}
-	key := artifactKey(b)
+	key, location := artifactKey(b)
 	out.Succeeded = true
 	out.Reason = etcdv1alpha1.ReasonBackupCompleted
 	out.Artifact = &etcdv1alpha1.BackupArtifact{
-		Location: backup.Location(b.Spec.Destination, key), Key: key, Compression: backup.Compression,
+		Location: location, Key: key, Compression: backup.Compression,
 		SHA256: res.SHA256, Size: res.Size, SnapshotSize: res.SnapshotSize,
 	}
 	out.Snapshot = &etcdv1alpha1.BackupSnapshot{

@@ -56,7 +56,7 @@ func (r *EtcdBackupScheduleReconciler) Reconcile(ctx context.Context, req reconc
 	sched, err := backup.ParseSchedule(s.Spec.Schedule)
 	if err != nil {
 		// The API refuses such a schedule; an object stored before a stricter rule may have one.
-		return reconcile.Result{}, r.patchStatus(ctx, s, scheduleStatus(s, nil, nil, etcdv1alpha1.ReasonReconcileFailed, "invalid schedule: "+err.Error()))
+		return reconcile.Result{}, r.patchStatus(ctx, s, scheduleStatus(s, nil, nil, etcdv1alpha1.ReasonInvalidSchedule, err.Error()))
 	}
 
 	backups, err := r.backups(ctx, s)
@@ -123,7 +123,7 @@ func (r *EtcdBackupScheduleReconciler) createBackup(ctx context.Context, s *etcd
 	t := s.Spec.BackupTemplate
 	b := &etcdv1alpha1.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: backup.BackupName(s.Name, run), Namespace: s.Namespace,
+			Name: backup.NameForRun(s.Name, run), Namespace: s.Namespace,
 			Labels: map[string]string{resources.LabelBackupSchedule: s.Name},
 		},
 		Spec: etcdv1alpha1.EtcdBackupSpec{

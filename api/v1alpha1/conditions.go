@@ -142,6 +142,9 @@ const (
 	// ReasonScheduled (Ready=True): backups are created on schedule and the last one
 	// succeeded (or none ran yet).
 	ReasonScheduled = "Scheduled"
+	// ReasonInvalidSchedule (Ready=False): spec.schedule never fires (for example the 30th
+	// of February) or cannot be parsed; no backup is created.
+	ReasonInvalidSchedule = "InvalidSchedule"
 	// ReasonSuspended (Ready=False): spec.suspend is set.
 	ReasonSuspended = "Suspended"
 	// ReasonLastBackupFailed (Ready=False): the schedule's newest finished backup failed; the

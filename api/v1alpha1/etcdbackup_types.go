@@ -202,6 +202,7 @@ type EtcdBackupStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=etcdbk,categories=etcdpilot
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: it labels the backup's Job and pod"
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
 // +kubebuilder:printcolumn:name="Succeeded",type=string,JSONPath=`.status.conditions[?(@.type=="Succeeded")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Succeeded")].reason`
@@ -271,7 +272,8 @@ type EtcdBackupScheduleSpec struct {
 	// range "a-b", a step "*/n" or "a-b/n", or a comma list of those; or one of @hourly,
 	// @daily, @weekly, @monthly, @yearly. "0 */6 * * *" backs up every six hours.
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:XValidation:rule=`self.matches('^@(hourly|daily|midnight|weekly|monthly|yearly|annually)$') || self.matches('^(\\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[1-9][0-9]?)?(,(\\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[1-9][0-9]?)?)* (\\*|(1?[0-9]|2[0-3])(-(1?[0-9]|2[0-3]))?)(/[1-9][0-9]?)?(,(\\*|(1?[0-9]|2[0-3])(-(1?[0-9]|2[0-3]))?)(/[1-9][0-9]?)?)* (\\*|([1-9]|[12][0-9]|3[01])(-([1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]?)?(,(\\*|([1-9]|[12][0-9]|3[01])(-([1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]?)?)* (\\*|([1-9]|1[0-2])(-([1-9]|1[0-2]))?)(/[1-9][0-9]?)?(,(\\*|([1-9]|1[0-2])(-([1-9]|1[0-2]))?)(/[1-9][0-9]?)?)* (\\*|[0-6](-[0-6])?)(/[1-9])?(,(\\*|[0-6](-[0-6])?)(/[1-9])?)*$')`,message="schedule must be a cron expression of five fields in range (minute 0-59, hour 0-23, day-of-month 1-31, month 1-12, day-of-week 0-6), each *, n, a-b, */n, a-b/n or a comma list of those, for example \"0 */6 * * *\"; or one of @hourly, @daily, @weekly, @monthly, @yearly"
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^@(hourly|daily|midnight|weekly|monthly|yearly|annually)$') || self.matches('^(\\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/(0?[1-9]|[1-9][0-9]))?(,(\\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/(0?[1-9]|[1-9][0-9]))?)* (\\*|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/(0?[1-9]|[1-9][0-9]))?(,(\\*|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/(0?[1-9]|[1-9][0-9]))?)* (\\*|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/(0?[1-9]|[1-9][0-9]))?(,(\\*|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/(0?[1-9]|[1-9][0-9]))?)* (\\*|(0?[1-9]|1[0-2])(-(0?[1-9]|1[0-2]))?)(/(0?[1-9]|[1-9][0-9]))?(,(\\*|(0?[1-9]|1[0-2])(-(0?[1-9]|1[0-2]))?)(/(0?[1-9]|[1-9][0-9]))?)* (\\*|0?[0-6](-0?[0-6])?)(/(0?[1-9]|[1-9][0-9]))?(,(\\*|0?[0-6](-0?[0-6])?)(/(0?[1-9]|[1-9][0-9]))?)*$')`,message="schedule must be a cron expression of five fields in range (minute 0-59, hour 0-23, day-of-month 1-31, month 1-12, day-of-week 0-6), each *, n, a-b, */n, a-b/n or a comma list of those, for example \"0 */6 * * *\"; or one of @hourly, @daily, @weekly, @monthly, @yearly"
+	// +kubebuilder:validation:XValidation:rule="self.findAll('[0-9]+-[0-9]+').all(r, int(r.split('-')[0]) <= int(r.split('-')[1]))",message="schedule: a range a-b must not end before it starts, for example 8-17 rather than 17-8"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Schedule string `json:"schedule"`
 
@@ -338,6 +340,7 @@ type EtcdBackupScheduleStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=etcdbks,categories=etcdpilot
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: it labels the backups the schedule creates"
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.backupTemplate.clusterName`
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

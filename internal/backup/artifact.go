@@ -1,0 +1,69 @@
+package backup
+
+import (
+	"path"
+	"strings"
+	"time"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+)
+
+// Compression is how every artifact is compressed, the value of status.artifact.compression.
+const Compression = "gzip"
+
+// ArtifactSuffix ends every artifact's name: an etcd snapshot (a bbolt database file),
+// gzipped.
+const ArtifactSuffix = ".db.gz"
+
+// artifactTimeLayout is the creation time in an artifact's name: UTC, basic ISO 8601,
+// so names sort by time and contain no colons.
+const artifactTimeLayout = "20060102T150405Z"
+
+// ArtifactKey is where a backup's artifact is stored, relative to the destination:
+// <prefix>/<namespace>/<cluster>/<created>-<backupName>.db.gz, with created in UTC as
+// 20060102T150405Z.
+//
+// The namespace and cluster directories keep the artifacts of different clusters apart
+// when several share a bucket or a claim; the timestamp first makes a plain listing of a
+// cluster's directory chronological; the backup's name makes the key unique and leads
+// back to the EtcdBackup.
+//
+// The prefix is an S3 key prefix; pass "" for a PVC, whose directory is applied by
+// [ClaimPath]. Slashes at either end of the prefix and runs of slashes inside it are
+// dropped, so "etcd", "etcd/" and "/etcd//" give the same key and an empty prefix gives
+// no leading slash. Nothing else is interpreted: an S3 key is an opaque string, in which
+// "." and ".." are ordinary names.
+func ArtifactKey(prefix, namespace, cluster, backupName string, created time.Time) string {
+	name := created.UTC().Format(artifactTimeLayout) + "-" + backupName + ArtifactSuffix
+	parts := make([]string, 0, 4)
+	for p := range strings.SplitSeq(prefix, "/") {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(append(parts, namespace, cluster, name), "/")
+}
+
+// ClaimPath is the path of an artifact inside a PersistentVolumeClaim: key (from
+// [ArtifactKey] with an empty prefix) below the destination's directory, pvc.path.
+//
+// The API refuses a path that is absolute or contains "..", but the path is joined as if
+// rooted all the same, so no path can point outside the claim, whatever the API lets
+// through. The result is relative (no leading slash) and clean.
+func ClaimPath(pvc etcdv1alpha1.PVCDestination, key string) string {
+	return strings.TrimPrefix(path.Join("/", pvc.Path, key), "/")
+}
+
+// Location names an artifact for status.artifact.location and for people:
+// s3://<bucket>/<key> for S3, pvc://<claim>/<ClaimPath> for a PVC. It is "" for a
+// destination with neither set, which the API refuses.
+func Location(dest etcdv1alpha1.BackupDestination, key string) string {
+	switch {
+	case dest.S3 != nil:
+		return "s3://" + dest.S3.Bucket + "/" + key
+	case dest.PVC != nil:
+		return "pvc://" + dest.PVC.ClaimName + "/" + ClaimPath(*dest.PVC, key)
+	default:
+		return ""
+	}
+}
