@@ -59,6 +59,9 @@ OPERATOR_SDK_VERSION := $(call modver,operator-sdk,github.com/operator-framework
 OPM_VERSION := $(call modver,opm,github.com/operator-framework/operator-registry)
 COREDNS_VERSION := $(call modver,coredns,github.com/coredns/coredns)
 LOCAL_PATH_PROVISIONER_VERSION := $(call modver,local-path-provisioner,github.com/rancher/local-path-provisioner)
+# The S3 server of the backup tests (a local process in the integration tests, make s3-up in
+# the cluster).
+VERSITYGW_VERSION := $(call modver,versitygw,github.com/versity/versitygw)
 # Kubernetes release of the local cluster and envtest.
 K8S_VERSION := $(call modver,kubernetes,k8s.io/kubernetes)
 # etcd releases the operator supports, one pinned module each (hack/tools/etcd-vX.Y); an
@@ -78,6 +81,7 @@ OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk-$(OPERATOR_SDK_VERSION)
 OPM ?= $(LOCALBIN)/opm-$(OPM_VERSION)
 COREDNS ?= $(LOCALBIN)/coredns-$(COREDNS_VERSION)
 LOCAL_PATH_PROVISIONER ?= $(LOCALBIN)/local-path-provisioner-$(LOCAL_PATH_PROVISIONER_VERSION)
+VERSITYGW ?= $(LOCALBIN)/versitygw-$(VERSITYGW_VERSION)
 K8S_BIN ?= $(LOCALBIN)/k8s-$(K8S_VERSION)
 K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
 KUBECTL ?= $(K8S_BIN)/kubectl
@@ -153,8 +157,8 @@ $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml:
 	mkdir -p $(CERT_MANAGER_CRDS) && cp $$dir/deploy/crds/cert-manager.io_certificates.yaml $@ && chmod 644 $@
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml ## Run unit and integration tests.
-	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v /test/) -coverprofile cover.out
+test: manifests generate fmt vet envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(VERSITYGW) ## Run unit and integration tests.
+	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" VERSITYGW="$(VERSITYGW)" go test $$(go list ./... | grep -v /test/) -coverprofile cover.out
 
 .PHONY: bench
 bench: bench-unit bench-cluster ## Run every benchmark: unit ones, then those on the local cluster.
@@ -164,8 +168,8 @@ bench-unit: ## Run the benchmarks of the pure packages.
 	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
 
 .PHONY: bench-cluster
-bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images deploy ## Run the benchmarks on the local cluster (bootstrap, scale 3->5, member replacement and a 3-member upgrade, each next to a floor).
-	go test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench
+bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up deploy ## Run the benchmarks on the local cluster (bootstrap, scale 3->5, member replacement and a 3-member upgrade, each next to a floor).
+	$(S3_TEST_ENV_BENCH) go test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench
 
 .PHONY: verify
 verify: manifests generate fmt bundle catalog-validate ## Fail when generated files (CRDs, bundle) or go.mod are stale, the catalog is invalid, the capability claim is not what the scorecard record earns, or lint finds a problem.
@@ -296,6 +300,34 @@ ifneq ($(USE_EXISTING_CLUSTER),true)
 	@$(CLUSTER_ENV) hack/local-cluster.sh status >/dev/null 2>&1 || $(MAKE) cluster-up
 endif
 
+##@ S3 server for the backup tests
+
+# versitygw (posix backend on a PVC) in namespace S3_NAMESPACE of the cluster, from
+# hack/s3/s3.yaml; the namespace, Secret (keys accessKeyID, secretAccessKey) and Service
+# names are fixed there. s3-up makes S3_BUCKETS; the e2e specs and benchmarks get the
+# in-cluster endpoint, the Secret and their bucket through E2E_S3_* and BENCH_S3_*.
+S3_IMAGE ?= $(REGISTRY)/versity/versitygw:$(VERSITYGW_VERSION)
+S3_NAMESPACE := etcdpilot-s3
+S3_CREDENTIALS_SECRET := s3-credentials
+S3_ENDPOINT := http://s3.$(S3_NAMESPACE).svc:7070
+S3_E2E_BUCKET := etcdpilot-e2e
+S3_BENCH_BUCKET := etcdpilot-bench
+S3_BUCKETS := $(S3_E2E_BUCKET) $(S3_BENCH_BUCKET)
+S3_ENV = KUBECTL=$(KUBECTL) CRANE=$(CRANE) VERSITYGW=$(VERSITYGW) BUILD_IMAGE=$(CURDIR)/hack/build-image.sh \
+	S3_IMAGE=$(S3_IMAGE) S3_WORK=$(IMAGE_WORK)/versitygw S3_BUCKETS="$(S3_BUCKETS)"
+S3_TEST_ENV_E2E = E2E_S3_ENDPOINT=$(S3_ENDPOINT) E2E_S3_NAMESPACE=$(S3_NAMESPACE) \
+	E2E_S3_CREDENTIALS_SECRET=$(S3_CREDENTIALS_SECRET) E2E_S3_BUCKET=$(S3_E2E_BUCKET)
+S3_TEST_ENV_BENCH = BENCH_S3_ENDPOINT=$(S3_ENDPOINT) BENCH_S3_NAMESPACE=$(S3_NAMESPACE) \
+	BENCH_S3_CREDENTIALS_SECRET=$(S3_CREDENTIALS_SECRET) BENCH_S3_BUCKET=$(S3_BENCH_BUCKET)
+
+.PHONY: s3-up
+s3-up: $(VERSITYGW) $(CRANE) $(KUBECTL) cluster-ensure ## Start (or repair) the S3 server of the backup tests in the cluster and make its buckets; fast when already up.
+	@$(S3_ENV) hack/s3/s3.sh up
+
+.PHONY: s3-down
+s3-down: $(KUBECTL) ## Remove the S3 server, its data and its namespace from the cluster.
+	@$(S3_ENV) hack/s3/s3.sh down
+
 ##@ Tests on a cluster
 
 E2E_PROCS ?= 2
@@ -308,8 +340,8 @@ PREVIOUS_VERSION = $(shell hack/catalog.sh releases | tail -n 1 | cut -d' ' -f1)
 test-e2e: test-e2e-deploy test-e2e-olm test-e2e-scorecard ## Run the whole e2e suite on the local cluster: with make deploy, through OLM, then the scorecard tests of the claimed levels.
 
 .PHONY: test-e2e-deploy
-test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images ## Run the e2e specs on the operator `make deploy` installs.
-	KUBECTL=$(KUBECTL) LOCAL_IMG=$(LOCAL_IMG) $(GINKGO_E2E) --label-filter='!olm' ./test/e2e
+test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up ## Run the e2e specs on the operator `make deploy` installs.
+	KUBECTL=$(KUBECTL) LOCAL_IMG=$(LOCAL_IMG) $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --label-filter='!olm' ./test/e2e
 
 # The OLM specs install the operator themselves, from the catalog image (the committed
 # catalog/ served by opm) and bundle images, which name public images that the local
@@ -422,7 +454,7 @@ capabilities: $(SCORECARD_DEPS) ## Run every scorecard test, set the CSV's capab
 ##@ Tools
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(VERSITYGW) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
 
 # go-install-tool installs package $(2) at version $(3) as $(1) (a versioned file name).
 define go-install-tool
@@ -468,6 +500,9 @@ $(COREDNS):
 
 $(LOCAL_PATH_PROVISIONER):
 	$(call go-build-module,$@,local-path-provisioner,github.com/rancher/local-path-provisioner,-ldflags "-s -w -X main.VERSION=$(LOCAL_PATH_PROVISIONER_VERSION)")
+
+$(VERSITYGW):
+	$(call go-build-module,$@,versitygw,github.com/versity/versitygw/cmd/versitygw,-ldflags "-s -w -X main.Version=$(VERSITYGW_VERSION)")
 
 K8S_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
