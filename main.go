@@ -2,11 +2,13 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,6 +26,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/controllers"
+	"github.com/etcdpilot/etcdpilot/internal/agent"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/versions"
@@ -31,6 +34,11 @@ import (
 )
 
 func main() {
+	// `manager agent ...` runs in backup and restore pods, from the operator's own image:
+	// it streams one snapshot and exits, and needs none of the manager's flags or setup.
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		os.Exit(agent.Main(os.Args[2:]))
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "etcdpilot:", err)
 		os.Exit(1)
@@ -72,7 +80,7 @@ func run() error {
 	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{cluster.LabelManagedBy: cluster.ManagedBy})}
 	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}: ours, &corev1.PersistentVolumeClaim{}: ours, &corev1.Service{}: ours,
-		&corev1.Secret{}: ours, &policyv1.PodDisruptionBudget{}: ours,
+		&corev1.Secret{}: ours, &policyv1.PodDisruptionBudget{}: ours, &batchv1.Job{}: ours,
 	}}
 	if len(namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
@@ -117,6 +125,17 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
+	apiReader, err := client.New(mgr.GetConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating an API client: %w", err)
+	}
+	agentImage, err := controllers.AgentImage(context.Background(), apiReader)
+	if err != nil {
+		log.Error(err, "backups and restores will fail")
+	} else if agentImage == "" {
+		log.Info("the operator's own image is unknown (not in a pod, " + controllers.AgentImageEnv + " unset): backups and restores will fail")
+	}
+
 	podExec, err := controllers.NewPodExec(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("setting up pod exec: %w", err)
@@ -131,8 +150,23 @@ func run() error {
 		NewEtcdClient: etcd.New,
 		Failpoints:    os.Getenv(controllers.FailpointsEnv) == "true",
 		Exec:          podExec,
+		AgentImage:    agentImage,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdCluster controller: %w", err)
+	}
+	if err := (&controllers.EtcdBackupReconciler{
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder("etcdpilot"),
+		AgentImage: agentImage,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the EtcdBackup controller: %w", err)
+	}
+	if err := (&controllers.EtcdBackupScheduleReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("etcdpilot"),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the EtcdBackupSchedule controller: %w", err)
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

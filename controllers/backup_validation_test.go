@@ -231,7 +231,10 @@ func TestRestoreValidation(t *testing.T) {
 		}, "restore.source needs exactly one of pvc and s3"},
 		{"markCompacted alone", func(c *etcdv1alpha1.EtcdClusterSpec) {
 			c.Bootstrap = &etcdv1alpha1.BootstrapSpec{Restore: &etcdv1alpha1.RestoreSpec{BackupName: "n", MarkCompacted: true}}
-		}, "restore.markCompacted needs restore.bumpRevision"},
+		}, "restore.bumpRevision and restore.markCompacted go together"},
+		{"bumpRevision alone", func(c *etcdv1alpha1.EtcdClusterSpec) {
+			c.Bootstrap = &etcdv1alpha1.BootstrapSpec{Restore: &etcdv1alpha1.RestoreSpec{BackupName: "n", BumpRevision: ptr.To[int64](1000)}}
+		}, "restore.bumpRevision and restore.markCompacted go together"},
 		{"restore into 3.5", func(c *etcdv1alpha1.EtcdClusterSpec) {
 			c.Version = "3.5.35"
 			c.Bootstrap = &etcdv1alpha1.BootstrapSpec{Restore: &etcdv1alpha1.RestoreSpec{BackupName: "n"}}

@@ -114,7 +114,7 @@ type BootstrapSpec struct {
 // RestoreSpec is the backup a new cluster starts from, and how.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.backupName) != has(self.source)",message="restore needs exactly one of backupName and source"
-// +kubebuilder:validation:XValidation:rule="!has(self.markCompacted) || !self.markCompacted || has(self.bumpRevision)",message="restore.markCompacted needs restore.bumpRevision"
+// +kubebuilder:validation:XValidation:rule="has(self.bumpRevision) == (has(self.markCompacted) && self.markCompacted)",message="restore.bumpRevision and restore.markCompacted go together: etcdutl bumps revisions only while marking them compacted"
 type RestoreSpec struct {
 	// backupName is a successful EtcdBackup in the cluster's namespace; its artifact and
 	// checksum are used. No member starts until that backup has succeeded.
@@ -131,7 +131,7 @@ type RestoreSpec struct {
 	// (etcdutl snapshot restore --bump-revision). Set it when clients that watched the old
 	// cluster will watch the restored one, Kubernetes API servers above all: with revisions
 	// ahead of anything they saw, they cannot miss or misorder changes. A value larger than
-	// the writes made since the backup is enough; 1000000000 is common. etcd 3.6 or newer.
+	// the writes made since the backup is enough; 1000000000 is common. It needs markCompacted. etcd 3.6 or newer.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	BumpRevision *int64 `json:"bumpRevision,omitempty"`
@@ -139,7 +139,7 @@ type RestoreSpec struct {
 	// markCompacted marks every revision up to the bumped one as compacted (etcdutl
 	// snapshot restore --mark-compacted), so watchers resuming from an old revision get
 	// "compacted" and re-list instead of waiting forever. Use it with bumpRevision for
-	// Kubernetes. etcd 3.6 or newer.
+	// Kubernetes. It is required with bumpRevision, and only with it. etcd 3.6 or newer.
 	// +optional
 	MarkCompacted bool `json:"markCompacted,omitempty"`
 }

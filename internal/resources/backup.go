@@ -99,9 +99,9 @@ func BackupJob(b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, endpoint
 	var mounts []corev1.VolumeMount
 	if cl.TLS {
 		args = append(args,
-			"--cacert="+agentClientTLSPath+"/ca.crt",
-			"--cert="+agentClientTLSPath+"/tls.crt",
-			"--cert-key="+agentClientTLSPath+"/tls.key")
+			"--etcd-cacert="+agentClientTLSPath+"/ca.crt",
+			"--etcd-cert="+agentClientTLSPath+"/tls.crt",
+			"--etcd-key="+agentClientTLSPath+"/tls.key")
 		vols = append(vols, corev1.Volume{Name: "etcd-client", VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: cl.ClientTLSSecret(), DefaultMode: ptr.To(tlsFileMode)}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "etcd-client", MountPath: agentClientTLSPath, ReadOnly: true})
@@ -142,7 +142,7 @@ type store struct {
 // storeOf is the agent's view of an artifact at key in an S3 bucket or on a claim
 // (exactly one is non-nil), mounted read-only for a restore.
 func storeOf(s3 *etcdv1alpha1.S3Bucket, claim string, key string, readOnly bool) store {
-	st := store{args: []string{"--object=" + key}}
+	st := store{args: []string{"--key=" + key}}
 	if s3 == nil {
 		st.args = append(st.args, "--store=file", "--file-root="+agentFileRoot)
 		st.vols = []corev1.Volume{{Name: "backup", VolumeSource: corev1.VolumeSource{
@@ -178,8 +178,10 @@ func storeOf(s3 *etcdv1alpha1.S3Bucket, claim string, key string, readOnly bool)
 
 // agentJob is a run-once Job of the agent with args, owned by backup b.
 func agentJob(b *etcdv1alpha1.EtcdBackup, name, image string, args []string, env []corev1.EnvVar, vols []corev1.Volume, mounts []corev1.VolumeMount) *batchv1.Job {
+	// Not the cluster's selector labels (its name is not "etcd"): the PodDisruptionBudget
+	// and the operator must never count a backup pod as a member.
 	labels := map[string]string{
-		cluster.LabelName:      cluster.AppName,
+		cluster.LabelName:      cluster.ManagedBy,
 		cluster.LabelManagedBy: cluster.ManagedBy,
 		cluster.LabelComponent: "backup",
 		cluster.LabelCluster:   b.Spec.ClusterName,

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 )
 
@@ -42,6 +43,12 @@ func TestBackupJob(t *testing.T) {
 	g.Expect(job.OwnerReferences[0].Controller).To(Equal(ptr.To(true)))
 	g.Expect(job.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "etcdpilot"))
 	g.Expect(job.Spec.Template.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "etcdpilot"), "the pods must be in the operator's cache")
+	selector := cluster.For(newCluster()).SelectorLabels()
+	matches := true
+	for k, v := range selector {
+		matches = matches && job.Spec.Template.Labels[k] == v
+	}
+	g.Expect(matches).To(BeFalse(), "a backup pod must not look like a member to the PodDisruptionBudget")
 	g.Expect(job.Spec.BackoffLimit).To(Equal(ptr.To[int32](0)), "a failed backup is not retried by the Job")
 	g.Expect(job.Spec.ActiveDeadlineSeconds).To(Equal(ptr.To[int64](1200)))
 
@@ -54,9 +61,9 @@ func TestBackupJob(t *testing.T) {
 	g.Expect(ct.Args).To(ContainElements(
 		"agent", "backup",
 		"--endpoints=main-0=https://main-0.main-peer.db.svc:2379,main-1=https://main-1.main-peer.db.svc:2379",
-		"--object=db/main/x.db.gz", "--store=s3", "--s3-endpoint=https://s3.example.com", "--s3-bucket=backups",
+		"--key=db/main/x.db.gz", "--store=s3", "--s3-endpoint=https://s3.example.com", "--s3-bucket=backups",
 		"--s3-region=eu-west-1", "--s3-path-style", "--s3-ca-file=/etc/etcdpilot/s3-ca/ca.crt",
-		"--cacert=/etc/etcdpilot/etcd-client/ca.crt", "--cert=/etc/etcdpilot/etcd-client/tls.crt",
+		"--etcd-cacert=/etc/etcdpilot/etcd-client/ca.crt", "--etcd-cert=/etc/etcdpilot/etcd-client/tls.crt",
 		"--timeout=20m0s",
 	))
 	g.Expect(ct.Args[:2]).To(Equal([]string{"agent", "backup"}))
@@ -89,9 +96,9 @@ func TestBackupJobToAClaimWithoutTLS(t *testing.T) {
 	job := resources.BackupJob(b, plainCluster(), []resources.BackupEndpoint{{Member: "main-0", ClientURL: "http://main-0:2379"}}, "etcd/db/main/x.db.gz", agentImage)
 
 	ct := job.Spec.Template.Spec.Containers[0]
-	g.Expect(ct.Args).To(ContainElements("--store=file", "--file-root=/backup", "--object=etcd/db/main/x.db.gz"))
+	g.Expect(ct.Args).To(ContainElements("--store=file", "--file-root=/backup", "--key=etcd/db/main/x.db.gz"))
 	for _, a := range ct.Args {
-		g.Expect(a).NotTo(HavePrefix("--cacert"), "a plain-text cluster needs no certificate")
+		g.Expect(a).NotTo(HavePrefix("--etcd-cacert"), "a plain-text cluster needs no certificate")
 		g.Expect(a).NotTo(HavePrefix("--s3-"))
 	}
 	g.Expect(job.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName).To(Equal("backups"))
@@ -116,7 +123,7 @@ func TestDeleteJob(t *testing.T) {
 	ct := job.Spec.Template.Spec.Containers[0]
 	g.Expect(job.Name).To(Equal("nightly-delete"))
 	g.Expect(ct.Args[:2]).To(Equal([]string{"agent", "delete"}))
-	g.Expect(ct.Args).To(ContainElement("--object=db/main/x.db.gz"))
+	g.Expect(ct.Args).To(ContainElement("--key=db/main/x.db.gz"))
 	g.Expect(ct.Image).To(Equal(agentImage))
 }
 
@@ -135,7 +142,7 @@ func TestWithRestore(t *testing.T) {
 	g.Expect(ic.Image).To(Equal(agentImage))
 	g.Expect(ic.Args[:2]).To(Equal([]string{"agent", "restore"}))
 	g.Expect(ic.Args).To(ContainElements(
-		"--store=file", "--object=db/main/x.db.gz", "--sha256=abc", "--data-dir=/var/lib/etcd/data",
+		"--store=file", "--key=db/main/x.db.gz", "--sha256=abc", "--data-dir=/var/lib/etcd/data",
 		"--name=main-0", "--initial-cluster="+strings.Join(initialCluster(c, 1), ","),
 		"--initial-advertise-peer-urls=https://main-0.main-peer.db.svc:2380",
 		"--initial-cluster-token=main-6f1c2d7e-0b7a-4a53-9d55-3c1c2b0f8e11",

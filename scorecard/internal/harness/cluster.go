@@ -63,16 +63,22 @@ func (e *Env) Create(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
 // seen. Every change of the state until describes is logged, so the log shows how the
 // cluster got there, or where it got stuck.
 func (e *Env) WaitFor(ctx context.Context, c *etcdv1alpha1.EtcdCluster, what string, until Predicate) error {
-	key := client.ObjectKeyFromObject(c)
+	return waitFor(ctx, e, "EtcdCluster", c, what, until)
+}
+
+// waitFor polls obj, of kind, until until says it is done or ctx ends, and logs every
+// change of the state until describes.
+func waitFor[T client.Object](ctx context.Context, e *Env, kind string, obj T, what string, until func(T) (bool, string)) error {
+	key := client.ObjectKeyFromObject(obj)
 	last := "nothing read yet"
 	err := wait.PollUntilContextCancel(ctx, e.poll(), true, func(ctx context.Context) (bool, error) {
-		if err := e.Client.Get(ctx, key, c); err != nil {
-			last = fmt.Sprintf("reading EtcdCluster %s: %v", c.Name, err) // the API server may be busy: try again
+		if err := e.Client.Get(ctx, key, obj); err != nil {
+			last = fmt.Sprintf("reading %s %s: %v", kind, key.Name, err) // the API server may be busy: try again
 			return false, nil
 		}
-		done, state := until(c)
+		done, state := until(obj)
 		if state != last {
-			e.Report.Logf("%s: %s", c.Name, state)
+			e.Report.Logf("%s: %s", key.Name, state)
 			last = state
 		}
 		return done, nil
@@ -141,13 +147,16 @@ func (e *Env) memberObjects(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([
 	return pods.Items, pvcs.Items, nil
 }
 
-// Cleanup deletes every EtcdCluster this Env created, newest first, and waits until each
-// is gone together with its member pods and volume claims. It keeps going after an error
-// and returns them all. ctx bounds the whole cleanup.
+// Cleanup deletes everything this Env created, newest first, and waits until each object
+// is gone with what depends on it: an EtcdCluster with its member pods and volume claims,
+// an EtcdBackup with its artifact (the operator's part) and its Jobs' pods. Newest first
+// matters: a restored cluster holds the backup's claim, and the backup's Jobs carry the
+// labels of the cluster it backs up. Cleanup keeps going after an error and returns them
+// all. ctx bounds the whole cleanup.
 func (e *Env) Cleanup(ctx context.Context) error {
 	var errs []error
 	for i := len(e.created) - 1; i >= 0; i-- {
-		if err := e.deleteCluster(ctx, e.created[i]); err != nil {
+		if err := e.delete(ctx, e.created[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -155,35 +164,57 @@ func (e *Env) Cleanup(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// delete deletes obj, one of the objects this Env creates, and waits until it is gone.
+func (e *Env) delete(ctx context.Context, obj client.Object) error {
+	switch o := obj.(type) {
+	case *etcdv1alpha1.EtcdCluster:
+		return e.deleteCluster(ctx, o)
+	case *etcdv1alpha1.EtcdBackup:
+		return e.deleteBackup(ctx, o)
+	case *corev1.PersistentVolumeClaim:
+		return e.deleteClaim(ctx, o)
+	default:
+		return fmt.Errorf("cannot delete %T %s: the harness does not create that kind", obj, obj.GetName())
+	}
+}
+
 // deleteCluster deletes c in the foreground (the API server removes it only after its
-// pods, claims, Services and Secrets) and waits for it. The operator's finalizer runs
-// first; when the cluster is still there after half of what remains of ctx (no operator
-// running, say), its finalizers are removed so that nothing is left behind. Claims that
-// survive anyway are deleted by label.
+// pods, claims, Services and Secrets) and waits for it, removing its finalizers when the
+// operator does not (see release). Claims that survive anyway are deleted by label.
 func (e *Env) deleteCluster(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
 	start := time.Now()
-	key := client.ObjectKeyFromObject(c)
-	err := e.Client.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationForeground))
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting EtcdCluster %s: %w", c.Name, err)
-	}
-	grace, cancel := halfOf(ctx)
-	err = e.waitGone(grace, key)
-	cancel()
-	if err != nil {
-		e.Report.Logf("EtcdCluster %s is still there after %s: removing its finalizers", c.Name, time.Since(start).Round(time.Second))
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
-		if err := e.Client.Patch(ctx, c.DeepCopy(), patch); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("removing the finalizers of EtcdCluster %s: %w", c.Name, err)
-		}
-		if err := e.waitGone(ctx, key); err != nil {
-			return fmt.Errorf("EtcdCluster %s is not gone: %w", c.Name, err)
-		}
+	if err := e.release(ctx, "EtcdCluster", c, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		return err
 	}
 	if err := e.deleteMemberObjects(ctx, c); err != nil {
 		return err
 	}
 	e.Report.Logf("deleted EtcdCluster %s with its pods and volume claims in %s", c.Name, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// release deletes obj, of kind, with opts and waits until it is gone. The operator's
+// finalizer runs first; when obj is still there after half of what remains of ctx (no
+// operator running, say), its finalizers are removed so that nothing is left behind.
+func (e *Env) release(ctx context.Context, kind string, obj client.Object, opts ...client.DeleteOption) error {
+	start := time.Now()
+	if err := e.Client.Delete(ctx, obj, opts...); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s %s: %w", kind, obj.GetName(), err)
+	}
+	grace, cancel := halfOf(ctx)
+	err := e.waitGone(grace, obj)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	e.Report.Logf("%s %s is still there after %s: removing its finalizers", kind, obj.GetName(), time.Since(start).Round(time.Second))
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+	if err := e.Client.Patch(ctx, obj.DeepCopyObject().(client.Object), patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing the finalizers of %s %s: %w", kind, obj.GetName(), err)
+	}
+	if err := e.waitGone(ctx, obj); err != nil {
+		return fmt.Errorf("%s %s is not gone: %w", kind, obj.GetName(), err)
+	}
 	return nil
 }
 
@@ -216,10 +247,11 @@ func (e *Env) deleteMemberObjects(ctx context.Context, c *etcdv1alpha1.EtcdClust
 	return nil
 }
 
-// waitGone waits until the EtcdCluster key no longer exists.
-func (e *Env) waitGone(ctx context.Context, key client.ObjectKey) error {
+// waitGone waits until obj (its kind, namespace and name) no longer exists.
+func (e *Env) waitGone(ctx context.Context, obj client.Object) error {
+	key := client.ObjectKeyFromObject(obj)
 	return wait.PollUntilContextCancel(ctx, e.poll(), true, func(ctx context.Context) (bool, error) {
-		err := e.Client.Get(ctx, key, &etcdv1alpha1.EtcdCluster{})
+		err := e.Client.Get(ctx, key, obj.DeepCopyObject().(client.Object))
 		return apierrors.IsNotFound(err), nil
 	})
 }

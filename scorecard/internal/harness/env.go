@@ -29,7 +29,7 @@ const (
 const defaultPoll = 2 * time.Second
 
 // Env is one test's view of the Kubernetes cluster: the namespace it works in, its
-// clients, and the EtcdClusters it created.
+// clients, and the objects it created (EtcdClusters, EtcdBackups and their claims).
 type Env struct {
 	// Client reads and writes objects, uncached.
 	Client client.Client
@@ -44,10 +44,13 @@ type Env struct {
 	// Poll is how often waits look again; 2s when zero.
 	Poll time.Duration
 
-	created []*etcdv1alpha1.EtcdCluster
+	// created are the objects to delete, oldest first: *EtcdCluster, *EtcdBackup or
+	// *PersistentVolumeClaim.
+	created []client.Object
 }
 
-// Scheme holds the kinds the tests read and write: Kubernetes' own and EtcdCluster.
+// Scheme holds the kinds the tests read and write: Kubernetes' own, EtcdCluster and
+// EtcdBackup.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {

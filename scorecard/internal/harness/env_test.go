@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	discoveryfake "k8s.io/client-go/discovery/fake"
@@ -30,7 +31,7 @@ func newEnv(t *testing.T, objs ...client.Object) *harness.Env {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
-		WithStatusSubresource(&etcdv1alpha1.EtcdCluster{}).
+		WithStatusSubresource(&etcdv1alpha1.EtcdCluster{}, &etcdv1alpha1.EtcdBackup{}).
 		WithIndex(&corev1.Event{}, "involvedObject.uid", func(o client.Object) []string {
 			return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
 		}).Build()
@@ -169,34 +170,87 @@ func TestServes(t *testing.T) {
 	g.Expect(env.Serves("etcd.etcdpilot.io", "EtcdBackup")).To(BeFalse(), "only in the etcdpilot group")
 }
 
-// Cleanup removes what a test created even when no operator runs: the finalizer it would
-// have removed is stripped, and claims the operator would have deleted are deleted.
+// Cleanup removes what a test created even when no operator runs: the finalizers it would
+// have removed are stripped, and claims it would have deleted are deleted. Newest first:
+// the backup, its claim, then the cluster.
 func TestCleanupWithoutOperator(t *testing.T) {
 	g := NewWithT(t)
 	env := newEnv(t)
+	ctx := context.Background()
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c",
 		Finalizers: []string{"etcd.etcdpilot.io/cleanup"}}}
-	g.Expect(env.Create(context.Background(), c)).To(Succeed())
+	g.Expect(env.Create(ctx, c)).To(Succeed())
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-0-data",
 		Labels: map[string]string{"etcd.etcdpilot.io/cluster": "c", "app.kubernetes.io/name": "etcd"}}}
 	other := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d-0-data",
 		Labels: map[string]string{"etcd.etcdpilot.io/cluster": "d", "app.kubernetes.io/name": "etcd"}}}
-	g.Expect(env.Client.Create(context.Background(), pvc)).To(Succeed())
-	g.Expect(env.Client.Create(context.Background(), other)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, pvc)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, other)).To(Succeed())
+	g.Expect(env.CreateClaim(ctx, harness.BackupClaim("c-backups", ns, resource.MustParse("1Gi")))).To(Succeed())
+	b := harness.NewBackup("c-backup", c, "c-backups", time.Minute)
+	b.Finalizers = []string{"etcd.etcdpilot.io/delete-artifact"}
+	g.Expect(env.CreateBackup(ctx, b)).To(Succeed())
 
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	g.Expect(env.Cleanup(ctx)).To(Succeed())
+	g.Expect(env.Cleanup(cctx)).To(Succeed())
 
 	var left etcdv1alpha1.EtcdClusterList
-	g.Expect(env.Client.List(context.Background(), &left)).To(Succeed())
+	g.Expect(env.Client.List(ctx, &left)).To(Succeed())
 	g.Expect(left.Items).To(BeEmpty())
+	var backups etcdv1alpha1.EtcdBackupList
+	g.Expect(env.Client.List(ctx, &backups)).To(Succeed())
+	g.Expect(backups.Items).To(BeEmpty())
 	var pvcs corev1.PersistentVolumeClaimList
-	g.Expect(env.Client.List(context.Background(), &pvcs)).To(Succeed())
-	g.Expect(pvcs.Items).To(ConsistOf(HaveField("Name", "d-0-data")), "only this cluster's claims go")
-	log := env.Report.Result().Log
-	g.Expect(log).To(ContainSubstring("removing its finalizers"))
-	g.Expect(log).To(ContainSubstring("deleted EtcdCluster c with its pods and volume claims"))
+	g.Expect(env.Client.List(ctx, &pvcs)).To(Succeed())
+	g.Expect(pvcs.Items).To(ConsistOf(HaveField("Name", "d-0-data")), "only this test's claims go")
+	g.Expect(env.Report.Result().Log).To(MatchRegexp(`(?s)` +
+		`EtcdBackup c-backup is still there after \d+s: removing its finalizers.*deleted EtcdBackup c-backup and its Jobs' pods in .*` +
+		`deleted PersistentVolumeClaim c-backups in .*` +
+		`EtcdCluster c is still there after \d+s: removing its finalizers.*deleted EtcdCluster c with its pods and volume claims`))
 
-	g.Expect(env.Cleanup(ctx)).To(Succeed(), "nothing left to clean")
+	g.Expect(env.Cleanup(cctx)).To(Succeed(), "nothing left to clean")
+}
+
+// Cleanup waits for the pods of a deleted backup's Jobs, which the garbage collector
+// deletes after the backup, and fails when they stay.
+func TestCleanupWaitsForBackupPods(t *testing.T) {
+	g := NewWithT(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-backup-job",
+		Labels: map[string]string{"etcd.etcdpilot.io/backup": "c-backup"}}}
+	env := newEnv(t, pod)
+	ctx := context.Background()
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
+	g.Expect(env.CreateBackup(ctx, harness.NewBackup("c-backup", c, "c-backups", time.Minute))).To(Succeed())
+
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	g.Expect(env.Cleanup(cctx)).To(MatchError(ContainSubstring("the Jobs' pods of EtcdBackup c-backup are not gone (context deadline exceeded): [Pod c-backup-job]")))
+}
+
+func TestWaitForBackup(t *testing.T) {
+	g := NewWithT(t)
+	env := newEnv(t)
+	ctx := context.Background()
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
+	b := harness.NewBackup("c-backup", c, "c-backups", time.Minute)
+	g.Expect(env.CreateBackup(ctx, b)).To(Succeed())
+
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	g.Expect(env.WaitForBackup(short, b)).To(MatchError(And(
+		ContainSubstring("gave up waiting for EtcdBackup c-backup to finish"), ContainSubstring("last seen: no Succeeded condition yet"))))
+
+	setSucceeded := func(status metav1.ConditionStatus, reason, message string) {
+		b.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionSucceeded, Status: status, Reason: reason, Message: message,
+			LastTransitionTime: metav1.Now()}}
+		g.Expect(env.Client.Status().Update(ctx, b)).To(Succeed())
+	}
+	setSucceeded(metav1.ConditionFalse, etcdv1alpha1.ReasonDestinationNotFound, "PersistentVolumeClaim c-backups does not exist")
+	g.Expect(env.WaitForBackup(ctx, b)).To(MatchError(
+		"EtcdBackup c-backup failed: DestinationNotFound: PersistentVolumeClaim c-backups does not exist"))
+
+	setSucceeded(metav1.ConditionTrue, etcdv1alpha1.ReasonBackupCompleted, "stored pvc://c-backups/x")
+	g.Expect(env.WaitForBackup(ctx, b)).To(Succeed())
+	g.Expect(env.Report.Result().Log).To(ContainSubstring("c-backup: Succeeded=True (Completed: stored pvc://c-backups/x)"))
 }

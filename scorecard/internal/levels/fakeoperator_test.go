@@ -10,31 +10,66 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/resources"
 )
+
+// backupFinalizer is the operator's finalizer on a backup with deletionPolicy Delete.
+const backupFinalizer = "etcd.etcdpilot.io/delete-artifact"
 
 // fakeOperator plays the operator against a fake API server, just well enough for the
 // tests' flows: it keeps spec.size members, each a pod and a claim, gives a member a new
 // etcd ID when its claim was lost, reports all of them healthy at spec.version, records
 // one event per cluster, and deletes the pods and claims of deleted clusters (the garbage
-// collector's part).
+// collector's part). It takes a backup at once: a pod for its Job, a copy of the cluster's
+// keys and a made-up artifact; a cluster restored from it starts with that copy.
 type fakeOperator struct {
-	c  client.Client
-	ns string
+	c     client.Client
+	ns    string
+	etcds *fakeEtcds
 
-	mu     sync.Mutex
-	ids    map[string]string // member name -> etcd ID
-	nextID int
+	// events makes the operator record an event about every cluster.
 	events bool
+	// backupFailure, when set, fails every backup with its reason and message.
+	backupFailure *metav1.Condition
+	// restoreLive makes a broken restore: the restored cluster gets the backed-up
+	// cluster's keys as they are now, not as the backup took them.
+	restoreLive bool
+
+	mu        sync.Mutex
+	ids       map[string]string // member name -> etcd ID
+	nextID    int
+	snapshots map[string]map[string]string // backup name -> keys
+	sources   map[string]string            // backup name -> endpoint of the backed-up cluster
+	restored  map[string]bool              // UIDs of restored clusters
 }
 
-func startFakeOperator(t *testing.T, c client.Client, ns string, events bool) *fakeOperator {
+// fakeOption changes the fake operator before it starts.
+type fakeOption func(*fakeOperator)
+
+// failBackups makes every backup fail with reason and message.
+func failBackups(reason, message string) fakeOption {
+	return func(o *fakeOperator) {
+		o.backupFailure = &metav1.Condition{Reason: reason, Message: message}
+	}
+}
+
+// restoreLive makes the operator start restored clusters from the live data.
+func restoreLive(o *fakeOperator) { o.restoreLive = true }
+
+func startFakeOperator(t *testing.T, c client.Client, ns string, etcds *fakeEtcds, events bool, opts ...fakeOption) *fakeOperator {
 	t.Helper()
-	o := &fakeOperator{c: c, ns: ns, ids: map[string]string{}, events: events}
+	o := &fakeOperator{c: c, ns: ns, etcds: etcds, events: events, ids: map[string]string{},
+		snapshots: map[string]map[string]string{}, sources: map[string]string{}, restored: map[string]bool{}}
+	for _, opt := range opts {
+		opt(o)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -50,7 +85,8 @@ func startFakeOperator(t *testing.T, c client.Client, ns string, events bool) *f
 
 func (o *fakeOperator) reconcileAll(ctx context.Context) {
 	var list etcdv1alpha1.EtcdClusterList
-	if err := o.c.List(ctx, &list, client.InNamespace(o.ns)); err != nil {
+	var backups etcdv1alpha1.EtcdBackupList
+	if o.c.List(ctx, &list, client.InNamespace(o.ns)) != nil || o.c.List(ctx, &backups, client.InNamespace(o.ns)) != nil {
 		return
 	}
 	live := map[string]bool{}
@@ -58,23 +94,47 @@ func (o *fakeOperator) reconcileAll(ctx context.Context) {
 		live[list.Items[i].Name] = true
 		o.reconcile(ctx, &list.Items[i])
 	}
+	liveBackups := map[string]bool{}
+	for i := range backups.Items {
+		liveBackups[backups.Items[i].Name] = true
+		o.reconcileBackup(ctx, &backups.Items[i])
+	}
+	o.collectGarbage(ctx, live, liveBackups)
+}
+
+// collectGarbage deletes the member pods and claims of deleted clusters and the Job pods
+// of deleted backups.
+func (o *fakeOperator) collectGarbage(ctx context.Context, clusters, backups map[string]bool) {
 	var pods corev1.PodList
 	var pvcs corev1.PersistentVolumeClaimList
 	_ = o.c.List(ctx, &pods, client.InNamespace(o.ns))
 	_ = o.c.List(ctx, &pvcs, client.InNamespace(o.ns))
 	for i := range pods.Items {
-		if !live[pods.Items[i].Labels[cluster.LabelCluster]] {
+		l := pods.Items[i].Labels
+		if l[cluster.LabelMember] != "" && !clusters[l[cluster.LabelCluster]] || l[resources.LabelBackup] != "" && !backups[l[resources.LabelBackup]] {
 			_ = o.c.Delete(ctx, &pods.Items[i])
 		}
 	}
 	for i := range pvcs.Items {
-		if !live[pvcs.Items[i].Labels[cluster.LabelCluster]] {
+		l := pvcs.Items[i].Labels
+		if l[cluster.LabelMember] != "" && !clusters[l[cluster.LabelCluster]] {
 			_ = o.c.Delete(ctx, &pvcs.Items[i])
 		}
 	}
 }
 
 func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluster) {
+	cond := func(t string, s metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: s, Reason: reason, ObservedGeneration: c.Generation, LastTransitionTime: metav1.Now()}
+	}
+	if !o.restore(c) {
+		c.Status = etcdv1alpha1.EtcdClusterStatus{ObservedGeneration: c.Generation, Conditions: []metav1.Condition{
+			cond(etcdv1alpha1.ConditionAvailable, metav1.ConditionFalse, etcdv1alpha1.ReasonBootstrapping),
+			cond(etcdv1alpha1.ConditionProgressing, metav1.ConditionTrue, etcdv1alpha1.ReasonRestoreSourceNotReady),
+		}}
+		_ = o.c.Status().Update(ctx, c)
+		return
+	}
 	names := cluster.For(c)
 	var members []etcdv1alpha1.MemberStatus
 	for i := range int(c.Spec.Size) {
@@ -94,19 +154,100 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 			InvolvedObject: corev1.ObjectReference{Kind: "EtcdCluster", Name: c.Name, UID: c.UID},
 			Type:           corev1.EventTypeNormal, Reason: "MemberPodCreated", Count: 1})
 	}
-	cond := func(t string, s metav1.ConditionStatus) metav1.Condition {
-		return metav1.Condition{Type: t, Status: s, Reason: "AsExpected", ObservedGeneration: c.Generation, LastTransitionTime: metav1.Now()}
-	}
 	c.Status = etcdv1alpha1.EtcdClusterStatus{
 		ObservedGeneration: c.Generation,
 		Conditions: []metav1.Condition{
-			cond(etcdv1alpha1.ConditionAvailable, metav1.ConditionTrue), cond(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse),
-			cond(etcdv1alpha1.ConditionDegraded, metav1.ConditionFalse), cond(etcdv1alpha1.ConditionReady, metav1.ConditionTrue),
+			cond(etcdv1alpha1.ConditionAvailable, metav1.ConditionTrue, etcdv1alpha1.ReasonAsExpected),
+			cond(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, etcdv1alpha1.ReasonAsExpected),
+			cond(etcdv1alpha1.ConditionDegraded, metav1.ConditionFalse, etcdv1alpha1.ReasonAsExpected),
+			cond(etcdv1alpha1.ConditionReady, metav1.ConditionTrue, etcdv1alpha1.ReasonAsExpected),
 		},
 		Members: members, ReadyMembers: c.Spec.Size, CurrentVersion: c.Spec.Version,
 		ClientService: names.ClientService(), ClientSecret: "", // plain http: the fake etcd needs no certificate
 	}
 	_ = o.c.Status().Update(ctx, c) // a conflict is retried on the next round
+}
+
+// restore starts a cluster with spec.bootstrap.restore from its backup, once, and reports
+// whether the cluster may run: always, unless it waits for its backup to succeed.
+func (o *fakeOperator) restore(c *etcdv1alpha1.EtcdCluster) bool {
+	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil {
+		return true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.restored[string(c.UID)] {
+		return true
+	}
+	backup := c.Spec.Bootstrap.Restore.BackupName
+	data, ok := o.snapshots[backup]
+	if !ok {
+		return false
+	}
+	if o.restoreLive {
+		data = o.etcds.snapshot(o.sources[backup])
+	}
+	o.etcds.restore(endpoint(c), data)
+	o.restored[string(c.UID)] = true
+	return true
+}
+
+// reconcileBackup keeps the finalizer of a backup with deletionPolicy Delete, removes it
+// when the backup is deleted (the artifact is made up: there is nothing to delete), and
+// takes a backup that has not run yet.
+func (o *fakeOperator) reconcileBackup(ctx context.Context, b *etcdv1alpha1.EtcdBackup) {
+	switch {
+	case b.DeletionTimestamp != nil:
+		if controllerutil.RemoveFinalizer(b, backupFinalizer) {
+			_ = o.c.Update(ctx, b)
+		}
+		return
+	case b.Spec.DeletionPolicy == etcdv1alpha1.BackupDeletionPolicyDelete && controllerutil.AddFinalizer(b, backupFinalizer):
+		_ = o.c.Update(ctx, b) // the backup is taken on the next round
+		return
+	case meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionSucceeded) != nil:
+		return // finished: a backup is taken once
+	}
+	labels := map[string]string{cluster.LabelName: cluster.AppName, cluster.LabelCluster: b.Spec.ClusterName,
+		cluster.LabelComponent: "backup", resources.LabelBackup: b.Name}
+	_ = o.c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: resources.BackupJobName(b.Name), Labels: labels}})
+	succeeded := o.takeBackup(ctx, b)
+	meta.SetStatusCondition(&b.Status.Conditions, *succeeded)
+	ready := succeeded.DeepCopy()
+	ready.Type = etcdv1alpha1.ConditionReady
+	meta.SetStatusCondition(&b.Status.Conditions, *ready)
+	_ = o.c.Status().Update(ctx, b)
+}
+
+// takeBackup copies the keys of b's cluster, fills in b's artifact and snapshot, and
+// returns its Succeeded condition.
+func (o *fakeOperator) takeBackup(ctx context.Context, b *etcdv1alpha1.EtcdBackup) *metav1.Condition {
+	failed := func(reason, message string) *metav1.Condition {
+		return &metav1.Condition{Type: etcdv1alpha1.ConditionSucceeded, Status: metav1.ConditionFalse, Reason: reason, Message: message}
+	}
+	c := &etcdv1alpha1.EtcdCluster{}
+	if err := o.c.Get(ctx, client.ObjectKey{Namespace: o.ns, Name: b.Spec.ClusterName}, c); apierrors.IsNotFound(err) || len(c.Status.Members) == 0 {
+		return failed(etcdv1alpha1.ReasonClusterNotFound, "no EtcdCluster "+b.Spec.ClusterName+" with members")
+	}
+	claim := b.Spec.Destination.PVC.ClaimName
+	if err := o.c.Get(ctx, client.ObjectKey{Namespace: o.ns, Name: claim}, &corev1.PersistentVolumeClaim{}); err != nil {
+		return failed(etcdv1alpha1.ReasonDestinationNotFound, "PersistentVolumeClaim "+claim+" does not exist")
+	}
+	if f := o.backupFailure; f != nil {
+		return failed(f.Reason, f.Message)
+	}
+	data := o.etcds.snapshot(endpoint(c))
+	o.mu.Lock()
+	o.snapshots[b.Name], o.sources[b.Name] = data, endpoint(c)
+	o.mu.Unlock()
+	key := fmt.Sprintf("%s/%s/20260101T000000Z-%s.db.gz", o.ns, c.Name, b.Name)
+	b.Status.Artifact = &etcdv1alpha1.BackupArtifact{Location: "pvc://" + claim + "/" + key, Key: key, Compression: "gzip",
+		SHA256: fmt.Sprintf("%064x", len(data)), Size: 100 + int64(len(data)), SnapshotSize: 1000 + int64(len(data))}
+	m := c.Status.Members[len(c.Status.Members)-1]
+	b.Status.Snapshot = &etcdv1alpha1.BackupSnapshot{Member: m.Name, MemberID: m.ID, Revision: 1 + int64(len(data)),
+		EtcdVersion: c.Status.CurrentVersion, ClusterID: "c1"}
+	return &metav1.Condition{Type: etcdv1alpha1.ConditionSucceeded, Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonBackupCompleted,
+		Message: "stored " + b.Status.Artifact.Location}
 }
 
 // ensureMember makes sure member's claim and pod exist and returns its etcd ID, a new one
@@ -115,15 +256,15 @@ func (o *fakeOperator) ensureMember(ctx context.Context, c *etcdv1alpha1.EtcdClu
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	names := cluster.For(c)
-	meta := metav1.ObjectMeta{Namespace: o.ns, Labels: names.MemberLabels(member)}
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: meta}
+	om := metav1.ObjectMeta{Namespace: o.ns, Labels: names.MemberLabels(member)}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: om}
 	pvc.Name = names.PVCName(member)
 	err := o.c.Get(ctx, client.ObjectKeyFromObject(pvc), &corev1.PersistentVolumeClaim{})
 	if apierrors.IsNotFound(err) && o.c.Create(ctx, pvc) == nil {
 		o.nextID++
 		o.ids[member] = strconv.FormatInt(int64(o.nextID), 16)
 	}
-	pod := &corev1.Pod{ObjectMeta: *meta.DeepCopy()}
+	pod := &corev1.Pod{ObjectMeta: *om.DeepCopy()}
 	pod.Name = member
 	_ = o.c.Create(ctx, pod)
 	return o.ids[member]

@@ -4,22 +4,46 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
 )
 
-// lifecycleKeys is how many keys level 3 writes and checks after every change.
-const lifecycleKeys = 50
+const (
+	// lifecycleKeys is how many keys level 3 writes and checks after every change.
+	lifecycleKeys = 50
+	// backupKeys is how many more keys level 3 writes right before the backup, under a
+	// prefix of their own: the restore must hold writes made just before the backup, not
+	// only those the membership changes carried along.
+	backupKeys = 5
+	// restoreSize is the size of the cluster restored from the backup: its first member
+	// restores, the other two join it and copy its data, so the restore is checked through
+	// whichever member the client Service picks.
+	restoreSize = 3
+	// backupTimeout is the backup's spec.timeout (the API's minimum is 1m): a backup stuck on
+	// its claim or its pod fails with the operator's reason Timeout, well within the test's
+	// budget, rather than with the test's deadline.
+	backupTimeout = 3 * time.Minute
+)
+
+// backupClaimSize is the claim the backup is written to. A snapshot of the test's few keys
+// takes well under a megabyte; provisioners with a larger minimum round it up.
+var backupClaimSize = resource.MustParse("256Mi")
 
 // fullLifecycle (level 3): a 3-member cluster keeps its data while it is scaled to 5
 // members, back to 3, and while a member whose volume and pod are destroyed is replaced.
-// Then backup and restore: the test fails while the API has no EtcdBackup. A failure in
-// the scaling part fails the test with its own message and skips the rest of that part;
-// the backup check runs either way, so the result lists everything that is wrong.
+// Then it is backed up to a claim, and a new 3-member cluster started from that backup
+// holds every key written before it, and not the key written after it: a restore, not a
+// copy. A failure fails the test with its own message and skips the steps after it; when
+// the API has no EtcdBackup (an operator older than backups), the scaling part runs and
+// the test fails naming what is missing.
 func fullLifecycle(ctx context.Context, in Input, r *report.Report) {
-	scaleAndReplace(ctx, in, r)
+	c, keys, ok := scaleAndReplace(ctx, in, r)
 
 	served, err := in.Env.Serves(etcdv1alpha1.GroupVersion.Group, "EtcdBackup")
 	if err != nil {
@@ -30,26 +54,32 @@ func fullLifecycle(ctx context.Context, in Input, r *report.Report) {
 	for _, m := range FullLifecycleMissing(served) {
 		r.Fail("missing: " + m)
 	}
-	if !served {
+	switch {
+	case !served:
 		r.Suggest("Serve an EtcdBackup kind (snapshots to a volume or object storage) and a way to create a cluster from a backup.")
+	case !ok:
+		r.Logf("backup and restore not tried: the cluster did not get through scaling and member replacement")
+	default:
+		backupAndRestore(ctx, in, r, c, keys)
 	}
 }
 
-// scaleAndReplace runs the scaling and member replacement part of level 3.
-func scaleAndReplace(ctx context.Context, in Input, r *report.Report) {
+// scaleAndReplace runs the scaling and member replacement part of level 3. It returns the
+// cluster, the keys written to it, and whether every step passed.
+func scaleAndReplace(ctx context.Context, in Input, r *report.Report) (*etcdv1alpha1.EtcdCluster, map[string]string, bool) {
 	c, ok := newCluster(in, r, "sc-l3-", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 3 })
 	if !ok {
-		return
+		return nil, nil, false
 	}
 	var keys map[string]string
 	verify := step{fmt.Sprintf("read back the %d keys", lifecycleKeys), func() error { return checkKeys(ctx, in, c, keys) }}
 	var victim etcdv1alpha1.MemberStatus
-	runSteps(r,
+	ok = runSteps(r,
 		createStep(ctx, in, c),
 		settleStep(ctx, in, c, 3),
 		step{fmt.Sprintf("write %d keys", lifecycleKeys), func() error {
 			var err error
-			keys, err = writeKeys(ctx, in, c)
+			keys, err = writeKeys(ctx, in, c, "/lifecycle", lifecycleKeys)
 			return err
 		}},
 		step{"scale to 5 members", func() error { return in.Env.Resize(ctx, c, 5) }},
@@ -72,14 +102,70 @@ func scaleAndReplace(ctx context.Context, in Input, r *report.Report) {
 		}},
 		verify,
 	)
+	return c, keys, ok
 }
 
-// writeKeys writes lifecycleKeys keys to c.
-func writeKeys(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster) (map[string]string, error) {
+// backupAndRestore backs c, which holds keys, up to a new claim and checks the backup's
+// status; then it creates a new cluster from the backup, reads every key written before
+// the backup through it, and checks that the key written after the backup is not there.
+func backupAndRestore(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, keys map[string]string) {
+	claim := harness.BackupClaim(c.Name+"-backups", c.Namespace, backupClaimSize)
+	b := harness.NewBackup(c.Name+"-backup", c, claim.Name, backupTimeout)
+	before := maps.Clone(keys)
+	var after map[string]string
+	ok := runSteps(r,
+		step{fmt.Sprintf("write %d more keys", backupKeys), func() error {
+			more, err := writeKeys(ctx, in, c, "/before-backup", backupKeys)
+			maps.Copy(before, more)
+			return err
+		}},
+		step{"create PersistentVolumeClaim " + claim.Name, func() error { return in.Env.CreateClaim(ctx, claim) }},
+		step{"create EtcdBackup " + b.Name, func() error { return in.Env.CreateBackup(ctx, b) }},
+		step{"wait until the backup has succeeded", func() error { return in.Env.WaitForBackup(ctx, b) }},
+		step{"check the backup's artifact and snapshot", func() error {
+			if err := harness.CheckBackup(b, c, claim.Name); err != nil {
+				return err
+			}
+			a, s := b.Status.Artifact, b.Status.Snapshot
+			r.Logf("artifact %s: %d bytes (%d uncompressed), sha256 %s; snapshot of member %s at revision %d, etcd %s",
+				a.Location, a.Size, a.SnapshotSize, a.SHA256, s.Member, s.Revision, s.EtcdVersion)
+			return nil
+		}},
+		step{"write a key after the backup", func() error {
+			var err error
+			after, err = writeKeys(ctx, in, c, "/after-backup", 1)
+			return err
+		}},
+	)
+	if !ok {
+		return
+	}
+	restored, ok := newCluster(in, r, "sc-l3-", func(rc *etcdv1alpha1.EtcdCluster) {
+		rc.Name = c.Name + "-restored"
+		rc.Spec.Size, rc.Spec.Version = restoreSize, c.Spec.Version
+		rc.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{Restore: &etcdv1alpha1.RestoreSpec{BackupName: b.Name}}
+	})
+	if !ok {
+		return
+	}
+	runSteps(r,
+		createStep(ctx, in, restored),
+		settleStep(ctx, in, restored, restoreSize),
+		step{fmt.Sprintf("read back from %s the %d keys written before the backup", restored.Name, len(before)), func() error {
+			return checkKeys(ctx, in, restored, before)
+		}},
+		step{fmt.Sprintf("check that %s lacks the key written after the backup", restored.Name), func() error {
+			return checkAbsent(ctx, in, restored, after)
+		}},
+	)
+}
+
+// writeKeys writes n keys to c under its key prefix and suffix.
+func writeKeys(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, suffix string, n int) (map[string]string, error) {
 	cli, err := in.Env.Connect(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = cli.Close() }() // every write was acknowledged or failed by then
-	return harness.WriteKeys(ctx, cli, keyPrefix(c)+"/lifecycle", lifecycleKeys)
+	return harness.WriteKeys(ctx, cli, keyPrefix(c)+suffix, n)
 }

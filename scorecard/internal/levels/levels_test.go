@@ -2,6 +2,7 @@ package levels_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	etcdfake "github.com/etcdpilot/etcdpilot/internal/etcd/fake"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/levels"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
@@ -70,7 +70,7 @@ func TestBudget(t *testing.T) {
 func TestMissing(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(levels.FullLifecycleMissing(false)).To(Equal([]string{"backup and restore (EtcdBackup is not served; issue 8)"}))
-	g.Expect(levels.FullLifecycleMissing(true)).To(ConsistOf(ContainSubstring("does not exercise it yet")))
+	g.Expect(levels.FullLifecycleMissing(true)).To(BeEmpty(), "served: the test exercises backup and restore")
 
 	g.Expect(levels.DeepInsightsMissing(nil, nil, 0, true)).To(Equal([]string{
 		"alert rules (no PrometheusRule in the bundle)",
@@ -131,28 +131,29 @@ func TestRunWithoutCluster(t *testing.T) {
 	}
 }
 
-// fakeCluster is a fake API server with a fake operator and a fake etcd behind it.
+// fakeCluster is a fake API server with a fake operator and fake etcd clusters behind it.
 type fakeCluster struct {
 	client client.Client
-	etcd   *etcdfake.Client
+	etcds  *fakeEtcds
 	// backup says whether discovery lists EtcdBackup.
 	backup bool
 }
 
-func newFakeCluster(t *testing.T, events bool, funcs interceptor.Funcs) *fakeCluster {
+func newFakeCluster(t *testing.T, events bool, funcs interceptor.Funcs, opts ...fakeOption) *fakeCluster {
 	t.Helper()
 	s, err := harness.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(s).
-		WithStatusSubresource(&etcdv1alpha1.EtcdCluster{}).
+		WithStatusSubresource(&etcdv1alpha1.EtcdCluster{}, &etcdv1alpha1.EtcdBackup{}).
 		WithIndex(&corev1.Event{}, "involvedObject.uid", func(o client.Object) []string {
 			return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
 		}).
 		WithInterceptorFuncs(funcs).Build()
-	startFakeOperator(t, c, ns, events)
-	return &fakeCluster{client: c, etcd: etcdfake.New()}
+	etcds := newFakeEtcds()
+	startFakeOperator(t, c, ns, etcds, events, opts...)
+	return &fakeCluster{client: c, etcds: etcds}
 }
 
 func (f *fakeCluster) deps() levels.Deps {
@@ -162,7 +163,7 @@ func (f *fakeCluster) deps() levels.Deps {
 			resources = append(resources, metav1.APIResource{Name: "etcdbackups", Kind: "EtcdBackup"})
 		}
 		return &harness.Env{
-			Client: f.client, Namespace: namespace, Report: r, NewEtcdClient: f.etcd.Factory(), Poll: 10 * time.Millisecond,
+			Client: f.client, Namespace: namespace, Report: r, NewEtcdClient: f.etcds.factory(), Poll: 10 * time.Millisecond,
 			Discovery: &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
 				{GroupVersion: "etcd.etcdpilot.io/v1alpha1", APIResources: resources}}}},
 		}, nil
@@ -175,12 +176,15 @@ func (f *fakeCluster) run(t *testing.T, test string) scapiv1alpha3.TestResult {
 	res := levels.Run(test, env(map[string]string{"SCORECARD_NAMESPACE": ns, "SCORECARD_BUNDLE_DIR": bundleDir, "SCORECARD_TEST_TIMEOUT": "1m"}), f.deps())
 	g := NewWithT(t)
 	var clusters etcdv1alpha1.EtcdClusterList
+	var backups etcdv1alpha1.EtcdBackupList
 	var pods corev1.PodList
 	var pvcs corev1.PersistentVolumeClaimList
 	g.Expect(f.client.List(context.Background(), &clusters)).To(Succeed())
+	g.Expect(f.client.List(context.Background(), &backups)).To(Succeed())
 	g.Expect(f.client.List(context.Background(), &pods)).To(Succeed())
 	g.Expect(f.client.List(context.Background(), &pvcs)).To(Succeed())
 	g.Expect(clusters.Items).To(BeEmpty(), res.Log)
+	g.Expect(backups.Items).To(BeEmpty(), res.Log)
 	g.Expect(pods.Items).To(BeEmpty(), res.Log)
 	g.Expect(pvcs.Items).To(BeEmpty(), res.Log)
 	return res
@@ -228,23 +232,96 @@ func TestSeamlessUpgradesAccepted(t *testing.T) {
 	g.Expect(res.Log).To(MatchRegexp(`\d+ writes acknowledged, 0 not acknowledged`))
 }
 
-func TestFullLifecycle(t *testing.T) {
+// scalingSteps are the steps of level 3 before the backup.
+var scalingSteps = []string{"write 50 keys", "scale to 5 members", "scale to 3 members",
+	"destroy a member: delete its volume claim and its pod",
+	"wait until the member is replaced and the cluster has 3 ready members", "read back the 50 keys"}
+
+// An operator that does not serve EtcdBackup: the scaling part runs, and the test fails
+// naming backup and restore.
+func TestFullLifecycleWithoutBackups(t *testing.T) {
 	g := NewWithT(t)
 	f := newFakeCluster(t, false, interceptor.Funcs{})
 	res := f.run(t, "level-3-full-lifecycle")
 	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
 	g.Expect(res.Errors).To(Equal([]string{"missing: backup and restore (EtcdBackup is not served; issue 8)"}))
-	for _, step := range []string{"write 50 keys", "scale to 5 members", "scale to 3 members",
-		"destroy a member: delete its volume claim and its pod",
-		"wait until the member is replaced and the cluster has 3 ready members", "read back the 50 keys"} {
+	for _, step := range scalingSteps {
 		g.Expect(res.Log).To(ContainSubstring(step+": done in"), step)
 	}
 	g.Expect(res.Log).To(MatchRegexp(`destroying member sc-l3-[a-z0-9]{5}-2`))
+	g.Expect(res.Log).To(ContainSubstring("EtcdBackup served in etcd.etcdpilot.io: false"))
+	g.Expect(res.Log).NotTo(ContainSubstring("EtcdBackup sc-l3-"))
+}
 
-	f = newFakeCluster(t, false, interceptor.Funcs{})
+func TestFullLifecycle(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeCluster(t, false, interceptor.Funcs{})
 	f.backup = true
-	res = f.run(t, "level-3-full-lifecycle")
-	g.Expect(res.Errors).To(ConsistOf(ContainSubstring("EtcdBackup is served, but this test does not exercise it yet")))
+	res := f.run(t, "level-3-full-lifecycle")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.PassState), res.Log)
+	g.Expect(res.Errors).To(BeEmpty())
+	for _, step := range append(scalingSteps, "write 5 more keys", "wait until the backup has succeeded",
+		"check the backup's artifact and snapshot", "write a key after the backup", "wait for 3 ready members, Available and Ready") {
+		g.Expect(res.Log).To(ContainSubstring(step+": done in"), step)
+	}
+	for _, line := range []string{
+		`create PersistentVolumeClaim sc-l3-[a-z0-9]{5}-backups: done in`,
+		`created PersistentVolumeClaim scorecard/sc-l3-[a-z0-9]{5}-backups: 256Mi, \[ReadWriteOnce\], the default StorageClass`,
+		`created EtcdBackup scorecard/sc-l3-[a-z0-9]{5}-backup of EtcdCluster sc-l3-[a-z0-9]{5} to claim sc-l3-[a-z0-9]{5}-backups: deletionPolicy Delete, timeout 3m0s`,
+		`sc-l3-[a-z0-9]{5}-backup: Succeeded=True \(Completed: stored pvc://sc-l3-[a-z0-9]{5}-backups/scorecard/`,
+		`artifact pvc://\S+: \d+ bytes \(\d+ uncompressed\), sha256 [0-9a-f]{64}; snapshot of member sc-l3-[a-z0-9]{5}-2 at revision 56, etcd`,
+		`created EtcdCluster scorecard/sc-l3-[a-z0-9]{5}-restored: size 3`,
+		`read back from sc-l3-[a-z0-9]{5}-restored the 55 keys written before the backup: done in`,
+		`check that sc-l3-[a-z0-9]{5}-restored lacks the key written after the backup: done in`,
+		// Newest first: the restored cluster, the backup and its claim, the backed-up cluster.
+		`(?s)deleted EtcdCluster sc-l3-[a-z0-9]{5}-restored .*deleted EtcdBackup sc-l3-[a-z0-9]{5}-backup and its Jobs' pods` +
+			`.*deleted PersistentVolumeClaim sc-l3-[a-z0-9]{5}-backups .*deleted EtcdCluster sc-l3-[a-z0-9]{5} with`,
+	} {
+		g.Expect(res.Log).To(MatchRegexp(line))
+	}
+}
+
+// A backup that fails fails the test with its reason and message, and is cleaned up.
+func TestFullLifecycleBackupFails(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeCluster(t, false, interceptor.Funcs{}, failBackups(etcdv1alpha1.ReasonDestinationFull, "no space left on device"))
+	f.backup = true
+	res := f.run(t, "level-3-full-lifecycle")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(ConsistOf(MatchRegexp(
+		`^wait until the backup has succeeded: EtcdBackup sc-l3-[a-z0-9]{5}-backup failed: DestinationFull: no space left on device$`)))
+	g.Expect(res.Log).NotTo(ContainSubstring("-restored"), "no cluster is restored from a failed backup")
+}
+
+// A restored cluster that holds what was written after the backup is a copy, not a
+// restore.
+func TestFullLifecycleRestoreIsACopy(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeCluster(t, false, interceptor.Funcs{}, restoreLive)
+	f.backup = true
+	res := f.run(t, "level-3-full-lifecycle")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(ConsistOf(MatchRegexp(`^check that sc-l3-[a-z0-9]{5}-restored lacks the key written after the backup: ` +
+		`sc-l3-[a-z0-9]{5}-restored holds 1 of the 1 keys written after the backup, first "/etcdpilot-scorecard/sc-l3-[a-z0-9]{5}/after-backup/000": ` +
+		`it was not restored from the backup$`)))
+	g.Expect(res.Log).To(MatchRegexp(`read back from sc-l3-[a-z0-9]{5}-restored the 55 keys written before the backup: done`))
+}
+
+// When the scaling part fails, backup and restore are not tried.
+func TestFullLifecycleScalingFails(t *testing.T) {
+	g := NewWithT(t)
+	refuse := interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if _, ok := obj.(*etcdv1alpha1.EtcdCluster); ok && obj.GetDeletionTimestamp() == nil {
+			return apierrors.NewForbidden(etcdv1alpha1.GroupVersion.WithResource("etcdclusters").GroupResource(), obj.GetName(), errors.New("no"))
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}}
+	f := newFakeCluster(t, false, refuse)
+	f.backup = true
+	res := f.run(t, "level-3-full-lifecycle")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(ConsistOf(HavePrefix("scale to 5 members: setting spec.size of EtcdCluster")))
+	g.Expect(res.Log).To(ContainSubstring("backup and restore not tried: the cluster did not get through scaling and member replacement"))
 }
 
 func TestDeepInsights(t *testing.T) {

@@ -3,6 +3,8 @@ package levels
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/bundle"
@@ -68,6 +70,24 @@ func checkKeys(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, want 
 	}
 	defer func() { _ = cli.Close() }() // nothing to do about a failed close of a read-only client
 	return harness.CheckKeys(ctx, cli, want)
+}
+
+// checkAbsent reads keys from c over a new connection and fails when c holds any of them.
+func checkAbsent(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, keys map[string]string) error {
+	cli, err := in.Env.Connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cli.Close() }() // nothing to do about a failed close of a read-only client
+	got, err := harness.ReadKeys(ctx, cli, keys)
+	if err != nil {
+		return err
+	}
+	if len(got) > 0 {
+		return fmt.Errorf("%s holds %d of the %d keys written after the backup, first %q: it was not restored from the backup",
+			c.Name, len(got), len(keys), slices.Sorted(maps.Keys(got))[0])
+	}
+	return nil
 }
 
 // keyPrefix is where a test cluster's keys go.

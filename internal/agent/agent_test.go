@@ -1,0 +1,363 @@
+package agent_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/agent"
+)
+
+// TestBackupAndRestore backs up a real etcd, over TLS, to a file store, and restores the
+// artifact into new members that serve every key again. The steps share the artifact and
+// run in order.
+func TestBackupAndRestore(t *testing.T) {
+	certs := writeCerts(t, t.TempDir())
+	src := startEtcd(t, etcdOptions{name: "source", certs: certs})
+	want, lastRev := fill(t, src, 300)
+
+	root := t.TempDir()
+	const key = "ns/cluster/backup-1.db.gz"
+	artifactPath := filepath.Join(root, key)
+	var backup agent.Result
+
+	t.Run("Backup", func(t *testing.T) {
+		g := NewWithT(t)
+		code, res := runAgent(t, "backup", "--endpoint", src.clientURL,
+			"--etcd-cacert", certs.ca, "--etcd-cert", certs.clientCert, "--etcd-key", certs.clientKey,
+			"--store", "file", "--file-root", root, "--key", key, "--timeout", "1m")
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(res.Failed()).To(BeFalse())
+		backup = res
+
+		stored, err := os.ReadFile(artifactPath)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.SHA256).To(Equal(sha256Hex(stored)))
+		g.Expect(res.Size).To(Equal(int64(len(stored))))
+		g.Expect(res.SnapshotSize).To(Equal(int64(len(gunzip(t, stored)))), "snapshotSize is the uncompressed size")
+		g.Expect(res.SnapshotSize).To(BeNumerically(">", res.Size), "the snapshot is compressed")
+		g.Expect(res.Revision).To(BeNumerically(">=", lastRev))
+		g.Expect(res.EtcdVersion).To(MatchRegexp(`^3\.\d+\.\d+$`))
+		g.Expect(res.Member).To(Equal("source"))
+		status, err := src.client.Status(t.Context(), src.clientURL)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.MemberID).To(Equal(strconv.FormatUint(status.Header.MemberId, 16)))
+		g.Expect(res.ClusterID).To(Equal(strconv.FormatUint(status.Header.ClusterId, 16)))
+		g.Expect(res.MaxRSSBytes).To(BeNumerically(">", 0))
+		g.Expect(filesUnder(t, root)).To(ConsistOf(key), "nothing but the artifact")
+	})
+
+	t.Run("Backup from the healthy one of several members", func(t *testing.T) {
+		g := NewWithT(t)
+		// One member answers, one does not: the snapshot comes from the one that answers.
+		code, res := runAgent(t, "backup", "--endpoints", "gone=http://"+unusedAddr(t)+",source="+src.clientURL,
+			"--etcd-cacert", certs.ca, "--etcd-cert", certs.clientCert, "--etcd-key", certs.clientKey,
+			"--store", "file", "--file-root", t.TempDir(), "--key", key, "--timeout", "1m")
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(res.Member).To(Equal("source"))
+
+		code, res = runAgent(t, "backup", "--endpoints", "gone=http://"+unusedAddr(t),
+			"--store", "file", "--file-root", t.TempDir(), "--key", key, "--timeout", "1m")
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal("ClusterNotAvailable"))
+		g.Expect(res.Error).To(ContainSubstring("no healthy voting member"))
+	})
+
+	// Writes after the backup are not in it.
+	_, err := src.client.Put(t.Context(), "after-backup", "x")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+
+	restoreArgs := func(dataDir, name, peerURL string, extra ...string) []string {
+		return append([]string{"restore", "--store", "file", "--file-root", root, "--key", key,
+			"--sha256", backup.SHA256, "--data-dir", dataDir, "--name", name,
+			"--initial-cluster", name + "=" + peerURL, "--initial-advertise-peer-urls", peerURL,
+			"--initial-cluster-token", name + "-token"}, extra...)
+	}
+
+	t.Run("Restore", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(backup.SHA256).NotTo(BeEmpty(), "needs the backup")
+		dataDir := filepath.Join(t.TempDir(), "data")
+		peerURL := "http://" + unusedAddr(t)
+		code, res := runAgent(t, restoreArgs(dataDir, "restored", peerURL)...)
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(res.AlreadyRestored).To(BeFalse())
+		g.Expect(res.SHA256).To(Equal(backup.SHA256))
+		g.Expect(res.Size).To(Equal(backup.Size))
+		g.Expect(res.SnapshotSize).To(Equal(backup.SnapshotSize))
+		info, err := os.Stat(dataDir)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o700)), "etcd refuses a data directory others can read")
+		g.Expect(dataDir + ".restore").NotTo(BeAnExistingFile())
+
+		restored := startEtcd(t, etcdOptions{name: "restored", dataDir: dataDir, peerURL: peerURL})
+		g.Expect(readAll(t, restored)).To(Equal(want))
+		members, err := restored.client.MemberList(t.Context())
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(members.Members).To(HaveLen(1))
+		g.Expect(members.Members[0].Name).To(Equal("restored"))
+		g.Expect(members.Members[0].PeerURLs).To(Equal([]string{peerURL}))
+		g.Expect(strconv.FormatUint(members.Header.ClusterId, 16)).NotTo(Equal(backup.ClusterID), "a new cluster")
+
+		// Run again, as a restarted init container would: nothing is done.
+		code, res = runAgent(t, restoreArgs(dataDir, "restored", peerURL)...)
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(res.AlreadyRestored).To(BeTrue())
+		g.Expect(dataDir + ".restore").NotTo(BeAnExistingFile())
+		g.Expect(readAll(t, restored)).To(Equal(want))
+	})
+
+	t.Run("RestoreBumpsRevision", func(t *testing.T) {
+		g := NewWithT(t)
+		dataDir := filepath.Join(t.TempDir(), "data")
+		// What a run killed halfway leaves behind is cleared first.
+		g.Expect(os.MkdirAll(filepath.Join(dataDir+".restore", "data", "member"), 0o700)).To(Succeed())
+		g.Expect(os.WriteFile(filepath.Join(dataDir+".restore", "snapshot.db"), []byte("half"), 0o600)).To(Succeed())
+		// An empty data directory, as a volume's fresh subdirectory would be, is fine.
+		g.Expect(os.Mkdir(dataDir, 0o755)).To(Succeed())
+
+		peerURL := "http://" + unusedAddr(t)
+		code, res := runAgent(t, restoreArgs(dataDir, "bumped", peerURL, "--bump-revision", "1000000", "--mark-compacted")...)
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(dataDir + ".restore").NotTo(BeAnExistingFile())
+
+		bumped := startEtcd(t, etcdOptions{name: "bumped", dataDir: dataDir, peerURL: peerURL})
+		g.Expect(readAll(t, bumped)).To(Equal(want))
+		put, err := bumped.client.Put(t.Context(), "after-restore", "x")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(put.Header.Revision).To(BeNumerically(">", 1000000))
+		_, err = bumped.client.Get(t.Context(), "key-0000", clientv3.WithRev(lastRev))
+		g.Expect(err).To(MatchError(rpctypes.ErrCompacted), "watchers and readers of old revisions must re-list")
+	})
+
+	t.Run("RestoreRefusesWrongChecksum", func(t *testing.T) {
+		g := NewWithT(t)
+		dataDir := filepath.Join(t.TempDir(), "data")
+		wrong := strings.Repeat("ab", 32)
+		args := restoreArgs(dataDir, "m", "http://"+unusedAddr(t))
+		args[slices.Index(args, "--sha256")+1] = wrong
+		code, res := runAgent(t, args...)
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal(agent.ReasonChecksumMismatch))
+		g.Expect(res.Error).To(Equal(fmt.Sprintf("artifact %s has sha256 %s, expected %s: refusing to restore a corrupt or different backup",
+			filepath.Join(root, key), backup.SHA256, wrong)))
+		g.Expect(dataDir).NotTo(BeAnExistingFile())
+		g.Expect(dataDir + ".restore").NotTo(BeAnExistingFile())
+	})
+
+	t.Run("RestoreRefusesDamagedArtifact", func(t *testing.T) {
+		g := NewWithT(t)
+		stored, err := os.ReadFile(artifactPath)
+		g.Expect(err).NotTo(HaveOccurred())
+		damaged := bytes.Clone(stored)
+		damaged[len(damaged)/2] ^= 0xff
+		g.Expect(os.WriteFile(filepath.Join(root, "damaged.db.gz"), damaged, 0o600)).To(Succeed())
+		dataDir := filepath.Join(t.TempDir(), "data")
+		args := restoreArgs(dataDir, "m", "http://"+unusedAddr(t))
+		args[slices.Index(args, "--key")+1] = "damaged.db.gz"
+		code, res := runAgent(t, args...)
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal(agent.ReasonChecksumMismatch), "checked before gunzip's own complaint: %s", res.Error)
+		g.Expect(dataDir).NotTo(BeAnExistingFile())
+
+		// The right checksum of something that is not a gzip stream.
+		g.Expect(os.WriteFile(filepath.Join(root, "plain.db"), []byte("not gzip"), 0o600)).To(Succeed())
+		args[slices.Index(args, "--key")+1] = "plain.db"
+		args[slices.Index(args, "--sha256")+1] = sha256Hex([]byte("not gzip"))
+		code, res = runAgent(t, args...)
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonRestoreFailed))
+		g.Expect(res.Error).To(ContainSubstring("not a valid gzip stream"))
+		g.Expect(dataDir).NotTo(BeAnExistingFile())
+		g.Expect(dataDir + ".restore").NotTo(BeAnExistingFile())
+	})
+
+	t.Run("RestoreFailures", func(t *testing.T) {
+		g := NewWithT(t)
+		dataDir := filepath.Join(t.TempDir(), "data")
+		args := restoreArgs(dataDir, "m", "http://"+unusedAddr(t))
+		args[slices.Index(args, "--key")+1] = "missing.db.gz"
+		code, res := runAgent(t, args...)
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonDestinationNotFound), res.Error)
+		g.Expect(dataDir + ".restore").NotTo(BeAnExistingFile())
+
+		// etcdutl would silently skip a bump without --mark-compacted.
+		code, res = runAgent(t, restoreArgs(dataDir, "m", "http://"+unusedAddr(t), "--bump-revision", "10")...)
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonRestoreFailed))
+		g.Expect(res.Error).To(ContainSubstring("--bump-revision and --mark-compacted go together"))
+
+		// A data directory holding something else is not replaced.
+		g.Expect(os.MkdirAll(dataDir, 0o700)).To(Succeed())
+		g.Expect(os.WriteFile(filepath.Join(dataDir, "precious"), []byte("x"), 0o600)).To(Succeed())
+		code, res = runAgent(t, restoreArgs(dataDir, "m", "http://"+unusedAddr(t))...)
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Error).To(ContainSubstring("not empty but holds no etcd member"))
+		g.Expect(filepath.Join(dataDir, "precious")).To(BeAnExistingFile())
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		g := NewWithT(t)
+		for range 2 { // deleting a missing artifact succeeds
+			code, res := runAgent(t, "delete", "--store", "file", "--file-root", root, "--key", key)
+			g.Expect(code).To(Equal(0), "%+v", res)
+			g.Expect(artifactPath).NotTo(BeAnExistingFile())
+		}
+	})
+}
+
+// TestBackupFailures checks the reason a backup reports when something is missing.
+func TestBackupFailures(t *testing.T) {
+	src := startEtcd(t, etcdOptions{})
+	fill(t, src, 10)
+
+	t.Run("ClusterNotAvailable", func(t *testing.T) {
+		g := NewWithT(t)
+		root := t.TempDir()
+		code, res := runAgent(t, "backup", "--endpoint", "http://"+unusedAddr(t), "--timeout", "2s",
+			"--store", "file", "--file-root", root, "--key", "a.db.gz")
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonClusterNotAvailable), res.Error)
+		g.Expect(filesUnder(t, root)).To(BeEmpty())
+	})
+
+	t.Run("DestinationNotFound", func(t *testing.T) {
+		g := NewWithT(t)
+		code, res := runAgent(t, "backup", "--endpoint", src.clientURL,
+			"--store", "file", "--file-root", filepath.Join(t.TempDir(), "not-mounted"), "--key", "a.db.gz")
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonDestinationNotFound), res.Error)
+		g.Expect(res.Error).To(ContainSubstring("does not exist"))
+	})
+
+	t.Run("CredentialsNotFound", func(t *testing.T) {
+		g := NewWithT(t)
+		t.Setenv(agent.EnvAccessKeyID, "")
+		t.Setenv(agent.EnvSecretAccessKey, "secret")
+		code, res := runAgent(t, "backup", "--endpoint", src.clientURL,
+			"--store", "s3", "--s3-endpoint", "http://"+unusedAddr(t), "--s3-bucket", "backups", "--key", "a.db.gz")
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonCredentialsNotFound), res.Error)
+		g.Expect(res.Error).To(ContainSubstring(agent.EnvAccessKeyID))
+	})
+
+	t.Run("InvalidArguments", func(t *testing.T) {
+		g := NewWithT(t)
+		code, res := runAgent(t, "backup", "--store", "file", "--key", "a.db.gz")
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonBackupPodFailed))
+		g.Expect(res.Error).To(ContainSubstring("--endpoint is required"))
+	})
+}
+
+// runAgent runs the agent with args and a result file in a temporary directory, and returns
+// its exit code and the result it wrote, after checking the result fits in a termination
+// message.
+func runAgent(t *testing.T, args ...string) (int, agent.Result) {
+	t.Helper()
+	resultFile := filepath.Join(t.TempDir(), "termination-log")
+	// --result-file first, so that even a flag error is reported there.
+	args = append([]string{args[0], "--result-file", resultFile}, args[1:]...)
+	code := agent.Main(args)
+	data, err := os.ReadFile(resultFile)
+	if err != nil {
+		t.Fatalf("agent %v wrote no result: %v", args, err)
+	}
+	if len(data) > 4096 {
+		t.Fatalf("the result is %d bytes, more than a termination message holds", len(data))
+	}
+	var res agent.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatalf("the result %q is not JSON: %v", data, err)
+	}
+	return code, res
+}
+
+// fill puts n keys of a few hundred bytes each and deletes one, and returns the keys etcd
+// then holds and the revision of the last write.
+func fill(t *testing.T, srv *testEtcd, n int) (map[string]string, int64) {
+	t.Helper()
+	want := map[string]string{}
+	for i := range n {
+		key := fmt.Sprintf("key-%04d", i)
+		value := strings.Repeat(fmt.Sprintf("value %d of %s; ", i, key), 20)
+		if _, err := srv.client.Put(t.Context(), key, value); err != nil {
+			t.Fatal(err)
+		}
+		want[key] = value
+	}
+	resp, err := srv.client.Delete(t.Context(), "key-0001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "key-0001")
+	return want, resp.Header.Revision
+}
+
+// readAll returns every key etcd holds.
+func readAll(t *testing.T, srv *testEtcd) map[string]string {
+	t.Helper()
+	resp, err := srv.client.Get(t.Context(), "", clientv3.WithFromKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range resp.Kvs {
+		got[string(kv.Key)] = string(kv.Value)
+	}
+	return got
+}
+
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+func gunzip(t *testing.T, data []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// filesUnder lists the files under dir, relative to it.
+func filesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, path)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}

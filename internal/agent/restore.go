@@ -1,0 +1,309 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"go.etcd.io/etcd/etcdutl/v3/snapshot"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/artifact"
+)
+
+const (
+	// stagingSuffix names the directory, beside the data directory, where a restore
+	// prepares it: <data-dir>.restore.
+	stagingSuffix = ".restore"
+	// stagedSnapshot and stagedData are the snapshot and the data directory in it.
+	stagedSnapshot = "snapshot.db"
+	stagedData     = "data"
+)
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// restoreFlags are the restore command's flags besides the store's.
+type restoreFlags struct {
+	sha256              string
+	dataDir             string
+	name                string
+	initialCluster      string
+	peerURLs            string
+	initialClusterToken string
+	bumpRevision        uint64
+	markCompacted       bool
+}
+
+func (r *restoreFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&r.sha256, "sha256", "", "Expected hex SHA-256 of the artifact; any other artifact is refused.")
+	fs.StringVar(&r.dataDir, "data-dir", "", "etcd's --data-dir, which the restore creates.")
+	fs.StringVar(&r.name, "name", "", "etcd's --name of the member.")
+	fs.StringVar(&r.initialCluster, "initial-cluster", "", `etcd's --initial-cluster: "name=peerURL".`)
+	fs.StringVar(&r.peerURLs, "initial-advertise-peer-urls", "", "etcd's --initial-advertise-peer-urls, comma-separated.")
+	fs.StringVar(&r.initialClusterToken, "initial-cluster-token", "", "etcd's --initial-cluster-token of the new cluster.")
+	fs.Uint64Var(&r.bumpRevision, "bump-revision", 0, "Add this to every revision (0: off); needs --mark-compacted.")
+	fs.BoolVar(&r.markCompacted, "mark-compacted", false, "Mark the revisions up to the bumped one compacted; needs --bump-revision.")
+}
+
+func (r *restoreFlags) validate() error {
+	switch {
+	case !sha256Hex.MatchString(r.sha256):
+		return fmt.Errorf("invalid arguments: --sha256 must be 64 lowercase hex digits, not %q", r.sha256)
+	case r.dataDir == "" || filepath.Clean(r.dataDir) == "/":
+		return errors.New("invalid arguments: --data-dir is required")
+	case r.name == "" || r.initialCluster == "" || r.peerURLs == "" || r.initialClusterToken == "":
+		return errors.New("invalid arguments: --name, --initial-cluster, --initial-advertise-peer-urls and --initial-cluster-token are required")
+	case (r.bumpRevision > 0) != r.markCompacted:
+		// etcdutl's library silently skips a bump without the mark; its CLI refuses both
+		// halves alone, and so does the agent.
+		return errors.New("invalid arguments: --bump-revision and --mark-compacted go together")
+	}
+	return nil
+}
+
+// restore is the restore command. It builds the data directory of the first member of a
+// new cluster from an artifact, in steps that make it safe to kill at any point and run
+// again (an init container is restarted, and so is its pod):
+//
+//  1. If <data-dir>/member exists, an earlier run finished: report AlreadyRestored.
+//  2. Remove what an interrupted run left in <data-dir>.restore.
+//  3. Stream the artifact through SHA-256 and gunzip to <data-dir>.restore/snapshot.db.
+//     Nothing is used before the artifact's SHA-256 matched --sha256 (ChecksumMismatch).
+//  4. Restore it with etcdutl's library into <data-dir>.restore/data, which also checks
+//     the snapshot's own SHA-256 trailer, and make the result durable (fsync) and 0700.
+//  5. Rename <data-dir>.restore/data to <data-dir>, atomically, and remove the rest.
+//
+// <data-dir>'s parent needs room for the snapshot twice (etcdutl copies it), and
+// <data-dir> must be on the same filesystem as its parent. The process needs no
+// privileges: it creates everything it writes and changes no owner.
+func restore(ctx context.Context, args []string, env *environment) (res Result, err error) {
+	fs := newFlagSet("restore", env)
+	var sf storeFlags
+	var rf restoreFlags
+	sf.register(fs)
+	rf.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return Result{}, err
+	}
+	if err := rf.validate(); err != nil {
+		return Result{}, err
+	}
+	dataDir := filepath.Clean(rf.dataDir)
+	staging := dataDir + stagingSuffix
+
+	done, err := alreadyRestored(dataDir)
+	if err != nil || done {
+		if done {
+			_ = os.RemoveAll(staging) // left by a run killed after its rename
+		}
+		return Result{AlreadyRestored: done}, err
+	}
+	store, location, err := sf.open(env)
+	if err != nil {
+		return Result{}, err
+	}
+
+	if err := os.RemoveAll(staging); err != nil {
+		return Result{}, fmt.Errorf("removing what an earlier restore left: %w", err)
+	}
+	if err := os.MkdirAll(staging, 0o700); err != nil {
+		return Result{}, fmt.Errorf("creating %s: %w", staging, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(staging) // the snapshot may be large: give its space back
+		}
+	}()
+
+	snapshotPath := filepath.Join(staging, stagedSnapshot)
+	got, err := fetch(ctx, store, sf.key, location, snapshotPath, rf.sha256)
+	if err != nil {
+		return Result{}, err
+	}
+	staged := filepath.Join(staging, stagedData)
+	if err := snapshot.NewV3(newLogger(env.stderr)).Restore(snapshot.RestoreConfig{
+		SnapshotPath:        snapshotPath,
+		Name:                rf.name,
+		OutputDataDir:       staged,
+		PeerURLs:            strings.Split(rf.peerURLs, ","),
+		InitialCluster:      rf.initialCluster,
+		InitialClusterToken: rf.initialClusterToken,
+		SkipHashCheck:       false,
+		RevisionBump:        rf.bumpRevision,
+		MarkCompacted:       rf.markCompacted,
+	}); err != nil {
+		return Result{}, fmt.Errorf("restoring the snapshot of %s: %w", location, err)
+	}
+	if err := install(staged, dataDir); err != nil {
+		return Result{}, err
+	}
+	_ = os.RemoveAll(staging)
+	return Result{SHA256: got.sha256, Size: got.size, SnapshotSize: got.snapshotSize}, nil
+}
+
+// alreadyRestored reports whether dataDir holds a member, and fails when it holds something
+// else, which a restore would have to destroy.
+func alreadyRestored(dataDir string) (bool, error) {
+	if _, err := os.Stat(filepath.Join(dataDir, "member")); err == nil {
+		return true, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("checking for an earlier restore: %w", err)
+	}
+	entries, err := os.ReadDir(dataDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading data directory %s: %w", dataDir, err)
+	case len(entries) > 0:
+		return false, fmt.Errorf("data directory %s is not empty but holds no etcd member: refusing to replace what it holds (%s...)",
+			dataDir, entries[0].Name())
+	}
+	return false, nil
+}
+
+// fetch streams the artifact of key to dst, uncompressed, and fails unless the artifact's
+// SHA-256 is want. The whole artifact is hashed even when it turns out not to be valid
+// gzip, so that a damaged or different artifact is reported as such.
+func fetch(ctx context.Context, store artifact.Store, key, location, dst, want string) (uploaded, error) {
+	r, err := store.Open(ctx, key)
+	if err != nil {
+		return uploaded{}, storeFailure(fmt.Errorf("fetching %s: %w", location, err), etcdv1alpha1.ReasonRestoreFailed)
+	}
+	defer func() { _ = r.Close() }()
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return uploaded{}, err
+	}
+	defer func() { _ = f.Close() }()
+
+	src := &errRecorder{r: r}
+	digest := sha256.New()
+	var stored, written counter
+	raw := io.TeeReader(src, io.MultiWriter(digest, &stored))
+	out := &errRecorder{w: f}
+	gzErr := gunzip(io.MultiWriter(out, &written), raw)
+	if out.err != nil {
+		return uploaded{}, fmt.Errorf("writing the snapshot to %s: %w", dst, out.err)
+	}
+	if _, err := io.Copy(io.Discard, raw); err != nil && src.err == nil {
+		src.err = err
+	}
+	if src.err != nil {
+		return uploaded{}, storeFailure(fmt.Errorf("reading %s: %w", location, src.err), etcdv1alpha1.ReasonRestoreFailed)
+	}
+	if got := hex.EncodeToString(digest.Sum(nil)); got != want {
+		return uploaded{}, failf(ReasonChecksumMismatch,
+			"artifact %s has sha256 %s, expected %s: refusing to restore a corrupt or different backup", location, got, want)
+	}
+	if gzErr != nil {
+		return uploaded{}, fmt.Errorf("artifact %s has the expected sha256 but is not a valid gzip stream: %w", location, gzErr)
+	}
+	if err := f.Sync(); err != nil {
+		return uploaded{}, fmt.Errorf("writing the snapshot to %s: %w", dst, err)
+	}
+	return uploaded{sha256: want, size: stored.n, snapshotSize: written.n}, f.Close()
+}
+
+// gunzip decompresses src into dst.
+func gunzip(dst io.Writer, src io.Reader) error {
+	zr, err := gzip.NewReader(src)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, zr); err != nil {
+		return err
+	}
+	return zr.Close()
+}
+
+// errRecorder passes reads or writes through and records the first error other than
+// io.EOF, telling the source's and the destination's errors from gzip's.
+type errRecorder struct {
+	r   io.Reader
+	w   io.Writer
+	err error
+}
+
+func (e *errRecorder) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
+
+func (e *errRecorder) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
+
+// install makes staged, a restored data directory, durable and private, and renames it to
+// dataDir. The rename is the step that makes the restore visible, and is atomic.
+func install(staged, dataDir string) error {
+	if err := os.Chmod(staged, 0o700); err != nil { // etcd refuses a data directory others can read
+		return err
+	}
+	if err := syncTree(staged); err != nil {
+		return fmt.Errorf("flushing the restored data to disk: %w", err)
+	}
+	// An empty data directory (alreadyRestored refused any other) is removed first: Go's
+	// os.Rename will not replace a directory. A crash in between leaves no data directory,
+	// which the next run restores again.
+	if err := os.Remove(dataDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("replacing the empty data directory (it must not be a mount point): %w", err)
+	}
+	if err := os.Rename(staged, dataDir); err != nil {
+		return fmt.Errorf("moving the restored data into place (the data directory must be on the same filesystem as its parent): %w", err)
+	}
+	if err := fsyncPath(filepath.Dir(dataDir)); err != nil {
+		return fmt.Errorf("flushing %s: %w", filepath.Dir(dataDir), err)
+	}
+	return nil
+}
+
+// syncTree flushes every file and directory under root to disk.
+func syncTree(root string) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return nil
+		}
+		return fsyncPath(path)
+	})
+}
+
+// fsyncPath flushes the file or directory path to disk.
+func fsyncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	return f.Sync()
+}
+
+// newLogger returns the logger etcdutl's restore logs its steps with: JSON lines to w, at
+// info level, as etcd logs.
+func newLogger(w io.Writer) *zap.Logger {
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), zapcore.InfoLevel))
+}

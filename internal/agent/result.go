@@ -1,0 +1,159 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"unicode/utf8"
+)
+
+// ReasonChecksumMismatch is the failure reason of a restore whose artifact's SHA-256 is not
+// the expected one: the artifact is corrupt, or is another backup than the one named.
+const ReasonChecksumMismatch = "ChecksumMismatch"
+
+// maxErrorLen is the most bytes of an error message a Result carries, so that the result
+// fits in a termination message (4096 bytes) with room to spare.
+const maxErrorLen = 1024
+
+// Result is what a command reports, as one JSON object in its result file. A failed
+// command sets Reason and Error only; a successful one leaves them empty and sets the
+// fields of its command. The operator decodes it from the container's termination message:
+//
+//	var res agent.Result
+//	err := json.Unmarshal([]byte(state.Terminated.Message), &res)
+type Result struct {
+	// Reason is empty on success. On failure it is an EtcdBackup condition reason of
+	// api/v1alpha1 (ClusterNotAvailable, DestinationUnreachable, SnapshotFailed, Timeout...),
+	// or ReasonChecksumMismatch, or RestoreFailed for another restore failure.
+	Reason string `json:"reason,omitempty"`
+	// Error says what failed, for a user, in at most 1 KiB.
+	Error string `json:"error,omitempty"`
+
+	// SHA256 is the hex SHA-256 of the artifact as stored (compressed): written by backup,
+	// verified by restore.
+	SHA256 string `json:"sha256,omitempty"`
+	// Size is the artifact's size in bytes, as stored.
+	Size int64 `json:"size,omitempty"`
+	// SnapshotSize is the size in bytes of the uncompressed etcd snapshot.
+	SnapshotSize int64 `json:"snapshotSize,omitempty"`
+
+	// Revision (backup) is the etcd revision the snapshot holds at least: every key as of
+	// this revision is in it (see Backup for where it comes from).
+	Revision int64 `json:"revision,omitempty"`
+	// EtcdVersion (backup) is the etcd release of the member the snapshot came from.
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// MemberID (backup) is that member's ID, in hex.
+	MemberID string `json:"memberID,omitempty"`
+	// ClusterID (backup) is the etcd cluster's ID, in hex.
+	ClusterID string `json:"clusterID,omitempty"`
+	// Member (backup) is that member's name, when the member list could be read.
+	Member string `json:"member,omitempty"`
+
+	// AlreadyRestored (restore) says the data directory already held a member, restored by
+	// an earlier run of the same init container: nothing was done.
+	AlreadyRestored bool `json:"alreadyRestored,omitempty"`
+
+	// MaxRSSBytes is the agent's peak resident memory, for sizing the pod's memory limit.
+	MaxRSSBytes int64 `json:"maxRSSBytes,omitempty"`
+}
+
+// Failed reports whether the result is a failure's.
+func (r Result) Failed() bool {
+	return r.Reason != ""
+}
+
+// failure is an error with the reason it is reported under.
+type failure struct {
+	reason string
+	err    error
+}
+
+func (f *failure) Error() string { return f.err.Error() }
+func (f *failure) Unwrap() error { return f.err }
+
+// fail gives err the reason it is reported under; a reason given earlier, deeper in the
+// call chain, wins.
+func fail(reason string, err error) error {
+	var f *failure
+	if errors.As(err, &f) {
+		return err
+	}
+	return &failure{reason: reason, err: err}
+}
+
+// failf is fail with a formatted error.
+func failf(reason, format string, args ...any) error {
+	return fail(reason, fmt.Errorf(format, args...))
+}
+
+// failureResult turns err into a failed Result; fallback is the reason of an error that
+// was not given one.
+func failureResult(err error, fallback string) Result {
+	reason := fallback
+	var f *failure
+	if errors.As(err, &f) {
+		reason = f.reason
+	}
+	return Result{Reason: reason, Error: truncate(err.Error(), maxErrorLen)}
+}
+
+// truncate cuts s to at most n bytes, on a UTF-8 boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// writeResult writes res as JSON to path, replacing its content.
+func writeResult(path string, res Result) error {
+	data, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	// Written in place, not renamed over: /dev/termination-log is a file Kubernetes mounts.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing the result to %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing the result to %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// summary describes a successful result in one line.
+func (r Result) summary() string {
+	var parts []string
+	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
+	if r.AlreadyRestored {
+		add("already restored, nothing done")
+	}
+	if r.SHA256 != "" {
+		add("artifact of %s (snapshot of %s), sha256 %s", humanSize(r.Size), humanSize(r.SnapshotSize), r.SHA256)
+	}
+	if r.Revision != 0 {
+		add("revision %d", r.Revision)
+	}
+	if r.MemberID != "" {
+		add("member %s (%s) of cluster %s running etcd %s", r.Member, r.MemberID, r.ClusterID, r.EtcdVersion)
+	}
+	add("peak memory %s", humanSize(r.MaxRSSBytes))
+	return strings.Join(parts, ", ")
+}
+
+// humanSize formats a size in bytes for people: KiB below a MiB, MiB above.
+func humanSize(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
