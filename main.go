@@ -140,6 +140,33 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("setting up pod exec: %w", err)
 	}
+	if err := setupControllers(mgr, etcdImages, clusterDomain, podExec, agentImage); err != nil {
+		return err
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+
+	log.Info("starting manager", "etcdImageRepository", etcdImages.Repository, "pinnedEtcdImages", etcdImages.Pinned)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// setupControllers registers the EtcdCluster, EtcdBackup and EtcdBackupSchedule controllers.
+func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomain string, podExec controllers.PodExec, agentImage string) error {
 	if err := (&controllers.EtcdClusterReconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
@@ -168,24 +195,5 @@ func run() error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdBackupSchedule controller: %w", err)
 	}
-
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding readiness check: %w", err)
-	}
-
-	log.Info("starting manager", "etcdImageRepository", etcdImages.Repository, "pinnedEtcdImages", etcdImages.Pinned)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		return fmt.Errorf("running manager: %w", err)
-	}
 	return nil
-}
-
-func envOr(key, fallback string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return fallback
 }

@@ -210,7 +210,7 @@ func TestRestoreValidation(t *testing.T) {
 		}, ""},
 		{"from an S3 object for Kubernetes", func(c *etcdv1alpha1.EtcdClusterSpec) {
 			c.Bootstrap = &etcdv1alpha1.BootstrapSpec{Restore: &etcdv1alpha1.RestoreSpec{
-				Source: &etcdv1alpha1.RestoreSource{S3: &etcdv1alpha1.S3Object{S3Bucket: s3Bucket(), Key: "a/b.db.gz"}, SHA256: sum},
+				Source:       &etcdv1alpha1.RestoreSource{S3: &etcdv1alpha1.S3Object{S3Bucket: s3Bucket(), Key: "a/b.db.gz"}, SHA256: sum},
 				BumpRevision: ptr.To[int64](1000000000), MarkCompacted: true}}
 		}, ""},
 		{"from a PVC file", func(c *etcdv1alpha1.EtcdClusterSpec) {

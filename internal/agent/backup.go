@@ -48,6 +48,16 @@ type backupFlags struct {
 	timeout              time.Duration
 }
 
+func (bf backupFlags) validate() error {
+	if (bf.endpoint == "") == (bf.endpoints == "") {
+		return errors.New("invalid arguments: give one of --endpoint and --endpoints")
+	}
+	if bf.timeout <= 0 {
+		return errors.New("invalid arguments: --timeout must be positive")
+	}
+	return nil
+}
+
 // backup is the backup command. It connects to the one member --endpoint names (no
 // endpoint discovery: the operator chose that member), reads its status, then streams its
 // snapshot through a pipeline that never holds the snapshot whole:
@@ -76,11 +86,8 @@ func backup(ctx context.Context, args []string, env *environment) (Result, error
 	if err := parseFlags(fs, args); err != nil {
 		return Result{}, err
 	}
-	if (bf.endpoint == "") == (bf.endpoints == "") {
-		return Result{}, errors.New("invalid arguments: give one of --endpoint and --endpoints")
-	}
-	if bf.timeout <= 0 {
-		return Result{}, errors.New("invalid arguments: --timeout must be positive")
+	if err := bf.validate(); err != nil {
+		return Result{}, err
 	}
 	store, location, err := sf.open(env)
 	if err != nil {
