@@ -165,6 +165,7 @@ type BackupSnapshot struct {
 type EtcdBackupStatus struct {
 	// observedGeneration is the generation the status was computed for.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Succeeded (Unknown while the backup runs, then True or False for good,
@@ -299,6 +300,7 @@ type EtcdBackupScheduleSpec struct {
 type EtcdBackupScheduleStatus struct {
 	// observedGeneration is the generation the status was computed for.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Ready is True while the schedule runs and its last backup succeeded.
