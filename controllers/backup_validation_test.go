@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 )
@@ -124,8 +125,16 @@ func TestBackupUpdateValidation(t *testing.T) {
 			b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{GenerateName: "b-", Namespace: ns},
 				Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "c", Destination: s3Destination()}}
 			g.Expect(k8sClient.Create(context.Background(), b)).To(Succeed())
-			tc.update(&b.Spec)
-			expectVerdict(g, k8sClient.Update(context.Background(), b), tc.refusal)
+			// The backup controller updates the object too: retry on a conflict.
+			var err error
+			for range 20 {
+				g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(b), b)).To(Succeed())
+				tc.update(&b.Spec)
+				if err = k8sClient.Update(context.Background(), b); !apierrors.IsConflict(err) {
+					break
+				}
+			}
+			expectVerdict(g, err, tc.refusal)
 		})
 	}
 }

@@ -234,7 +234,7 @@ func (r *EtcdBackupReconciler) jobOutcome(ctx context.Context, b *etcdv1alpha1.E
 func (r *EtcdBackupReconciler) resultOutcome(b *etcdv1alpha1.EtcdBackup, out status.BackupOutcome, term *corev1.ContainerStateTerminated) status.BackupOutcome {
 	out.Finished = true
 	var res agent.Result
-	if err := json.Unmarshal([]byte(term.Message), &res); err != nil || (term.ExitCode == 0 && res.SHA256 == "") {
+	if err := json.Unmarshal([]byte(term.Message), &res); err != nil || (res.SHA256 == "" && res.Error == "") {
 		out.Reason = etcdv1alpha1.ReasonBackupPodFailed
 		out.Message = fmt.Sprintf("the backup pod ended (exit code %d, %s) without a result: %s", term.ExitCode, term.Reason, lastLine(term.Message))
 		r.event(b, corev1.EventTypeWarning, "BackupFailed", "Backup", "%s", out.Message)
@@ -309,17 +309,25 @@ func (r *EtcdBackupReconciler) syncFinalizer(ctx context.Context, b *etcdv1alpha
 // finalize deletes the artifact of a deleted backup with deletionPolicy Delete, through a
 // Job (a claim can only be reached from a pod), then lets the backup go. A backup that
 // never stored an artifact has nothing to delete; a running one has its Job (and pod)
-// removed with it, and an unfinished upload never becomes a visible object.
+// removed with it, and an unfinished upload never becomes a visible object. In a namespace
+// being deleted no Job can be created: the artifact is then kept, with a warning event.
 func (r *EtcdBackupReconciler) finalize(ctx context.Context, b *etcdv1alpha1.EtcdBackup) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(b, BackupFinalizer) {
 		return reconcile.Result{}, nil
 	}
 	if b.Status.Artifact != nil {
 		done, err := r.deleteArtifact(ctx, b)
-		if err != nil || !done {
+		switch {
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+			// The namespace is being deleted: it accepts no new Job, so the artifact can no
+			// longer be deleted, and holding the backup would hold the namespace forever.
+			r.event(b, corev1.EventTypeWarning, "ArtifactRetained", "Delete",
+				"Kept %s: namespace %s is being deleted, so no Job can run in it to delete the artifact", b.Status.Artifact.Location, b.Namespace)
+		case err != nil || !done:
 			return reconcile.Result{RequeueAfter: requeueBackup}, err
+		default:
+			r.event(b, corev1.EventTypeNormal, "ArtifactDeleted", "Delete", "Deleted %s", b.Status.Artifact.Location)
 		}
-		r.event(b, corev1.EventTypeNormal, "ArtifactDeleted", "Delete", "Deleted %s", b.Status.Artifact.Location)
 	}
 	controllerutil.RemoveFinalizer(b, BackupFinalizer)
 	return reconcile.Result{}, r.Client.Update(ctx, b)

@@ -124,7 +124,8 @@ func (r *EtcdBackupScheduleReconciler) createBackup(ctx context.Context, s *etcd
 	b := &etcdv1alpha1.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: backup.NameForRun(s.Name, run), Namespace: s.Namespace,
-			Labels: map[string]string{resources.LabelBackupSchedule: s.Name},
+			Labels:      map[string]string{resources.LabelBackupSchedule: s.Name},
+			Annotations: map[string]string{annotationScheduledAt: run.UTC().Format(time.RFC3339)},
 		},
 		Spec: etcdv1alpha1.EtcdBackupSpec{
 			ClusterName: t.ClusterName, Destination: *t.Destination.DeepCopy(),
@@ -151,7 +152,7 @@ func (r *EtcdBackupScheduleReconciler) prune(ctx context.Context, s *etcdv1alpha
 	items := make([]backup.Item, 0, len(backups))
 	for i := range backups {
 		b := &backups[i]
-		items = append(items, backup.Item{Name: b.Name, Created: b.CreationTimestamp.Time,
+		items = append(items, backup.Item{Name: b.Name, Created: scheduledAt(b),
 			Finished: status.BackupFinished(b), Succeeded: status.BackupSucceeded(b)})
 	}
 	gone := map[string]bool{}
@@ -172,6 +173,19 @@ func (r *EtcdBackupScheduleReconciler) prune(ctx context.Context, s *etcdv1alpha
 	return kept, nil
 }
 
+// annotationScheduledAt records the run a schedule's backup is for. Retention ranks backups
+// by it: several runs may be created within the same second (after the operator was down),
+// and creation timestamps only have seconds.
+const annotationScheduledAt = "etcd.etcdpilot.io/scheduled-at"
+
+// scheduledAt is the run time of a schedule's backup, or its creation time.
+func scheduledAt(b *etcdv1alpha1.EtcdBackup) time.Time {
+	if t, err := time.Parse(time.RFC3339, b.Annotations[annotationScheduledAt]); err == nil {
+		return t
+	}
+	return b.CreationTimestamp.Time
+}
+
 // unfinished returns a backup still running, if any.
 func unfinished(backups []etcdv1alpha1.EtcdBackup) *etcdv1alpha1.EtcdBackup {
 	for i := range backups {
@@ -187,8 +201,7 @@ func lastFinished(backups []etcdv1alpha1.EtcdBackup) *etcdv1alpha1.EtcdBackup {
 	var last *etcdv1alpha1.EtcdBackup
 	for i := range backups {
 		b := &backups[i]
-		if status.BackupFinished(b) && (last == nil || b.CreationTimestamp.After(last.CreationTimestamp.Time) ||
-			b.CreationTimestamp.Equal(&last.CreationTimestamp) && b.Name > last.Name) {
+		if status.BackupFinished(b) && (last == nil || scheduledAt(b).After(scheduledAt(last))) {
 			last = b
 		}
 	}

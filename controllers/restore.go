@@ -68,6 +68,15 @@ func (r *EtcdClusterReconciler) restoreProgress(ctx context.Context, c *etcdv1al
 	if err != nil {
 		return a, nil, err
 	}
+	hasRestore := false
+	for _, ic := range pod.Spec.InitContainers {
+		hasRestore = hasRestore || ic.Name == resources.RestoreContainerName
+	}
+	if !hasRestore {
+		return a, nil, nil
+	}
+	restoringNow := a
+	restoringNow.Reason, restoringNow.Message = etcdv1alpha1.ReasonRestoring, fmt.Sprintf("the first member %s is restoring the backup", first)
 	for _, s := range pod.Status.InitContainerStatuses {
 		if s.Name != resources.RestoreContainerName {
 			continue
@@ -81,8 +90,7 @@ func (r *EtcdClusterReconciler) restoreProgress(ctx context.Context, c *etcdv1al
 		case last != nil && last.ExitCode != 0:
 			term = last
 		default:
-			a.Reason, a.Message = etcdv1alpha1.ReasonRestoring, fmt.Sprintf("the first member %s is restoring the backup", first)
-			return a, nil, nil
+			return restoringNow, nil, nil
 		}
 		msg := term.Message
 		var res agent.Result
@@ -92,7 +100,7 @@ func (r *EtcdClusterReconciler) restoreProgress(ctx context.Context, c *etcdv1al
 		return membership.Action{Kind: membership.Blocked, Reason: etcdv1alpha1.ReasonRestoreFailed,
 			Message: fmt.Sprintf("the first member %s could not restore the backup (it retries with a growing back-off): %s", first, lastLine(msg))}, nil, nil
 	}
-	return a, nil, nil
+	return restoringNow, nil, nil // the kubelet has not reported the init container yet
 }
 
 // restoreSource resolves spec.bootstrap.restore to an artifact and its checksum. It
