@@ -231,6 +231,15 @@ func agentResources() corev1.ResourceRequirements {
 	}
 }
 
+// restoreResources are the restore init container's: etcd's own limits, since restoring maps
+// the whole database into memory as etcd does (mostly page cache), and a small request.
+func restoreResources(c *etcdv1alpha1.EtcdCluster) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   c.Spec.Resources.Limits.DeepCopy(),
+	}
+}
+
 func backupOwner(b *etcdv1alpha1.EtcdBackup) metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion: etcdv1alpha1.GroupVersion.String(), Kind: "EtcdBackup", Name: b.Name, UID: b.UID,
@@ -282,7 +291,7 @@ func WithRestore(pod *corev1.Pod, c *etcdv1alpha1.EtcdCluster, m MemberConfig, s
 		VolumeMounts:             mounts,
 		SecurityContext:          containerSecurityContext(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		Resources:                agentResources(),
+		Resources:                restoreResources(c),
 	})
 	pod.Spec.Volumes = append(pod.Spec.Volumes, st.vols...)
 }
