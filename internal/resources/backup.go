@@ -234,10 +234,16 @@ func agentResources() corev1.ResourceRequirements {
 // restoreResources are the restore init container's: etcd's own limits, since restoring maps
 // the whole database into memory as etcd does (mostly page cache), and a small request.
 func restoreResources(c *etcdv1alpha1.EtcdCluster) corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{
+	r := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 		Limits:   c.Spec.Resources.Limits.DeepCopy(),
 	}
+	for name, limit := range r.Limits {
+		if req, ok := r.Requests[name]; ok && limit.Cmp(req) < 0 {
+			r.Requests[name] = limit // a request above the limit is invalid
+		}
+	}
+	return r
 }
 
 func backupOwner(b *etcdv1alpha1.EtcdBackup) metav1.OwnerReference {
