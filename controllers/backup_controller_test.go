@@ -60,7 +60,7 @@ func backupCondition(b *etcdv1alpha1.EtcdBackup) metav1.Condition {
 
 // clusterWithMembers creates an EtcdCluster whose (fake) etcd has three members, name-2
 // unhealthy, and the S3 credentials Secret.
-func clusterWithMembers(t *testing.T, g Gomega, ns, name string) {
+func clusterWithMembers(g Gomega, ns, name string) {
 	ctx := context.Background()
 	member := func(id uint64) etcd.Member {
 		return etcd.Member{ID: id + 1, Name: fmt.Sprintf("%s-%d", name, id),
@@ -126,7 +126,7 @@ func TestBackupRunsTheAgentAndRecordsItsResult(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	clusterWithMembers(t, g, ns, "src")
+	clusterWithMembers(g, ns, "src")
 	b := newBackup(ns, "manual", "src")
 	g.Expect(k8sClient.Create(ctx, b)).To(Succeed())
 
@@ -177,7 +177,7 @@ func TestBackupRunsTheAgentAndRecordsItsResult(t *testing.T) {
 func TestBackupFailuresEndTheBackupWithTheReason(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
-	clusterWithMembers(t, NewWithT(t), ns, "src")
+	clusterWithMembers(NewWithT(t), ns, "src")
 
 	expectFailed := func(g Gomega, name, reason, message string) {
 		g.Eventually(func(g Gomega) {
@@ -239,7 +239,7 @@ func TestDeletingABackupWithDeletionPolicyDeleteDeletesItsArtifactFirst(t *testi
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	clusterWithMembers(t, g, ns, "src")
+	clusterWithMembers(g, ns, "src")
 	b := newBackup(ns, "doomed", "src")
 	b.Spec.DeletionPolicy = etcdv1alpha1.BackupDeletionPolicyDelete
 	g.Expect(k8sClient.Create(ctx, b)).To(Succeed())
