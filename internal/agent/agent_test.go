@@ -262,7 +262,7 @@ func TestBackupFailures(t *testing.T) {
 		code, res := runAgent(t, "backup", "--store", "file", "--key", "a.db.gz")
 		g.Expect(code).To(Equal(1))
 		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonBackupPodFailed))
-		g.Expect(res.Error).To(ContainSubstring("--endpoint is required"))
+		g.Expect(res.Error).To(ContainSubstring("give one of --endpoint and --endpoints"))
 	})
 }
 
