@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -321,6 +322,8 @@ func (r *EtcdBackupReconciler) finalize(ctx context.Context, b *etcdv1alpha1.Etc
 		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 			// The namespace is being deleted: it accepts no new Job, so the artifact can no
 			// longer be deleted, and holding the backup would hold the namespace forever.
+			// The event is refused too, in a namespace being deleted: the log keeps the location.
+			log.FromContext(ctx).Info("Kept the artifact of a deleted backup: its namespace is being deleted", "location", b.Status.Artifact.Location)
 			r.event(b, corev1.EventTypeWarning, "ArtifactRetained", "Delete",
 				"Kept %s: namespace %s is being deleted, so no Job can run in it to delete the artifact", b.Status.Artifact.Location, b.Namespace)
 		case err != nil || !done:
