@@ -21,6 +21,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/agent"
+	"github.com/etcdpilot/etcdpilot/internal/etcdtest"
 )
 
 // TestBackupAndRestore backs up a real etcd, over TLS, to a file store, and restores the
@@ -39,7 +40,7 @@ func TestBackupAndRestore(t *testing.T) {
 	t.Run("Backup", func(t *testing.T) {
 		g := NewWithT(t)
 		code, res := runAgent(t, "backup", "--endpoint", src.clientURL,
-			"--etcd-cacert", certs.ca, "--etcd-cert", certs.clientCert, "--etcd-key", certs.clientKey,
+			"--etcd-cacert", certs.CA, "--etcd-cert", certs.ClientCert, "--etcd-key", certs.ClientKey,
 			"--store", "file", "--file-root", root, "--key", key, "--timeout", "1m")
 		g.Expect(code).To(Equal(0), "%+v", res)
 		g.Expect(res.Failed()).To(BeFalse())
@@ -65,13 +66,13 @@ func TestBackupAndRestore(t *testing.T) {
 	t.Run("Backup from the healthy one of several members", func(t *testing.T) {
 		g := NewWithT(t)
 		// One member answers, one does not: the snapshot comes from the one that answers.
-		code, res := runAgent(t, "backup", "--endpoints", "gone=http://"+unusedAddr(t)+",source="+src.clientURL,
-			"--etcd-cacert", certs.ca, "--etcd-cert", certs.clientCert, "--etcd-key", certs.clientKey,
+		code, res := runAgent(t, "backup", "--endpoints", "gone=http://"+etcdtest.FreeAddr(t)+",source="+src.clientURL,
+			"--etcd-cacert", certs.CA, "--etcd-cert", certs.ClientCert, "--etcd-key", certs.ClientKey,
 			"--store", "file", "--file-root", t.TempDir(), "--key", key, "--timeout", "1m")
 		g.Expect(code).To(Equal(0), "%+v", res)
 		g.Expect(res.Member).To(Equal("source"))
 
-		code, res = runAgent(t, "backup", "--endpoints", "gone=http://"+unusedAddr(t),
+		code, res = runAgent(t, "backup", "--endpoints", "gone=http://"+etcdtest.FreeAddr(t),
 			"--store", "file", "--file-root", t.TempDir(), "--key", key, "--timeout", "1m")
 		g.Expect(code).To(Equal(1))
 		g.Expect(res.Reason).To(Equal("ClusterNotAvailable"))
@@ -93,7 +94,7 @@ func TestBackupAndRestore(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(backup.SHA256).NotTo(BeEmpty(), "needs the backup")
 		dataDir := filepath.Join(t.TempDir(), "data")
-		peerURL := "http://" + unusedAddr(t)
+		peerURL := "http://" + etcdtest.FreeAddr(t)
 		code, res := runAgent(t, restoreArgs(dataDir, "restored", peerURL)...)
 		g.Expect(code).To(Equal(0), "%+v", res)
 		g.Expect(res.AlreadyRestored).To(BeFalse())
@@ -131,7 +132,7 @@ func TestBackupAndRestore(t *testing.T) {
 		// An empty data directory, as a volume's fresh subdirectory would be, is fine.
 		g.Expect(os.Mkdir(dataDir, 0o755)).To(Succeed())
 
-		peerURL := "http://" + unusedAddr(t)
+		peerURL := "http://" + etcdtest.FreeAddr(t)
 		code, res := runAgent(t, restoreArgs(dataDir, "bumped", peerURL, "--bump-revision", "1000000", "--mark-compacted")...)
 		g.Expect(code).To(Equal(0), "%+v", res)
 		g.Expect(dataDir + ".restore").NotTo(BeAnExistingFile())
@@ -149,7 +150,7 @@ func TestBackupAndRestore(t *testing.T) {
 		g := NewWithT(t)
 		dataDir := filepath.Join(t.TempDir(), "data")
 		wrong := strings.Repeat("ab", 32)
-		args := restoreArgs(dataDir, "m", "http://"+unusedAddr(t))
+		args := restoreArgs(dataDir, "m", "http://"+etcdtest.FreeAddr(t))
 		args[slices.Index(args, "--sha256")+1] = wrong
 		code, res := runAgent(t, args...)
 		g.Expect(code).To(Equal(1))
@@ -168,7 +169,7 @@ func TestBackupAndRestore(t *testing.T) {
 		damaged[len(damaged)/2] ^= 0xff
 		g.Expect(os.WriteFile(filepath.Join(root, "damaged.db.gz"), damaged, 0o600)).To(Succeed())
 		dataDir := filepath.Join(t.TempDir(), "data")
-		args := restoreArgs(dataDir, "m", "http://"+unusedAddr(t))
+		args := restoreArgs(dataDir, "m", "http://"+etcdtest.FreeAddr(t))
 		args[slices.Index(args, "--key")+1] = "damaged.db.gz"
 		code, res := runAgent(t, args...)
 		g.Expect(code).To(Equal(1))
@@ -190,7 +191,7 @@ func TestBackupAndRestore(t *testing.T) {
 	t.Run("RestoreFailures", func(t *testing.T) {
 		g := NewWithT(t)
 		dataDir := filepath.Join(t.TempDir(), "data")
-		args := restoreArgs(dataDir, "m", "http://"+unusedAddr(t))
+		args := restoreArgs(dataDir, "m", "http://"+etcdtest.FreeAddr(t))
 		args[slices.Index(args, "--key")+1] = "missing.db.gz"
 		code, res := runAgent(t, args...)
 		g.Expect(code).To(Equal(1))
@@ -198,7 +199,7 @@ func TestBackupAndRestore(t *testing.T) {
 		g.Expect(dataDir + ".restore").NotTo(BeAnExistingFile())
 
 		// etcdutl would silently skip a bump without --mark-compacted.
-		code, res = runAgent(t, restoreArgs(dataDir, "m", "http://"+unusedAddr(t), "--bump-revision", "10")...)
+		code, res = runAgent(t, restoreArgs(dataDir, "m", "http://"+etcdtest.FreeAddr(t), "--bump-revision", "10")...)
 		g.Expect(code).To(Equal(1))
 		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonRestoreFailed))
 		g.Expect(res.Error).To(ContainSubstring("--bump-revision and --mark-compacted go together"))
@@ -206,7 +207,7 @@ func TestBackupAndRestore(t *testing.T) {
 		// A data directory holding something else is not replaced.
 		g.Expect(os.MkdirAll(dataDir, 0o700)).To(Succeed())
 		g.Expect(os.WriteFile(filepath.Join(dataDir, "precious"), []byte("x"), 0o600)).To(Succeed())
-		code, res = runAgent(t, restoreArgs(dataDir, "m", "http://"+unusedAddr(t))...)
+		code, res = runAgent(t, restoreArgs(dataDir, "m", "http://"+etcdtest.FreeAddr(t))...)
 		g.Expect(code).To(Equal(1))
 		g.Expect(res.Error).To(ContainSubstring("not empty but holds no etcd member"))
 		g.Expect(filepath.Join(dataDir, "precious")).To(BeAnExistingFile())
@@ -230,7 +231,7 @@ func TestBackupFailures(t *testing.T) {
 	t.Run("ClusterNotAvailable", func(t *testing.T) {
 		g := NewWithT(t)
 		root := t.TempDir()
-		code, res := runAgent(t, "backup", "--endpoint", "http://"+unusedAddr(t), "--timeout", "2s",
+		code, res := runAgent(t, "backup", "--endpoint", "http://"+etcdtest.FreeAddr(t), "--timeout", "2s",
 			"--store", "file", "--file-root", root, "--key", "a.db.gz")
 		g.Expect(code).To(Equal(1))
 		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonClusterNotAvailable), res.Error)
@@ -251,7 +252,7 @@ func TestBackupFailures(t *testing.T) {
 		t.Setenv(agent.EnvAccessKeyID, "")
 		t.Setenv(agent.EnvSecretAccessKey, "secret")
 		code, res := runAgent(t, "backup", "--endpoint", src.clientURL,
-			"--store", "s3", "--s3-endpoint", "http://"+unusedAddr(t), "--s3-bucket", "backups", "--key", "a.db.gz")
+			"--store", "s3", "--s3-endpoint", "http://"+etcdtest.FreeAddr(t), "--s3-bucket", "backups", "--key", "a.db.gz")
 		g.Expect(code).To(Equal(1))
 		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonCredentialsNotFound), res.Error)
 		g.Expect(res.Error).To(ContainSubstring(agent.EnvAccessKeyID))

@@ -11,6 +11,7 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/agent"
 	"github.com/etcdpilot/etcdpilot/internal/artifact"
 	"github.com/etcdpilot/etcdpilot/internal/artifact/s3test"
+	"github.com/etcdpilot/etcdpilot/internal/etcdtest"
 )
 
 // TestS3 backs up to and restores from a real S3 server, versitygw, on 127.0.0.1 (skipped
@@ -49,7 +50,7 @@ func TestS3(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(backup.SHA256).NotTo(BeEmpty(), "needs the backup")
 		dataDir := filepath.Join(t.TempDir(), "data")
-		peerURL := "http://" + unusedAddr(t)
+		peerURL := "http://" + etcdtest.FreeAddr(t)
 		code, res := runAgent(t, s3Args("restore", "backups", "--sha256", backup.SHA256, "--data-dir", dataDir,
 			"--name", "restored", "--initial-cluster", "restored="+peerURL, "--initial-advertise-peer-urls", peerURL,
 			"--initial-cluster-token", "restored-token")...)

@@ -2,30 +2,15 @@ package etcd_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/etcdtest"
 )
-
-// defaultEtcdBinary is where `make test` builds the etcd the integration test runs, relative
-// to this package's directory. ETCD_TEST_BINARY overrides it, to test other etcd releases.
-const defaultEtcdBinary = "../../bin/etcd-v3.6.16/etcd"
 
 // TestAgainstRealEtcd runs the Client against a real single-member etcd listening only on
 // 127.0.0.1. The steps share the one server and run in order; the last one leaves the
@@ -71,7 +56,7 @@ func TestAgainstRealEtcd(t *testing.T) {
 		shortCtx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		start := time.Now()
-		_, err = cli.Status(shortCtx, "http://"+unusedAddr(t))
+		_, err = cli.Status(shortCtx, "http://"+etcdtest.FreeAddr(t))
 		g.Expect(err).To(HaveOccurred())
 		g.Expect(time.Since(start)).To(BeNumerically("<", 3*time.Second))
 	})
@@ -83,7 +68,7 @@ func TestAgainstRealEtcd(t *testing.T) {
 		// A member that does not answer costs no more than HealthTimeout, even though ctx
 		// allows much longer.
 		start := time.Now()
-		err := cli.Health(ctx, "http://"+unusedAddr(t))
+		err := cli.Health(ctx, "http://"+etcdtest.FreeAddr(t))
 		g.Expect(err).To(HaveOccurred())
 		g.Expect(time.Since(start)).To(BeNumerically("<", etcd.HealthTimeout+2*time.Second))
 	})
@@ -121,7 +106,7 @@ func TestAgainstRealEtcd(t *testing.T) {
 	var learner etcd.Member
 	t.Run("MemberAddAsLearner", func(t *testing.T) {
 		g := NewWithT(t)
-		peerURL := "http://" + unusedAddr(t)
+		peerURL := "http://" + etcdtest.FreeAddr(t)
 		var list []etcd.Member
 		var err error
 		learner, list, err = cli.MemberAddAsLearner(ctx, []string{peerURL})
@@ -137,7 +122,7 @@ func TestAgainstRealEtcd(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(members).To(ContainElement(learner))
 
-		_, _, err = cli.MemberAddAsLearner(ctx, []string{"http://" + unusedAddr(t)})
+		_, _, err = cli.MemberAddAsLearner(ctx, []string{"http://" + etcdtest.FreeAddr(t)})
 		g.Expect(etcd.IsTooManyLearners(err)).To(BeTrue(), "etcd allows one learner by default: %v", err)
 	})
 
@@ -202,7 +187,7 @@ func TestAgainstRealEtcd(t *testing.T) {
 	// linearizable works afterwards.
 	t.Run("MemberAdd", func(t *testing.T) {
 		g := NewWithT(t)
-		peerURL := "http://" + unusedAddr(t)
+		peerURL := "http://" + etcdtest.FreeAddr(t)
 		added, list, err := cli.MemberAdd(ctx, []string{peerURL})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(added.IsLearner).To(BeFalse())
@@ -231,194 +216,29 @@ type testEtcd struct {
 	clientTLS *tls.Config // trusts the server and carries a client certificate
 }
 
-// startEtcd starts etcd from ETCD_TEST_BINARY (default defaultEtcdBinary) in a temporary
-// directory, waits until it is healthy and kills it when the test ends. It listens on
-// 127.0.0.1 only: peer and plain client URLs over http, and a client URL over https that
-// requires a client certificate.
+// startEtcd starts etcd with etcdtest.Start in a temporary directory, waits until it is
+// healthy and kills it when the test ends. It listens on 127.0.0.1 only: peer and plain
+// client URLs over http, and a client URL over https that requires a client certificate.
 func startEtcd(t *testing.T) *testEtcd {
 	t.Helper()
-	binary := etcdBinary(t)
-	dir := t.TempDir()
+	certs := etcdtest.WriteCerts(t, t.TempDir(), etcdtest.CertOptions{
+		CAName: "etcd-test-ca", ServerName: "etcd-test", ClientName: "etcdpilot",
+	})
 	srv := &testEtcd{
-		name:     "etcd-test",
-		peerURL:  "http://" + unusedAddr(t),
-		httpURL:  "http://" + unusedAddr(t),
-		httpsURL: "https://" + unusedAddr(t),
+		name:      "etcd-test",
+		peerURL:   "http://" + etcdtest.FreeAddr(t),
+		httpURL:   "http://" + etcdtest.FreeAddr(t),
+		httpsURL:  "https://" + etcdtest.FreeAddr(t),
+		clientTLS: certs.ClientTLS(t),
 	}
-	caFile, certFile, keyFile := writeCerts(t, dir, srv)
-
-	logPath := filepath.Join(dir, "etcd.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = logFile.Close() }() // etcd has its own descriptor once started
-	clientURLs := srv.httpURL + "," + srv.httpsURL
-	cmd := exec.Command(binary,
-		"--name", srv.name,
-		"--data-dir", filepath.Join(dir, "data"),
-		"--listen-peer-urls", srv.peerURL,
-		"--initial-advertise-peer-urls", srv.peerURL,
-		"--initial-cluster", srv.name+"="+srv.peerURL,
-		"--initial-cluster-state", "new",
-		"--listen-client-urls", clientURLs,
-		"--advertise-client-urls", clientURLs,
-		"--cert-file", certFile,
-		"--key-file", keyFile,
-		"--trusted-ca-file", caFile,
-		"--client-cert-auth",
-		"--unsafe-no-fsync",
-		"--log-outputs", "stderr",
-	)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	killWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", binary, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		exitErr := <-exited
-		if t.Failed() {
-			out, _ := os.ReadFile(logPath)
-			t.Logf("etcd exited (%v), its log:\n%s", exitErr, out)
-		}
+	e := etcdtest.Start(t, etcdtest.Options{
+		Name:       srv.name,
+		PeerURL:    srv.peerURL,
+		ClientURLs: []string{srv.httpURL, srv.httpsURL},
+		Certs:      certs,
 	})
 
 	cli := newClient(t, etcd.Config{Endpoints: []string{srv.httpURL}})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		err := cli.Health(ctx, srv.httpURL)
-		cancel()
-		if err == nil {
-			return srv
-		}
-		select {
-		case err := <-exited:
-			exited <- err // for the cleanup
-			t.Fatalf("etcd exited before it was healthy: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("etcd not healthy after 30s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// etcdBinary returns the etcd binary to test against, failing the test when it is missing:
-// an integration test that skips itself silently would look like a pass.
-func etcdBinary(t *testing.T) string {
-	t.Helper()
-	path := os.Getenv("ETCD_TEST_BINARY")
-	if path == "" {
-		path = defaultEtcdBinary
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(abs); err != nil {
-		t.Fatalf("etcd binary for the integration test not found: %v; run `make test`, which builds it, or point ETCD_TEST_BINARY at one", err)
-	}
-	return abs
-}
-
-// unusedAddr returns 127.0.0.1:port for a port that was free a moment ago.
-func unusedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
-// writeCerts creates a throwaway CA, a server certificate for 127.0.0.1 and a client
-// certificate, writes the CA and the server's pair to dir for etcd, sets srv.clientTLS and
-// returns the CA, certificate and key file names.
-func writeCerts(t *testing.T, dir string, srv *testEtcd) (caFile, certFile, keyFile string) {
-	t.Helper()
-	now := time.Now()
-	caKey := newKey(t)
-	caTemplate := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "etcd-test-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	caDER := sign(t, caTemplate, caTemplate, caKey, caKey)
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage) *x509.Certificate {
-		return &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: cn},
-			NotBefore:    now.Add(-time.Hour),
-			NotAfter:     now.Add(time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		}
-	}
-
-	serverKey := newKey(t)
-	serverTemplate := leaf(2, "etcd-test", x509.ExtKeyUsageServerAuth)
-	serverTemplate.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	serverDER := sign(t, serverTemplate, ca, serverKey, caKey)
-
-	clientKey := newKey(t)
-	clientDER := sign(t, leaf(3, "etcdpilot", x509.ExtKeyUsageClientAuth), ca, clientKey, caKey)
-
-	caFile = writePEM(t, filepath.Join(dir, "ca.crt"), "CERTIFICATE", caDER)
-	certFile = writePEM(t, filepath.Join(dir, "server.crt"), "CERTIFICATE", serverDER)
-	serverKeyDER, err := x509.MarshalECPrivateKey(serverKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile = writePEM(t, filepath.Join(dir, "server.key"), "EC PRIVATE KEY", serverKeyDER)
-
-	roots := x509.NewCertPool()
-	roots.AddCert(ca)
-	srv.clientTLS = &tls.Config{
-		RootCAs:      roots,
-		Certificates: []tls.Certificate{{Certificate: [][]byte{clientDER}, PrivateKey: clientKey}},
-		MinVersion:   tls.VersionTLS12,
-	}
-	return caFile, certFile, keyFile
-}
-
-func newKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
-}
-
-func sign(t *testing.T, template, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey) []byte {
-	t.Helper()
-	der, err := x509.CreateCertificate(rand.Reader, template, parent, key.Public(), parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
-}
-
-func writePEM(t *testing.T, path, blockType string, der []byte) string {
-	t.Helper()
-	data := pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der})
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	e.WaitReady(t, func(ctx context.Context) error { return cli.Health(ctx, srv.httpURL) })
+	return srv
 }

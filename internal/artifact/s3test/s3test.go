@@ -7,20 +7,13 @@ package s3test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +22,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/etcdpilot/etcdpilot/internal/artifact"
+	"github.com/etcdpilot/etcdpilot/internal/etcdtest"
 )
 
 // EnvBinary names the environment variable holding the versitygw binary's path.
@@ -73,7 +67,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 	if err := os.Mkdir(gw.Dir, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := etcdtest.FreeAddr(t)
 	args := []string{"--port", addr, "--quiet"}
 	scheme := "http"
 	if opts.TLS {
@@ -219,73 +213,7 @@ func (gw *Gateway) client(t testing.TB) *minio.Client {
 // gw.CABundle and returns the files.
 func (gw *Gateway) writeCerts(t testing.TB, dir string) (certFile, keyFile string) {
 	t.Helper()
-	now := time.Now()
-	caKey := newKey(t)
-	caTemplate := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "s3test-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serverKey := newKey(t)
-	serverDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "s3test"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-	}, ca, &serverKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(serverKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw.CABundle = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	certFile = filepath.Join(dir, "server.crt")
-	keyFile = filepath.Join(dir, "server.key")
-	writeFile(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: serverDER}))
-	writeFile(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	return certFile, keyFile
-}
-
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
-}
-
-func writeFile(t testing.TB, name string, data []byte) {
-	t.Helper()
-	if err := os.WriteFile(name, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// freeAddr returns 127.0.0.1:port for a port that was free a moment ago.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	certs := etcdtest.WriteCerts(t, dir, etcdtest.CertOptions{CAName: "s3test-ca", ServerName: "s3test", ClientName: "s3test-client"})
+	gw.CABundle = certs.CABundle(t)
+	return certs.ServerCert, certs.ServerKey
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package etcd_test
+package etcdtest
 
 import "os/exec"
 
