@@ -349,13 +349,24 @@ func waitOperatorImage(ctx context.Context, ns string, csv *operatorsv1alpha1.Cl
 	}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
-// almExample returns the CSV's EtcdCluster example.
+// almExample returns the CSV's EtcdCluster example, checking the CSV has one example of
+// each kind it owns.
 func almExample(csv *operatorsv1alpha1.ClusterServiceVersion) *etcdv1alpha1.EtcdCluster {
-	var examples []etcdv1alpha1.EtcdCluster
-	Expect(json.Unmarshal([]byte(csv.Annotations["alm-examples"]), &examples)).To(Succeed())
-	Expect(examples).To(HaveLen(1))
-	Expect(examples[0].Kind).To(Equal("EtcdCluster"))
-	return &examples[0]
+	var raw []json.RawMessage
+	Expect(json.Unmarshal([]byte(csv.Annotations["alm-examples"]), &raw)).To(Succeed())
+	var kinds []string
+	var cluster *etcdv1alpha1.EtcdCluster
+	for _, r := range raw {
+		var meta metav1.TypeMeta
+		Expect(json.Unmarshal(r, &meta)).To(Succeed())
+		kinds = append(kinds, meta.Kind)
+		if meta.Kind == "EtcdCluster" {
+			cluster = &etcdv1alpha1.EtcdCluster{}
+			Expect(json.Unmarshal(r, cluster)).To(Succeed())
+		}
+	}
+	Expect(kinds).To(ConsistOf("EtcdCluster", "EtcdBackup", "EtcdBackupSchedule"))
+	return cluster
 }
 
 func clusterPods(ctx context.Context, ns, name string) []corev1.Pod {
