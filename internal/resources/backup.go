@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 
@@ -61,18 +62,11 @@ func jobName(backup, suffix string) string {
 		return name
 	}
 	// Keep the name unique: a hash of the full backup name replaces the cut-off part.
-	h := fmt.Sprintf("%08x", fnv32(backup))
+	f := fnv.New32a()
+	_, _ = f.Write([]byte(backup))
+	h := fmt.Sprintf("%08x", f.Sum32())
 	keep := maxLen - len(suffix) - len(h) - 2
 	return strings.TrimRight(backup[:keep], "-.") + "-" + h + "-" + suffix
-}
-
-func fnv32(s string) uint32 {
-	var h uint32 = 2166136261
-	for i := 0; i < len(s); i++ {
-		h ^= uint32(s[i])
-		h *= 16777619
-	}
-	return h
 }
 
 // BackupEndpoint is a member the agent may stream the snapshot from.
