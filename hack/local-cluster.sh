@@ -29,10 +29,10 @@
 #   MIRRORED_REGISTRIES    public registries containerd fetches from the local registry
 #                          (default: quay.io gcr.io registry.access.redhat.com)
 #
-# The recipe this follows, with the reason for every setting, is in
-# /work/shared/docs/local-cluster.md. Network safety: every address this script or the
-# cluster connects to is assigned on this machine first (loopback, the addresses put on lo,
-# the pod bridge); nothing listens on or talks to the outside network.
+# The reason for every setting is in hack/cluster/README.md ("Why each setting").
+# Network safety: every address this script or the cluster connects to is assigned on this
+# machine first (loopback, the addresses put on lo, the pod bridge); nothing listens on or
+# talks to the outside network.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

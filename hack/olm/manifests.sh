@@ -11,8 +11,8 @@
 #   OLM_OPM_IMAGE    opm image: registry pods of catalogs, `extract` of bundle unpack Jobs
 #   PART_OF_LABEL    "key: value" label put on every object (what `hack/olm.sh down` deletes by)
 #
-# The fixes the stock v0.42.0 files need (each was a failure on this cluster; the research is
-# /work/shared/docs/research/olm-probe.md):
+# The fixes the stock v0.42.0 files need (each was a failure on this cluster; the details are
+# in hack/olm/README.md, "Changes to the stock manifests"):
 #   - CRDs from deploy/chart/crds: the quickstart crds.yaml lacks OLMConfig, without which
 #     olm-operator never processes a CSV. The CSV CRD is too big for client-side apply.
 #   - OLMConfig "cluster", as the chart creates it.
