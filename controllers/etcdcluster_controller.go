@@ -76,6 +76,7 @@ type EtcdClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services;secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods/exec,verbs=create
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one EtcdCluster towards its spec. Steps:
@@ -134,11 +135,16 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		return reconcile.Result{}, in.Err
 	}
 	defer obs.close()
+	in.Seen, in.Observed, in.Details = true, obs.planner, obs.details
 	if err := r.recordBootstrapped(ctx, obs); err != nil {
 		in.Err = fmt.Errorf("recording bootstrapped members: %w", err)
 		return reconcile.Result{}, in.Err
 	}
-	in.Observed, in.Details = obs.planner, obs.details
+	in.Observed = obs.planner
+	if err := r.updatePodsInPlace(ctx, c, obs); err != nil {
+		in.Err = fmt.Errorf("updating member pods in place: %w", err)
+		return reconcile.Result{}, in.Err
+	}
 	in.Action, obs.restore, err = r.planRestore(ctx, c, membership.Plan(obs.planner))
 	if err != nil {
 		in.Err = fmt.Errorf("resolving the restore source: %w", err)
@@ -175,6 +181,8 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 		}
 	case membership.RestartMember:
 		err = r.restartMember(ctx, c, a)
+	case membership.ExpandVolume:
+		err = r.expandVolume(ctx, c, obs, a)
 	case membership.RollBack:
 		// Recorded in the status (status.upgrade.rolledBack); the member goes back next pass.
 		r.event(c, corev1.EventTypeWarning, "UpgradeRolledBack", "Upgrade", "%s", a.Message)
@@ -268,14 +276,63 @@ func (r *EtcdClusterReconciler) snapshot(ctx context.Context, c *etcdv1alpha1.Et
 	return nil
 }
 
-// restartMember deletes a member's pod so that it comes back at the version the action names
-// (the next pass creates it, with the member's claim and identity): one step of an upgrade.
+// restartMember deletes a member's pod so that it comes back at the version the action names,
+// built from the current spec (the next pass creates it, with the member's claim and
+// identity): one step of an upgrade or a rollout.
 func (r *EtcdClusterReconciler) restartMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: a.Member, Namespace: c.Namespace}}
 	if err := client.IgnoreNotFound(r.Client.Delete(ctx, pod)); err != nil {
 		return fmt.Errorf("restarting member %s: %w", a.Member, err)
 	}
-	r.event(c, corev1.EventTypeNormal, "MemberRestarted", "Upgrade", "Restarting member %s at etcd %s (%s)", a.Member, a.Version, a.Message)
+	r.event(c, corev1.EventTypeNormal, "MemberRestarted", a.Reason, "Restarting member %s at etcd %s (%s)", a.Member, a.Version, a.Message)
+	return nil
+}
+
+// updatePodsInPlace gives running member pods the labels and annotations of the current spec
+// (spec.podTemplate), which need no restart, and records the spec hash on pods made before
+// the operator recorded it (resources.InPlace).
+func (r *EtcdClusterReconciler) updatePodsInPlace(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) error {
+	desired := obs.planner.Upgrade.Desired()
+	for _, member := range sortedKeys(obs.pods) {
+		pod := obs.pods[member]
+		if !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		m := resources.MemberConfig{Name: member, Version: desired, Image: r.brokenImage(c, desired)}
+		labels, annotations, changed := resources.InPlace(pod, resources.MemberPod(c, m, r.EtcdImages))
+		if !changed {
+			continue
+		}
+		patch := client.MergeFrom(pod.DeepCopy())
+		pod.Labels, pod.Annotations = labels, annotations
+		if err := r.Client.Patch(ctx, pod, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("pod %s: %w", pod.Name, err)
+		}
+		if p, ok := obs.planner.Pods[member]; ok && p.SpecHash == "" {
+			p.SpecHash = annotations[resources.AnnotationSpecHash]
+			obs.planner.Pods[member] = p
+		}
+	}
+	return nil
+}
+
+// expandVolume raises the storage request of a member's claim to spec.storage.size; the
+// storage provider grows the volume, and the status follows it.
+func (r *EtcdClusterReconciler) expandVolume(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, a membership.Action) error {
+	pvc, ok := obs.pvcs[a.Member]
+	if !ok {
+		return fmt.Errorf("expanding the claim of member %s: it is gone", a.Member)
+	}
+	size := obs.planner.Storage.Size
+	patch := client.MergeFrom(pvc.DeepCopy())
+	if pvc.Spec.Resources.Requests == nil {
+		pvc.Spec.Resources.Requests = corev1.ResourceList{}
+	}
+	pvc.Spec.Resources.Requests[corev1.ResourceStorage] = size
+	if err := r.Client.Patch(ctx, pvc, patch); err != nil {
+		return fmt.Errorf("expanding the claim of member %s to %s: %w", a.Member, size.String(), err)
+	}
+	r.event(c, corev1.EventTypeNormal, "VolumeExpanding", "ExpandVolume", "Expanding the claim %s of member %s to %s", pvc.Name, a.Member, size.String())
 	return nil
 }
 

@@ -3,10 +3,14 @@ package controllers
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -31,6 +35,7 @@ type observation struct {
 	planner membership.Observed
 	details map[string]status.Detail
 	pvcs    map[string]*corev1.PersistentVolumeClaim
+	pods    map[string]*corev1.Pod
 	etcd    etcd.Client
 	// restore is the backup the first member restores, when this pass creates it.
 	restore *resources.RestoreSource
@@ -58,15 +63,19 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		},
 		details: map[string]status.Detail{},
 		pvcs:    map[string]*corev1.PersistentVolumeClaim{},
+		pods:    map[string]*corev1.Pod{},
 	}
 	selector := client.MatchingLabels(names.SelectorLabels())
 	var pods corev1.PodList
 	if err := r.Client.List(ctx, &pods, client.InNamespace(c.Namespace), selector); err != nil {
 		return nil, err
 	}
-	for _, p := range pods.Items {
+	for i := range pods.Items {
+		p := &pods.Items[i]
 		if member := p.Labels[cluster.LabelMember]; member != "" {
-			o.planner.Pods[member] = membership.Pod{Ready: podReady(&p), Version: p.Labels[cluster.LabelVersion], Created: p.CreationTimestamp.Time}
+			o.pods[member] = p
+			o.planner.Pods[member] = membership.Pod{Ready: podReady(p), Version: p.Labels[cluster.LabelVersion], Created: p.CreationTimestamp.Time,
+				SpecHash: p.Annotations[resources.AnnotationSpecHash]}
 		}
 	}
 	var pvcs corev1.PersistentVolumeClaimList
@@ -83,6 +92,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 			o.planner.PVCs[member] = membership.PVC{
 				Bootstrapped: pvc.Annotations[annotationBootstrapped] == "true",
 				Removed:      pvc.Annotations[annotationRemoved] == "true",
+				Volume:       volumeOf(pvc),
 			}
 		}
 	}
@@ -103,7 +113,75 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 			o.planner.Pods[name] = p
 		}
 	}
+	// The spec each member's pod should be built from, at the release it should run.
+	desired := o.planner.Upgrade.Desired()
+	o.planner.SpecHashes = map[string]string{}
+	for name := range o.planner.Pods {
+		o.planner.SpecHashes[name] = r.memberSpecHash(c, name, desired)
+	}
+	if err := r.observeStorage(ctx, c, o); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// memberSpecHash is the spec hash of the pod the current spec gives member at version.
+func (r *EtcdClusterReconciler) memberSpecHash(c *etcdv1alpha1.EtcdCluster, member, version string) string {
+	m := resources.MemberConfig{Name: member, Version: version, Image: r.brokenImage(c, version)}
+	return resources.MemberPod(c, m, r.EtcdImages).Annotations[resources.AnnotationSpecHash]
+}
+
+// volumeOf reads a claim's requested and provided storage and whether its file system waits
+// for a restart to grow.
+func volumeOf(pvc *corev1.PersistentVolumeClaim) membership.Volume {
+	v := membership.Volume{
+		Requested: pvc.Spec.Resources.Requests[corev1.ResourceStorage],
+		Capacity:  pvc.Status.Capacity[corev1.ResourceStorage],
+	}
+	for _, cond := range pvc.Status.Conditions {
+		if cond.Type == corev1.PersistentVolumeClaimFileSystemResizePending && cond.Status == corev1.ConditionTrue {
+			v.FileSystemResizePending = true
+		}
+	}
+	return v
+}
+
+// observeStorage fills in what spec.storage asks of the claims and, only when a claim must
+// grow, whether its StorageClass allows expansion (read from the API server: the operator
+// does not cache StorageClasses for a question it rarely asks).
+func (r *EtcdClusterReconciler) observeStorage(ctx context.Context, c *etcdv1alpha1.EtcdCluster, o *observation) error {
+	spec := resources.WithDefaults(c.Spec)
+	if spec.Storage.Ephemeral || spec.Storage.Size == nil {
+		return nil
+	}
+	o.planner.Storage.Size = spec.Storage.Size.DeepCopy()
+	for _, member := range sortedKeys(o.pvcs) {
+		pvc := o.pvcs[member]
+		if !o.planner.Storage.NeedsToGrow(o.planner.PVCs[member].Volume) {
+			continue
+		}
+		class := ptr.Deref(pvc.Spec.StorageClassName, "")
+		o.planner.Storage.Class = class
+		sc := &storagev1.StorageClass{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: class}, sc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil // Expandable stays unknown: the planner says the class is missing
+			}
+			return fmt.Errorf("reading StorageClass %q of claim %s: %w", class, pvc.Name, err)
+		}
+		o.planner.Storage.Expandable = ptr.To(ptr.Deref(sc.AllowVolumeExpansion, false))
+		return nil
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // upgradeOf reads what the (defaulted) spec and the last upgrade record say about the etcd

@@ -45,6 +45,13 @@ const (
 	// ReasonUpgrading (Progressing=True): members are restarted at the new spec.version one
 	// at a time, followers first; the message says how many run it ("2/3 members at 3.6.16").
 	ReasonUpgrading = "Upgrading"
+	// ReasonRollingOut (Progressing=True): a change of the spec (resources, podTemplate, an
+	// etcd option, TLS secrets) is rolled out: member pods are restarted one at a time with
+	// the new spec; the message says how many members run it.
+	ReasonRollingOut = "RollingOut"
+	// ReasonExpandingVolumes (Progressing=True): spec.storage.size grew; the members' claims
+	// are expanded one at a time.
+	ReasonExpandingVolumes = "ExpandingVolumes"
 	// ReasonRecreatingPod (Progressing=True): a member's pod was gone and is being created
 	// again, with the member's data and identity.
 	ReasonRecreatingPod = "RecreatingPod"
@@ -64,12 +71,23 @@ const (
 	// ReasonUpgradeBlocked (Degraded=True): a member runs a version that cannot go to
 	// spec.version in one step; nothing is changed.
 	ReasonUpgradeBlocked = "UpgradeBlocked"
+	// ReasonRolloutStuck (Degraded=True): a member restarted with the new spec did not
+	// become healthy within spec.memberUpgradeTimeout; the rollout stops there and needs a
+	// human: correct the spec, and the next change restarts that member at once.
+	ReasonRolloutStuck = "RolloutStuck"
+	// ReasonVolumeExpansionNotSupported (Degraded=True): spec.storage.size grew but the
+	// StorageClass of the claims does not allow volume expansion; the claims are left as
+	// they are.
+	ReasonVolumeExpansionNotSupported = "VolumeExpansionNotSupported"
 	// ReasonMemberDataLost (Degraded=True): a member's data is gone (its ephemeral pod or
 	// its volume was deleted) and the other members lack a healthy quorum to replace it.
 	ReasonMemberDataLost = "MemberDataLost"
 	// ReasonReconcileFailed (Degraded=True): the last reconcile hit an error; the message
 	// says which step.
 	ReasonReconcileFailed = "ReconcileFailed"
+	// ReasonNotObserved (Available=Unknown): no reconcile has observed the members yet (an
+	// earlier step failed or waits, for example for certificates).
+	ReasonNotObserved = "NotObserved"
 
 	// ReasonNotAvailable (Ready=False): the cluster is not Available.
 	ReasonNotAvailable = "NotAvailable"

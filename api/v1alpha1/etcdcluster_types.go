@@ -84,10 +84,13 @@ type EtcdClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replace Unhealthy Member After",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	ReplaceUnhealthyMemberAfter *metav1.Duration `json:"replaceUnhealthyMemberAfter,omitempty"`
 
-	// memberUpgradeTimeout is how long a member restarted at a new spec.version has to
-	// become healthy and ready. Past it, while some member still runs the old version (so
-	// the cluster version has not been raised), the operator puts the member back on the
-	// old version, stops the upgrade and reports Degraded/UpgradeRolledBack.
+	// memberUpgradeTimeout is how long a member restarted at a new spec.version, or with a
+	// changed spec (a rollout), has to become healthy and ready. Past it, during an upgrade
+	// while some member still runs the old version (so the cluster version has not been
+	// raised), the operator puts the member back on the old version, stops the upgrade and
+	// reports Degraded/UpgradeRolledBack. During a rollout, which has no old spec to go back
+	// to, it restarts no other member and reports Degraded/RolloutStuck until the spec is
+	// corrected; the correction then restarts the stuck member at once.
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="memberUpgradeTimeout must be at least 30s: a member needs time to pull its image and start"
 	// +optional
@@ -203,8 +206,12 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storage.storageClassName cannot be changed after the cluster is created: volumes cannot move between storage classes"
 // +kubebuilder:validation:XValidation:rule="!has(self.size) || !has(oldSelf.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="storage.size cannot be decreased: volumes can only grow"
 type StorageSpec struct {
-	// size is the capacity of each member's volume. It can grow (when the storage class
-	// allows volume expansion) but never shrink.
+	// size is the capacity of each member's volume. It can grow but never shrink. When it
+	// grows, the operator expands the members' claims one at a time, while the cluster is
+	// otherwise steady (Progressing/ExpandingVolumes), and restarts a member whose file
+	// system can only grow offline. When the claims' StorageClass does not allow volume
+	// expansion, no claim is changed and the cluster reports
+	// Degraded/VolumeExpansionNotSupported, naming the class.
 	// +kubebuilder:default="4Gi"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('63Mi'))",message="storage.size must be at least 64Mi"
 	// +optional
@@ -441,8 +448,10 @@ type EtcdOptions struct {
 
 // EtcdClusterStatus is the observed state of an etcd cluster, written only by the operator.
 type EtcdClusterStatus struct {
-	// observedGeneration is the metadata.generation of the spec the operator last
-	// reconciled successfully.
+	// observedGeneration is the metadata.generation of the spec that is in force: the last
+	// reconcile succeeded and every member runs that spec, at the desired size and version.
+	// It lags metadata.generation while a change is rolled out, so that a change counts as
+	// done (kubectl wait, GitOps health checks) only once it is done.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation",xDescriptors={"urn:alm:descriptor:text"}
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -472,6 +481,14 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready Members",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	ReadyMembers int32 `json:"readyMembers,omitempty"`
+
+	// updatedMembers is the number of members whose pods run the desired etcd version and
+	// the current spec. A change of the spec that shapes member pods (resources,
+	// podTemplate scheduling, etcd options, TLS secrets) is rolled out until it equals
+	// spec.size.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Updated Members",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	UpdatedMembers int32 `json:"updatedMembers,omitempty"`
 
 	// selector selects the member pods (for the scale subresource).
 	// +optional
@@ -610,6 +627,7 @@ type MemberStatus struct {
 // +operator-sdk:csv:customresourcedefinitions:displayName="etcd Cluster",resources={{Pod,v1,""},{PersistentVolumeClaim,v1,""},{Service,v1,""},{Secret,v1,""},{PodDisruptionBudget,v1,""},{Event,v1,""}}
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedMembers`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -39,6 +39,11 @@ type Observed struct {
 	ReplaceUnhealthyAfter time.Duration
 	// Upgrade is what the spec and the status say about the etcd version (upgrade.go).
 	Upgrade Upgrade
+	// SpecHashes are, by member name, the hashes of the pods the current spec gives each
+	// member at Upgrade.Desired(). A pod built from another spec is rolled out (rollout.go).
+	SpecHashes map[string]string
+	// Storage is what spec.storage asks of the members' claims (volumes.go).
+	Storage Storage
 }
 
 // Pod is a member pod as observed.
@@ -50,6 +55,9 @@ type Pod struct {
 	Version string
 	// Created is when the pod was created.
 	Created time.Time
+	// SpecHash is the hash of the spec the pod was built from (its spec-hash annotation).
+	// Empty for a pod made before the operator recorded it: such a pod counts as current.
+	SpecHash string
 }
 
 // PVC is a member data claim as observed.
@@ -60,6 +68,8 @@ type PVC struct {
 	// Removed is true once its member was removed from the cluster (a claim kept under
 	// deletionPolicy Retain): its data must never start a member again.
 	Removed bool
+	// Volume is the claim's size and resize state (volumes.go).
+	Volume Volume
 }
 
 // Member is an etcd member as the cluster reports it, joined with its health.
@@ -118,8 +128,11 @@ const (
 	// operator stopped between removing the member and deleting its pod).
 	DeletePod Kind = "DeletePod"
 	// RestartMember: delete the pod of Member so that it comes back (CreatePod) at Version,
-	// with its data and identity: one step of an upgrade, or of its rollback.
+	// built from the current spec, with its data and identity: one step of an upgrade or a
+	// rollout, or of an upgrade's rollback.
 	RestartMember Kind = "RestartMember"
+	// ExpandVolume: raise the storage request of Member's claim to Storage.Size.
+	ExpandVolume Kind = "ExpandVolume"
 	// Snapshot: save a snapshot of the data to Member's volume before an upgrade restarts
 	// the first member.
 	Snapshot Kind = "Snapshot"
@@ -236,6 +249,12 @@ func planReachable(o Observed) Action {
 	if a, ok := o.rollback(); ok {
 		return a
 	}
+	if a, ok := o.repairOutdated(); ok {
+		return a
+	}
+	if a, ok := o.rolloutStuck(); ok {
+		return a
+	}
 	if m, ok := o.unhealthyTooLong(); ok {
 		return o.replace(m, fmt.Sprintf("it has been unhealthy since %s, longer than spec.replaceUnhealthyMemberAfter (%s)",
 			m.UnhealthySince.UTC().Format(time.RFC3339), o.ReplaceUnhealthyAfter), etcdv1alpha1.ReasonMembersUnhealthy)
@@ -264,7 +283,10 @@ func planReachable(o Observed) Action {
 	if len(o.Members) < o.Size {
 		return o.addLearner()
 	}
-	if a, ok := o.upgrade(); ok {
+	if a, ok := o.rollOut(); ok {
+		return a
+	}
+	if a, ok := o.growVolumes(); ok {
 		return a
 	}
 	return Action{Kind: None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "all members are running"}

@@ -119,21 +119,29 @@ func (o Observed) someoneRuns(version string) bool {
 	return false
 }
 
-// upgradeStep is one pass of an upgrade: what moves, and how to say it.
+// upgradeStep is one pass over the members not running the current spec: an upgrade, a
+// rollout, or both at once. What moves, and how to say it.
 type upgradeStep struct {
 	desired  string
 	outdated []Member
-	leader   *Member
-	forward  bool // towards a newer release (not going back)
-	reason   string
-	// say prefixes a detail with where the upgrade stands.
+	// versionOutdated counts the outdated members whose pods run another release than
+	// desired; the others only run an older spec.
+	versionOutdated int
+	// fromVersion is the release of the first member not at desired ("" for a rollout).
+	fromVersion string
+	leader      *Member
+	forward     bool // towards a newer release (not going back)
+	reason      string
+	// say prefixes a detail with where the upgrade or rollout stands.
 	say func(detail string) string
 }
 
-// upgrade restarts the next member not at the desired release, once every gate is open.
-// The caller (planReachable) has already made sure that every member is healthy and
-// Ready, no learner is pending and the cluster has its full size.
-func (o Observed) upgrade() (Action, bool) {
+// rollOut restarts the next member whose pod is not at the desired release or not built
+// from the current spec, once every gate is open: one machinery for upgrades and rollouts,
+// and a member that needs both gets both in one restart. The caller (planReachable) has
+// already made sure that every member is healthy and Ready, no learner is pending and the
+// cluster has its full size.
+func (o Observed) rollOut() (Action, bool) {
 	desired := o.Upgrade.Desired()
 	if desired == "" {
 		return Action{}, false
@@ -154,9 +162,9 @@ func (o Observed) upgrade() (Action, bool) {
 	return o.restartNext(st), true
 }
 
-// outdated finds the members not at desired (none when every member is there). stop is set
-// when the upgrade cannot go on: a release unknown, or one that cannot reach desired in one
-// step.
+// outdated finds the members not at desired or not built from the current spec (none when
+// every member is current). stop is set when the upgrade cannot go on: a release unknown,
+// or one that cannot reach desired in one step.
 func (o Observed) outdated(desired string) (st upgradeStep, stop *Action) {
 	st.desired = desired
 	for i, m := range o.Members {
@@ -169,6 +177,9 @@ func (o Observed) outdated(desired string) (st upgradeStep, stop *Action) {
 				Message: fmt.Sprintf("waiting to learn which release member %s runs", m.Name)}
 		}
 		if v == desired {
+			if o.specOutdated(m.Name) {
+				st.outdated = append(st.outdated, m)
+			}
 			continue
 		}
 		// Going back one step (a rollback, or spec.version set back to what members still
@@ -180,12 +191,25 @@ func (o Observed) outdated(desired string) (st upgradeStep, stop *Action) {
 				Message: fmt.Sprintf("member %s runs %s, which cannot go to %s: %v; set spec.version to %s", m.Name, v, desired, err, v)}
 		}
 		st.outdated = append(st.outdated, m)
+		st.versionOutdated++
+		if st.fromVersion == "" {
+			st.fromVersion = v
+		}
 	}
 	if len(st.outdated) == 0 {
 		return st, nil
 	}
-	progress := fmt.Sprintf("%d/%d members at %s", len(o.Members)-len(st.outdated), len(o.Members), desired)
-	st.forward = versions.CheckUpgrade(o.Pods[st.outdated[0].Name].Version, desired) == nil && !o.Upgrade.RolledBack
+	if st.versionOutdated == 0 {
+		st.reason = etcdv1alpha1.ReasonRollingOut
+		progress := fmt.Sprintf("%d of %d members updated", len(o.Members)-len(st.outdated), len(o.Members))
+		st.say = func(detail string) string { return "rolling out the new spec: " + progress + "; " + detail }
+		return st, nil
+	}
+	progress := fmt.Sprintf("%d/%d members at %s", len(o.Members)-st.versionOutdated, len(o.Members), desired)
+	if len(st.outdated) > st.versionOutdated {
+		progress += fmt.Sprintf(", %d of %d members updated", len(o.Members)-len(st.outdated), len(o.Members))
+	}
+	st.forward = versions.CheckUpgrade(st.fromVersion, desired) == nil && !o.Upgrade.RolledBack
 	st.reason = etcdv1alpha1.ReasonUpgrading
 	verb := "upgrading to " + desired
 	switch {
@@ -230,8 +254,7 @@ func (o Observed) prepare(st upgradeStep) (Action, bool) {
 		return Action{Kind: Snapshot, Member: from.Name, Version: st.desired, Reason: st.reason,
 			Message: st.say(fmt.Sprintf("saving a snapshot to the volume of member %s before the first restart", from.Name))}, true
 	}
-	first := o.Pods[st.outdated[0].Name].Version
-	if !o.Upgrade.RaftSnapshotsForced && len(st.outdated) == len(o.Members) && versions.NeedsFreshRaftSnapshots(first, st.desired) {
+	if !o.Upgrade.RaftSnapshotsForced && st.versionOutdated == len(o.Members) && versions.NeedsFreshRaftSnapshots(st.fromVersion, st.desired) {
 		n := o.Upgrade.SnapshotCount + raftSnapshotMargin
 		return Action{Kind: ForceRaftSnapshots, Entries: n, Version: st.desired, Reason: st.reason,
 			Message: st.say(fmt.Sprintf("appending %d no-op raft entries so that every member takes a raft snapshot: %s cannot replay log entries that releases before it wrote",
@@ -241,7 +264,8 @@ func (o Observed) prepare(st upgradeStep) (Action, bool) {
 }
 
 // restartNext restarts the first outdated follower, or moves leadership away from the
-// leader when only it is left (unless it is alone), then restarts it.
+// leader when only it is left (unless it is alone), then restarts it. Leadership goes to a
+// member that is already current when there is one.
 func (o Observed) restartNext(st upgradeStep) Action {
 	next := st.outdated[0]
 	for _, m := range st.outdated {
@@ -251,10 +275,13 @@ func (o Observed) restartNext(st upgradeStep) Action {
 		}
 	}
 	if next.Leader && len(o.Members) > 1 {
-		successor := o.Members[0]
-		for _, m := range o.Members {
-			if !m.Leader && (successor.Leader || o.Pods[m.Name].Version == st.desired && o.Pods[successor.Name].Version != st.desired) {
-				successor = m
+		var successor *Member
+		for i, m := range o.Members {
+			if m.Leader {
+				continue
+			}
+			if successor == nil || !o.current(*successor, st.desired) && o.current(m, st.desired) {
+				successor = &o.Members[i]
 			}
 		}
 		return Action{Kind: MoveLeader, Member: next.Name, MemberID: successor.ID, Reason: st.reason,
@@ -262,4 +289,9 @@ func (o Observed) restartNext(st upgradeStep) Action {
 	}
 	return Action{Kind: RestartMember, Member: next.Name, Version: st.desired, Reason: st.reason,
 		Message: st.say("restarting member " + next.Name)}
+}
+
+// current: m's pod runs desired and is built from the current spec.
+func (o Observed) current(m Member, desired string) bool {
+	return o.Pods[m.Name].Version == desired && !o.specOutdated(m.Name)
 }

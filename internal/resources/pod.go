@@ -1,7 +1,11 @@
 package resources
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +42,10 @@ const (
 	RunAsID int64 = 65532
 )
 
+// AnnotationSpecHash records on a member pod the hash of the spec it was built from
+// (SpecHash): a pod whose hash differs from the one the current spec gives is rolled out.
+const AnnotationSpecHash = "etcd.etcdpilot.io/spec-hash"
+
 // tlsFileMode lets the owner and the group read the Secret files and nobody else. The
 // kubelet gives them the pod's fsGroup, which is etcd's group, so etcd can read its key.
 const tlsFileMode int32 = 0o440
@@ -63,7 +71,7 @@ func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, images versions.Imag
 	meta := objectMeta(c, m.Name, mergeLabels(spec.PodTemplate.Labels, labels))
 	meta.Annotations = copyMap(spec.PodTemplate.Annotations)
 	pt := spec.PodTemplate
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: meta,
 		Spec: corev1.PodSpec{
@@ -83,6 +91,37 @@ func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, images versions.Imag
 			AutomountServiceAccountToken:  ptr.To(false),
 		},
 	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[AnnotationSpecHash] = SpecHash(pod)
+	return pod
+}
+
+// SpecHash is the hash of what shapes a member pod and needs a restart to change: its
+// containers (image, flags, resources, probes), volumes (the claim, the TLS Secret) and
+// scheduling. Left out: the pod's labels and annotations (changed in place), the bootstrap
+// flags --initial-cluster and --initial-cluster-state (read only when the data directory is
+// empty, and different each time a pod is recreated) and init containers (the restore of a
+// new cluster's first member, which runs once).
+func SpecHash(pod *corev1.Pod) string {
+	spec := pod.Spec.DeepCopy()
+	spec.InitContainers = nil
+	for i := range spec.Containers {
+		var args []string
+		for _, a := range spec.Containers[i].Args {
+			if !strings.HasPrefix(a, "--initial-cluster=") && !strings.HasPrefix(a, "--initial-cluster-state=") {
+				args = append(args, a)
+			}
+		}
+		spec.Containers[i].Args = args
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		panic(fmt.Sprintf("a pod spec that does not marshal: %v", err)) // cannot happen: plain API types
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 func memberImage(version string, m MemberConfig, images versions.Images) string {
@@ -252,4 +291,43 @@ func spreadConstraints(in []corev1.TopologySpreadConstraint, cl cluster.Cluster)
 		}
 	}
 	return out
+}
+
+// InPlace returns the labels and annotations a live member pod should carry without a
+// restart, given the pod the current spec gives it (desired): every label and annotation of
+// desired is set, and the others the pod has are kept (the kubelet's, other tools'). Keys
+// removed from spec.podTemplate stay on running pods until they restart. The spec hash is
+// the exception: it says which spec the containers run, so it is only ever set on a pod that
+// has none (made before the operator recorded it) and runs the desired release: such a pod is
+// taken as current. changed is false when the pod already carries everything.
+func InPlace(live, desired *corev1.Pod) (labels, annotations map[string]string, changed bool) {
+	labels, annotations = copyMap(live.Labels), copyMap(live.Annotations)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	set := func(m map[string]string, k, v string) {
+		if old, ok := m[k]; !ok || old != v {
+			m[k] = v
+			changed = true
+		}
+	}
+	for k, v := range desired.Labels {
+		if k == cluster.LabelVersion {
+			continue // the release the containers run: it changes only with a restart
+		}
+		set(labels, k, v)
+	}
+	for k, v := range desired.Annotations {
+		if k == AnnotationSpecHash {
+			if _, has := live.Annotations[k]; !has && live.Labels[cluster.LabelVersion] == desired.Labels[cluster.LabelVersion] {
+				set(annotations, k, v)
+			}
+			continue
+		}
+		set(annotations, k, v)
+	}
+	return labels, annotations, changed
 }

@@ -213,7 +213,9 @@ func TestMemberPodOperatorLabelsWin(t *testing.T) {
 	g.Expect(pod.Labels).To(HaveKeyWithValue(cluster.LabelCluster, "main"))
 	g.Expect(pod.Labels).To(HaveKeyWithValue(cluster.LabelMember, "main-0"))
 	g.Expect(pod.Labels).To(HaveKeyWithValue("team", "storage"))
-	g.Expect(pod.Annotations).To(Equal(map[string]string{"example.com/scrape": "true"}))
+	g.Expect(pod.Annotations).To(HaveKeyWithValue("example.com/scrape", "true"))
+	g.Expect(pod.Annotations).To(HaveKeyWithValue(resources.AnnotationSpecHash, resources.SpecHash(pod)))
+	g.Expect(pod.Annotations).To(HaveLen(2))
 }
 
 func TestMemberPodDefaultAffinity(t *testing.T) {

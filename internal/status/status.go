@@ -29,6 +29,10 @@ type Detail struct {
 type Input struct {
 	// Cluster is the EtcdCluster as read at the start of the reconcile.
 	Cluster *etcdv1alpha1.EtcdCluster
+	// Seen is true when this reconcile observed the members: Observed and Details hold what
+	// it saw. When a step before the observation failed or waits, it is false, and the
+	// status keeps what the last observation found instead of inventing an empty cluster.
+	Seen bool
 	// Observed is what the planner saw; Observed.Members is nil when no member answered.
 	Observed membership.Observed
 	// Details are the status reports of the members that answered, by member name.
@@ -40,13 +44,15 @@ type Input struct {
 }
 
 // Compute returns the status the cluster should have after this reconcile. Existing
-// conditions keep their lastTransitionTime when their status does not change, and
-// observedGeneration only advances when the reconcile succeeded.
+// conditions keep their lastTransitionTime when their status does not change.
+// observedGeneration advances only when the spec is in force: the reconcile succeeded and
+// found nothing left to do (every member runs the current spec, at the desired size), so
+// that `kubectl wait` and GitOps health checks see a change as done only when it is done.
 func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	c := in.Cluster
 	names := cluster.For(c)
 	out := *c.Status.DeepCopy()
-	if in.Err == nil {
+	if in.Err == nil && in.Seen && in.Action.Kind == membership.None {
 		out.ObservedGeneration = c.Generation
 	}
 	out.Selector = labels.SelectorFromSet(names.SelectorLabels()).String()
@@ -55,12 +61,28 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	if names.TLS {
 		out.ClientSecret = names.ClientTLSSecret()
 	}
+	set := func(cond metav1.Condition) {
+		cond.ObservedGeneration = c.Generation
+		meta.SetStatusCondition(&out.Conditions, cond)
+	}
+	if !in.Seen {
+		// Nothing was observed: members, versions and availability stay as last observed.
+		available := notObserved(out.Conditions)
+		progressing := progressingCondition(in.Action)
+		degraded := degradedCondition(in, out)
+		set(available)
+		set(progressing)
+		set(degraded)
+		set(readyCondition(available, progressing, degraded, int(out.ReadyMembers), int(out.UpdatedMembers), int(c.Spec.Size)))
+		return out
+	}
 
 	if in.Observed.Members != nil {
 		out.Members = members(names, in.Observed.Members, in.Details)
 		if v := lowestVersion(out.Members); v != "" {
 			out.CurrentVersion = v
 		}
+		out.UpdatedMembers = int32(in.Observed.Updated())
 	} else {
 		// Nobody answered: keep what is known of the members, none of it healthy.
 		for i := range out.Members {
@@ -75,18 +97,24 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	voters, healthy := countVoters(out.Members)
 	out.ReadyMembers = int32(readyVoters(in.Observed.Members))
 
-	set := func(cond metav1.Condition) {
-		cond.ObservedGeneration = c.Generation
-		meta.SetStatusCondition(&out.Conditions, cond)
-	}
 	available := availableCondition(in, voters, healthy)
 	progressing := progressingCondition(in.Action)
 	degraded := degradedCondition(in, out)
 	set(available)
 	set(progressing)
 	set(degraded)
-	set(readyCondition(available, progressing, degraded, int(out.ReadyMembers), int(c.Spec.Size)))
+	set(readyCondition(available, progressing, degraded, int(out.ReadyMembers), int(out.UpdatedMembers), int(c.Spec.Size)))
 	return out
+}
+
+// notObserved is the Available condition of a pass that did not observe the members: the
+// last one, or Unknown when there is none.
+func notObserved(conds []metav1.Condition) metav1.Condition {
+	if last := meta.FindStatusCondition(conds, etcdv1alpha1.ConditionAvailable); last != nil {
+		return *last
+	}
+	return metav1.Condition{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionUnknown,
+		Reason: etcdv1alpha1.ReasonNotObserved, Message: "the members have not been observed yet"}
 }
 
 func members(names cluster.Cluster, in []membership.Member, details map[string]Detail) []etcdv1alpha1.MemberStatus {
@@ -173,7 +201,17 @@ func degradedCondition(in Input, st etcdv1alpha1.EtcdClusterStatus) metav1.Condi
 		return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
 	}
 	if in.Err != nil {
-		return degraded(etcdv1alpha1.ReasonReconcileFailed, in.Err.Error())
+		msg := in.Err.Error()
+		if !in.Seen {
+			msg += " (the members were not observed in this pass: members and availability are as last observed)"
+		}
+		return degraded(etcdv1alpha1.ReasonReconcileFailed, msg)
+	}
+	if !in.Seen {
+		// Waiting before the observation (certificates): say nothing new about health.
+		if last := meta.FindStatusCondition(st.Conditions, etcdv1alpha1.ConditionDegraded); last != nil {
+			return *last
+		}
 	}
 	if in.Action.Kind == membership.Blocked {
 		return degraded(in.Action.Reason, in.Action.Message)
@@ -211,7 +249,7 @@ func sickMember(m membership.Member, replaceAfter time.Duration) string {
 		m.UnhealthySince.Add(replaceAfter).UTC().Format(time.RFC3339))
 }
 
-func readyCondition(available, progressing, degraded metav1.Condition, ready, size int) metav1.Condition {
+func readyCondition(available, progressing, degraded metav1.Condition, ready, updated, size int) metav1.Condition {
 	notReady := func(reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
 	}
@@ -224,6 +262,8 @@ func readyCondition(available, progressing, degraded metav1.Condition, ready, si
 		return notReady(etcdv1alpha1.ReasonProgressing, progressing.Message)
 	case ready != size:
 		return notReady(etcdv1alpha1.ReasonProgressing, fmt.Sprintf("%d of %d members are ready voting members", ready, size))
+	case updated != size:
+		return notReady(etcdv1alpha1.ReasonProgressing, fmt.Sprintf("%d of %d members run the current spec", updated, size))
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
 		Reason: etcdv1alpha1.ReasonReady, Message: fmt.Sprintf("%d of %d members are ready", ready, size)}

@@ -24,7 +24,7 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	if now, changed := flipped(old, updated, etcdv1alpha1.ConditionAvailable); changed {
 		if now.Status == metav1.ConditionTrue {
 			out = append(out, Event{corev1.EventTypeNormal, "ClusterAvailable", "Observe", now.Message})
-		} else if now.Reason != etcdv1alpha1.ReasonBootstrapping {
+		} else if now.Status == metav1.ConditionFalse && now.Reason != etcdv1alpha1.ReasonBootstrapping {
 			out = append(out, Event{corev1.EventTypeWarning, now.Reason, "Observe", now.Message})
 		}
 	}
@@ -32,6 +32,7 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 		out = append(out, Event{corev1.EventTypeWarning, now.Reason, "Observe", now.Message})
 	}
 	out = append(out, upgradeTransitions(old.Upgrade, updated.Upgrade)...)
+	out = append(out, rolloutTransitions(old, updated)...)
 	wasHealthy := map[string]bool{}
 	for _, m := range old.Members {
 		wasHealthy[m.Name] = m.Healthy
@@ -72,6 +73,24 @@ func upgradeTransitions(old, updated *etcdv1alpha1.UpgradeStatus) []Event {
 	if old.CompletedAt == nil && updated.CompletedAt != nil {
 		return []Event{{corev1.EventTypeNormal, "UpgradeCompleted", "Upgrade",
 			fmt.Sprintf("Every member runs etcd %s", updated.ToVersion)}}
+	}
+	return nil
+}
+
+// rolloutTransitions: a rollout of a changed spec started (Progressing turned RollingOut),
+// or completed (it no longer is, and every member runs the current spec).
+func rolloutTransitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
+	was := meta.FindStatusCondition(old.Conditions, etcdv1alpha1.ConditionProgressing)
+	now := meta.FindStatusCondition(updated.Conditions, etcdv1alpha1.ConditionProgressing)
+	rolling := func(c *metav1.Condition) bool {
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == etcdv1alpha1.ReasonRollingOut
+	}
+	switch {
+	case rolling(now) && !rolling(was):
+		return []Event{{corev1.EventTypeNormal, "RolloutStarted", "Rollout", now.Message}}
+	case rolling(was) && !rolling(now) && int(updated.UpdatedMembers) == len(updated.Members):
+		return []Event{{corev1.EventTypeNormal, "RolloutCompleted", "Rollout",
+			fmt.Sprintf("Every member runs the current spec (%d of %d members updated)", updated.UpdatedMembers, len(updated.Members))}}
 	}
 	return nil
 }
