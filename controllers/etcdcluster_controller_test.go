@@ -58,7 +58,7 @@ func TestBootstrapCreatesOwnedObjectsAndTheSeedOnly(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "boot", &etcdv1alpha1.EtcdCluster{})
 		g.Expect(got.Finalizers).To(ContainElement(controllers.Finalizer))
-		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(got.Status.ObservedGeneration).To(BeZero(), "the spec is not in force while the cluster bootstraps")
 		g.Expect(got.Status.ClientService).To(Equal("boot-client"))
 		g.Expect(got.Status.ClientSecret).To(Equal("boot-client-tls"))
 		g.Expect(got.Status.Selector).To(Equal("app.kubernetes.io/name=etcd,etcd.etcdpilot.io/cluster=boot"))

@@ -182,7 +182,7 @@ func Plan(o Observed) Action {
 			a.Version = o.Upgrade.Desired()
 		}
 	}
-	return a
+	return o.duringRollout(a)
 }
 
 // planUnreachable decides when no member answered: at bootstrap, or when every member is

@@ -52,6 +52,34 @@ func (o Observed) Updated() int {
 	return n
 }
 
+// duringRollout: between its restarts, a rollout waits for the restarted member's pod to be
+// created and to become healthy and Ready. While another member's pod still runs an older
+// spec, those steps belong to the rollout and say so: Progressing keeps the reason RollingOut
+// and how many members run the current spec. (After the last restart nothing tells a rollout
+// from a deleted pod: the last member's return reads RecreatingPod, then WaitingForMembers.)
+func (o Observed) duringRollout(a Action) Action {
+	if o.Members == nil || a.Reason != etcdv1alpha1.ReasonWaitingForMembers && a.Reason != etcdv1alpha1.ReasonRecreatingPod {
+		return a
+	}
+	desired, outdated := o.Upgrade.Desired(), 0
+	for _, m := range o.Members {
+		p, ok := o.Pods[m.Name]
+		switch {
+		case !ok:
+		case p.Version != desired:
+			return a // an upgrade: its own steps say how far it got
+		case o.specOutdated(m.Name):
+			outdated++
+		}
+	}
+	if outdated == 0 {
+		return a
+	}
+	a.Reason = etcdv1alpha1.ReasonRollingOut
+	a.Message = fmt.Sprintf("rolling out the new spec: %d of %d members updated; %s", o.Updated(), len(o.Members), a.Message)
+	return a
+}
+
 // repairOutdated restarts at once an outdated voting member that is not healthy, when its
 // pod already runs the desired release (version changes keep the upgrade's own gates).
 func (o Observed) repairOutdated() (Action, bool) {

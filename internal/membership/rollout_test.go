@@ -89,8 +89,35 @@ func TestRollout(t *testing.T) {
 				o.Pods[e1] = membership.Pod{Version: "3.6.16", SpecHash: "new", Created: now.Add(-time.Minute)}
 				return o
 			},
-			want:  membership.Wait,
-			check: func(g Gomega, a membership.Action) { g.Expect(a.Member).To(Equal(e1)) },
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonRollingOut), "the wait belongs to the rollout")
+				g.Expect(a.Message).To(HavePrefix("rolling out the new spec: 1 of 3 members updated; waiting for member " + e1))
+			},
+		},
+		{
+			name: "a restarted member's pod is created again as part of the rollout",
+			obs: func() membership.Observed {
+				o := rolling("old", "new", "old")
+				delete(o.Pods, e1)
+				return o
+			},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonRollingOut))
+				g.Expect(a.Message).To(ContainSubstring("0 of 3 members updated"))
+			},
+		},
+		{
+			name: "a deleted pod without a rollout is just recreated",
+			obs: func() membership.Observed {
+				o := rolling("new", "new", "new")
+				delete(o.Pods, e1)
+				return o
+			},
+			want:  membership.CreatePod,
+			check: func(g Gomega, a membership.Action) { g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonRecreatingPod)) },
 		},
 		{
 			name: "a restarted member not Ready yet (healthy, readyz failing): wait",
