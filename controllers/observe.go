@@ -75,7 +75,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		if member := p.Labels[cluster.LabelMember]; member != "" {
 			o.pods[member] = p
 			o.planner.Pods[member] = membership.Pod{Ready: podReady(p), Version: p.Labels[cluster.LabelVersion], Created: p.CreationTimestamp.Time,
-				SpecHash: p.Annotations[resources.AnnotationSpecHash]}
+				SpecHash: p.Annotations[resources.AnnotationSpecHash], Terminating: p.DeletionTimestamp != nil}
 		}
 	}
 	var pvcs corev1.PersistentVolumeClaimList

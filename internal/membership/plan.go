@@ -55,6 +55,8 @@ type Pod struct {
 	Version string
 	// Created is when the pod was created.
 	Created time.Time
+	// Terminating is true once the pod is being deleted (a restart under way).
+	Terminating bool
 	// SpecHash is the hash of the spec the pod was built from (its spec-hash annotation).
 	// Empty for a pod made before the operator recorded it: such a pod counts as current.
 	SpecHash string

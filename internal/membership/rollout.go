@@ -85,7 +85,8 @@ func (o Observed) duringRollout(a Action) Action {
 func (o Observed) repairOutdated() (Action, bool) {
 	desired := o.Upgrade.Desired()
 	for _, m := range o.Members {
-		if m.Learner || !m.Started || m.Healthy || o.Pods[m.Name].Version != desired || !o.specOutdated(m.Name) {
+		p := o.Pods[m.Name]
+		if m.Learner || !m.Started || m.Healthy || p.Terminating || p.Version != desired || !o.specOutdated(m.Name) {
 			continue
 		}
 		return Action{Kind: RestartMember, Member: m.Name, Version: desired, Reason: etcdv1alpha1.ReasonRollingOut,

@@ -231,6 +231,29 @@ func TestRollout(t *testing.T) {
 			},
 		},
 		{
+			name: "followers by ordinal, whatever order etcd lists them in (by member ID)",
+			obs: func() membership.Observed {
+				o := rolling("old", "old", "old")
+				o.Members[1], o.Members[2] = o.Members[2], o.Members[1]
+				return o
+			},
+			want:  membership.RestartMember,
+			check: func(g Gomega, a membership.Action) { g.Expect(a.Member).To(Equal(e1)) },
+		},
+		{
+			name: "a pod already being deleted is not restarted again",
+			obs: func() membership.Observed {
+				o := rolling("old", "old", "old")
+				o.Members[1].Healthy, o.Members[1].Ready = false, false
+				p := o.Pods[e1]
+				p.Terminating = true
+				o.Pods[e1] = p
+				return o
+			},
+			want:  membership.Wait,
+			check: func(g Gomega, a membership.Action) { g.Expect(a.Member).To(Equal(e1)) },
+		},
+		{
 			name: "a file system waiting for a restart to grow: the member is rolled",
 			obs: func() membership.Observed {
 				o := rolling("new", "new", "new")

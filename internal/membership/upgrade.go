@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
@@ -167,10 +168,12 @@ func (o Observed) rollOut() (Action, bool) {
 // or one that cannot reach desired in one step.
 func (o Observed) outdated(desired string) (st upgradeStep, stop *Action) {
 	st.desired = desired
-	for i, m := range o.Members {
-		if m.Leader {
+	for i := range o.Members {
+		if o.Members[i].Leader {
 			st.leader = &o.Members[i]
 		}
+	}
+	for _, m := range o.byOrdinal() {
 		v := o.Pods[m.Name].Version
 		if v == "" {
 			return st, &Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonUpgrading,
@@ -289,6 +292,17 @@ func (o Observed) restartNext(st upgradeStep) Action {
 	}
 	return Action{Kind: RestartMember, Member: next.Name, Version: st.desired, Reason: st.reason,
 		Message: st.say("restarting member " + next.Name)}
+}
+
+// byOrdinal returns the members sorted by ordinal (etcd lists them by ID).
+func (o Observed) byOrdinal() []Member {
+	out := append([]Member(nil), o.Members...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, _ := o.Cluster.MemberOrdinal(out[i].Name)
+		b, _ := o.Cluster.MemberOrdinal(out[j].Name)
+		return a < b
+	})
+	return out
 }
 
 // current: m's pod runs desired and is built from the current spec.

@@ -98,7 +98,7 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	out.ReadyMembers = int32(readyVoters(in.Observed.Members))
 
 	available := availableCondition(in, voters, healthy)
-	progressing := progressingCondition(in.Action)
+	progressing := stillRollingOut(progressingCondition(in.Action), c.Status.Conditions, in.Observed)
 	degraded := degradedCondition(in, out)
 	set(available)
 	set(progressing)
@@ -193,6 +193,20 @@ func progressingCondition(a membership.Action) metav1.Condition {
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
 		Reason: a.Reason, Message: a.Message}
+}
+
+// stillRollingOut keeps Progressing at RollingOut while the last restarted member of a rollout
+// comes back (its pod created again, then waited for): the planner cannot tell that from a
+// deleted pod, the last status can.
+func stillRollingOut(p metav1.Condition, last []metav1.Condition, o membership.Observed) metav1.Condition {
+	was := meta.FindStatusCondition(last, etcdv1alpha1.ConditionProgressing)
+	if was == nil || was.Status != metav1.ConditionTrue || was.Reason != etcdv1alpha1.ReasonRollingOut ||
+		p.Reason != etcdv1alpha1.ReasonRecreatingPod && p.Reason != etcdv1alpha1.ReasonWaitingForMembers {
+		return p
+	}
+	p.Reason = etcdv1alpha1.ReasonRollingOut
+	p.Message = fmt.Sprintf("rolling out the new spec: %d of %d members updated; %s", o.Updated(), len(o.Members), p.Message)
+	return p
 }
 
 func degradedCondition(in Input, st etcdv1alpha1.EtcdClusterStatus) metav1.Condition {

@@ -430,3 +430,37 @@ func TestObservedGenerationWaitsForTheSize(t *testing.T) {
 		Action: membership.Action{Kind: membership.AddLearner, Reason: etcdv1alpha1.ReasonAddingMember}})
 	g.Expect(s.ObservedGeneration).To(Equal(int64(3)))
 }
+
+// After the last restart of a rollout, the leader's pod is created again and waited for: the
+// planner sees a plain RecreatingPod or WaitingForMembers, the status keeps RollingOut until
+// the end, and the end is one RolloutCompleted event.
+func TestTheLastMemberOfARolloutIsStillTheRollout(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(3)
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
+		Reason: etcdv1alpha1.ReasonRollingOut, Message: "rolling out the new spec: 2 of 3 members updated; restarting member e-0"}}
+	ms := members(true, true, true)
+	ms[0].Ready = false
+	hashes := map[string]string{"e-0": "new", "e-1": "new", "e-2": "new"}
+	pods := map[string]membership.Pod{"e-0": {SpecHash: "new"}, "e-1": {SpecHash: "new"}, "e-2": {SpecHash: "new"}}
+	obs := membership.Observed{Members: ms, Pods: pods, SpecHashes: hashes}
+
+	s := compute(status.Input{Cluster: c, Observed: obs, Action: membership.Action{Kind: membership.Wait,
+		Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting for the pod of member e-0 to become ready"}})
+	p := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing)
+	g.Expect(p.Reason).To(Equal(etcdv1alpha1.ReasonRollingOut))
+	g.Expect(p.Message).To(Equal("rolling out the new spec: 3 of 3 members updated; waiting for the pod of member e-0 to become ready"))
+	g.Expect(status.Transitions(c.Status, s)).NotTo(ContainElement(HaveField("Reason", HavePrefix("Rollout"))), "no second start, not done yet")
+
+	c.Status = s
+	obs.Members = members(true, true, true)
+	done := compute(status.Input{Cluster: c, Observed: obs, Action: membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected}})
+	g.Expect(status.Transitions(c.Status, done)).To(ContainElement(HaveField("Reason", "RolloutCompleted")))
+
+	// A pod deleted in a steady cluster is not a rollout.
+	c.Status = done
+	obs.Members[2].Ready = false
+	later := compute(status.Input{Cluster: c, Observed: obs, Action: membership.Action{Kind: membership.CreatePod,
+		Reason: etcdv1alpha1.ReasonRecreatingPod, Message: "creating the pod of member e-2"}})
+	g.Expect(meta.FindStatusCondition(later.Conditions, etcdv1alpha1.ConditionProgressing).Reason).To(Equal(etcdv1alpha1.ReasonRecreatingPod))
+}
