@@ -248,39 +248,15 @@ func planReachable(o Observed) Action {
 	if len(o.Members) > o.Size {
 		return o.shrink()
 	}
-	if a, ok := o.rollback(); ok {
-		return a
-	}
-	if a, ok := o.repairOutdated(); ok {
-		return a
-	}
-	if a, ok := o.rolloutStuck(); ok {
+	if a, ok := o.restartGuards(); ok {
 		return a
 	}
 	if m, ok := o.unhealthyTooLong(); ok {
 		return o.replace(m, fmt.Sprintf("it has been unhealthy since %s, longer than spec.replaceUnhealthyMemberAfter (%s)",
 			m.UnhealthySince.UTC().Format(time.RFC3339), o.ReplaceUnhealthyAfter), etcdv1alpha1.ReasonMembersUnhealthy)
 	}
-	for _, m := range o.Members {
-		if !m.Learner {
-			continue
-		}
-		if !m.Started || !m.Healthy {
-			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonPromotingLearner,
-				Message: fmt.Sprintf("waiting for learner %s to start", m.Name)}
-		}
-		return Action{Kind: Promote, Member: m.Name, MemberID: m.ID, Reason: etcdv1alpha1.ReasonPromotingLearner,
-			Message: fmt.Sprintf("promoting learner %s to a voting member", m.Name)}
-	}
-	for _, m := range o.Members {
-		if !m.Healthy {
-			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonWaitingForMembers,
-				Message: fmt.Sprintf("waiting for member %s to become healthy", m.Name)}
-		}
-		if !m.Ready {
-			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonWaitingForMembers,
-				Message: fmt.Sprintf("waiting for the pod of member %s to become ready", m.Name)}
-		}
+	if a, ok := o.learnersAndHealth(); ok {
+		return a
 	}
 	if len(o.Members) < o.Size {
 		return o.addLearner()
@@ -292,6 +268,45 @@ func planReachable(o Observed) Action {
 		return a
 	}
 	return Action{Kind: None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "all members are running"}
+}
+
+// learnersAndHealth promotes a started learner (or waits for it), then waits for any member
+// not healthy or not Ready: every later step needs the whole cluster healthy.
+func (o Observed) learnersAndHealth() (Action, bool) {
+	for _, m := range o.Members {
+		if !m.Learner {
+			continue
+		}
+		if !m.Started || !m.Healthy {
+			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonPromotingLearner,
+				Message: fmt.Sprintf("waiting for learner %s to start", m.Name)}, true
+		}
+		return Action{Kind: Promote, Member: m.Name, MemberID: m.ID, Reason: etcdv1alpha1.ReasonPromotingLearner,
+			Message: fmt.Sprintf("promoting learner %s to a voting member", m.Name)}, true
+	}
+	for _, m := range o.Members {
+		if !m.Healthy {
+			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonWaitingForMembers,
+				Message: fmt.Sprintf("waiting for member %s to become healthy", m.Name)}, true
+		}
+		if !m.Ready {
+			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonWaitingForMembers,
+				Message: fmt.Sprintf("waiting for the pod of member %s to become ready", m.Name)}, true
+		}
+	}
+	return Action{}, false
+}
+
+// restartGuards decide, ahead of the health gates, about members whose restart went wrong or
+// that a restart cannot hurt: an upgrade's rollback, an unhealthy outdated member restarted
+// at once, a stuck rollout stopped.
+func (o Observed) restartGuards() (Action, bool) {
+	for _, guard := range []func() (Action, bool){o.rollback, o.repairOutdated, o.rolloutStuck} {
+		if a, ok := guard(); ok {
+			return a, true
+		}
+	}
+	return Action{}, false
 }
 
 // orphanPod finds a member pod whose member is no longer in the membership.

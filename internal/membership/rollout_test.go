@@ -284,9 +284,10 @@ func TestUpdatedCountsMembersAtTheDesiredReleaseAndSpec(t *testing.T) {
 	g.Expect(o.Updated()).To(Equal(0))
 }
 
-// growing is a healthy, current 3-member cluster whose claims request `have`; the spec asks
-// for `want`.
-func growing(have, want string, expandable *bool) membership.Observed {
+// growing is a healthy, current 3-member cluster whose claims request 4Gi; the spec asks for
+// `want`.
+func growing(want string, expandable *bool) membership.Observed {
+	const have = "4Gi"
 	o := rolling("new", "new", "new")
 	o.Storage = membership.Storage{Size: resource.MustParse(want), Class: "local", Expandable: expandable}
 	for n := range o.Pods {
@@ -305,12 +306,12 @@ func TestVolumeGrowth(t *testing.T) {
 	}{
 		{
 			name: "claims at the size: nothing to do",
-			obs:  func() membership.Observed { return growing("4Gi", "4Gi", nil) },
+			obs:  func() membership.Observed { return growing("4Gi", nil) },
 			want: membership.None,
 		},
 		{
 			name: "a larger size, an expandable class: the first claim grows",
-			obs:  func() membership.Observed { return growing("4Gi", "8Gi", ptr.To(true)) },
+			obs:  func() membership.Observed { return growing("8Gi", ptr.To(true)) },
 			want: membership.ExpandVolume,
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Member).To(Equal(e0))
@@ -321,7 +322,7 @@ func TestVolumeGrowth(t *testing.T) {
 		{
 			name: "one claim still growing: wait, one at a time",
 			obs: func() membership.Observed {
-				o := growing("4Gi", "8Gi", ptr.To(true))
+				o := growing("8Gi", ptr.To(true))
 				o.PVCs[e0] = membership.PVC{Bootstrapped: true, Volume: membership.Volume{Requested: resource.MustParse("8Gi"), Capacity: resource.MustParse("4Gi")}}
 				return o
 			},
@@ -331,7 +332,7 @@ func TestVolumeGrowth(t *testing.T) {
 		{
 			name: "the first claim grown: the next",
 			obs: func() membership.Observed {
-				o := growing("4Gi", "8Gi", ptr.To(true))
+				o := growing("8Gi", ptr.To(true))
 				o.PVCs[e0] = membership.PVC{Bootstrapped: true, Volume: membership.Volume{Requested: resource.MustParse("8Gi"), Capacity: resource.MustParse("8Gi")}}
 				return o
 			},
@@ -343,7 +344,7 @@ func TestVolumeGrowth(t *testing.T) {
 		},
 		{
 			name: "a class without expansion: blocked, naming the class, nothing changed",
-			obs:  func() membership.Observed { return growing("4Gi", "8Gi", ptr.To(false)) },
+			obs:  func() membership.Observed { return growing("8Gi", ptr.To(false)) },
 			want: membership.Blocked,
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonVolumeExpansionNotSupported))
@@ -352,7 +353,7 @@ func TestVolumeGrowth(t *testing.T) {
 		},
 		{
 			name: "a class that is gone: blocked",
-			obs:  func() membership.Observed { return growing("4Gi", "8Gi", nil) },
+			obs:  func() membership.Observed { return growing("8Gi", nil) },
 			want: membership.Blocked,
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Message).To(ContainSubstring(`StorageClass "local" was not found`))
@@ -361,7 +362,7 @@ func TestVolumeGrowth(t *testing.T) {
 		{
 			name: "a member unhealthy: no expansion until the cluster is steady",
 			obs: func() membership.Observed {
-				o := growing("4Gi", "8Gi", ptr.To(true))
+				o := growing("8Gi", ptr.To(true))
 				o.Members[2].Healthy, o.Members[2].Ready = false, false
 				return o
 			},
@@ -370,7 +371,7 @@ func TestVolumeGrowth(t *testing.T) {
 		{
 			name: "a rollout goes first",
 			obs: func() membership.Observed {
-				o := growing("4Gi", "8Gi", ptr.To(true))
+				o := growing("8Gi", ptr.To(true))
 				p := o.Pods[e1]
 				p.SpecHash = "old"
 				o.Pods[e1] = p
@@ -381,7 +382,7 @@ func TestVolumeGrowth(t *testing.T) {
 		{
 			name: "ephemeral clusters have no claims to grow",
 			obs: func() membership.Observed {
-				o := growing("4Gi", "8Gi", ptr.To(true))
+				o := growing("8Gi", ptr.To(true))
 				o.Ephemeral = true
 				return o
 			},

@@ -199,30 +199,34 @@ func (o Observed) outdated(desired string) (st upgradeStep, stop *Action) {
 			st.fromVersion = v
 		}
 	}
-	if len(st.outdated) == 0 {
-		return st, nil
+	if len(st.outdated) > 0 {
+		o.describe(&st)
 	}
+	return st, nil
+}
+
+// describe says where the upgrade or rollout stands, and picks its reason.
+func (o Observed) describe(st *upgradeStep) {
 	if st.versionOutdated == 0 {
 		st.reason = etcdv1alpha1.ReasonRollingOut
 		progress := fmt.Sprintf("%d of %d members updated", len(o.Members)-len(st.outdated), len(o.Members))
 		st.say = func(detail string) string { return "rolling out the new spec: " + progress + "; " + detail }
-		return st, nil
+		return
 	}
-	progress := fmt.Sprintf("%d/%d members at %s", len(o.Members)-st.versionOutdated, len(o.Members), desired)
+	progress := fmt.Sprintf("%d/%d members at %s", len(o.Members)-st.versionOutdated, len(o.Members), st.desired)
 	if len(st.outdated) > st.versionOutdated {
 		progress += fmt.Sprintf(", %d of %d members updated", len(o.Members)-len(st.outdated), len(o.Members))
 	}
-	st.forward = versions.CheckUpgrade(st.fromVersion, desired) == nil && !o.Upgrade.RolledBack
+	st.forward = versions.CheckUpgrade(st.fromVersion, st.desired) == nil && !o.Upgrade.RolledBack
 	st.reason = etcdv1alpha1.ReasonUpgrading
-	verb := "upgrading to " + desired
+	verb := "upgrading to " + st.desired
 	switch {
 	case o.Upgrade.RolledBack:
-		st.reason, verb = etcdv1alpha1.ReasonUpgradeRolledBack, "going back to "+desired+" after the rolled-back upgrade"
+		st.reason, verb = etcdv1alpha1.ReasonUpgradeRolledBack, "going back to "+st.desired+" after the rolled-back upgrade"
 	case !st.forward:
-		verb = "going back to " + desired
+		verb = "going back to " + st.desired
 	}
 	st.say = func(detail string) string { return verb + ": " + progress + "; " + detail }
-	return st, nil
 }
 
 // lagging waits for a member that has not caught up with the leader.
