@@ -64,8 +64,9 @@ LOCAL_PATH_PROVISIONER_VERSION := $(call modver,local-path-provisioner,github.co
 VERSITYGW_VERSION := $(call modver,versitygw,github.com/versity/versitygw)
 # Kubernetes release of the local cluster and envtest.
 K8S_VERSION := $(call modver,kubernetes,k8s.io/kubernetes)
-# etcd releases the operator supports, one pinned module each (hack/tools/etcd-vX.Y); an
-# operand image is built for each.
+# etcd releases the operator supports, one pinned module each: hack/tools/etcd-vX.Y holds the
+# newest patch of a minor, hack/tools/etcd-vX.Y.Z each older patch still supported; an operand
+# image is built for each. internal/versions.Supported lists the same releases (a test checks).
 ETCD_VERSIONS := $(foreach d,$(notdir $(wildcard hack/tools/etcd-v*)),$(call modver,$(d),go.etcd.io/etcd/server/v3))
 # The etcd release the local control plane and envtest run on.
 CONTROL_PLANE_ETCD_VERSION := $(call modver,etcd-v3.6,go.etcd.io/etcd/server/v3)
@@ -114,7 +115,8 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRDs and RBAC from the Go markers.
+manifests: $(CONTROLLER_GEN) ## Write the version markers and pinned images from internal/versions (hack/versions), then the CRDs and RBAC from the Go markers.
+	go run ./hack/versions
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./controllers/..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
@@ -514,12 +516,14 @@ K8S_LDFLAGS := -s -w \
 $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) &:
 	$(call go-build-module,$(K8S_BIN)/,kubernetes,$(addprefix k8s.io/kubernetes/cmd/,$(K8S_BINARIES)),-ldflags "$(K8S_LDFLAGS)")
 
-# One rule per etcd release: server (named etcd), etcdctl, etcdutl, from hack/tools/etcd-vX.Y.
+# One rule per etcd release: server (named etcd), etcdctl, etcdutl, from its module
+# (hack/tools/etcd-vX.Y.Z when it exists, else hack/tools/etcd-vX.Y).
+etcd-module = $(if $(wildcard hack/tools/etcd-$(1)/go.mod),etcd-$(1),etcd-$(basename $(1)))
 define etcd-rule
 $(call ETCD_BIN,$(1))/etcd:
-	$$(call go-build-module,$(call ETCD_BIN,$(1))/etcd,etcd-$(basename $(1)),go.etcd.io/etcd/server/v3,-ldflags "-s -w")
-	$$(call go-build-module,$(call ETCD_BIN,$(1))/etcdctl,etcd-$(basename $(1)),go.etcd.io/etcd/etcdctl/v3,-ldflags "-s -w")
-	$$(call go-build-module,$(call ETCD_BIN,$(1))/etcdutl,etcd-$(basename $(1)),go.etcd.io/etcd/etcdutl/v3,-ldflags "-s -w")
+	$$(call go-build-module,$(call ETCD_BIN,$(1))/etcd,$(call etcd-module,$(1)),go.etcd.io/etcd/server/v3,-ldflags "-s -w")
+	$$(call go-build-module,$(call ETCD_BIN,$(1))/etcdctl,$(call etcd-module,$(1)),go.etcd.io/etcd/etcdctl/v3,-ldflags "-s -w")
+	$$(call go-build-module,$(call ETCD_BIN,$(1))/etcdutl,$(call etcd-module,$(1)),go.etcd.io/etcd/etcdutl/v3,-ldflags "-s -w")
 endef
 $(foreach v,$(ETCD_VERSIONS),$(eval $(call etcd-rule,$(v))))
 

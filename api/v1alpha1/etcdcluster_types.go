@@ -22,16 +22,17 @@ type EtcdClusterSpec struct {
 	Size int32 `json:"size,omitempty"`
 
 	// version is the etcd release the members run, without a leading "v" (for example
-	// "3.6.16"). It must be one of the releases this operator supports; the default is the
-	// newest of them. Changing it upgrades the members one at a time (see the upgrade
-	// design notes): to a newer patch release of the same minor, or to the next minor
-	// release, never skipping one. Downgrades are refused; to cancel an upgrade in progress
-	// or retry one that was rolled back, set it back to status.currentVersion (the version
-	// every member still runs or runs again).
+	// "3.6.16"). It must be one of the releases this operator supports (several patch
+	// releases per minor); the default is the newest of them. Changing it restarts the
+	// members one at a time at the new release (see the upgrade design notes): to any other
+	// supported patch release of the same minor, newer or older, or to a patch release of the
+	// next minor, never skipping one. Going back to an older minor is refused; to cancel an
+	// upgrade in progress or retry one that was rolled back, set it back to
+	// status.currentVersion (the version every member still runs or runs again).
 	// +kubebuilder:default="3.7.3"
-	// +kubebuilder:validation:Enum="3.5.35";"3.6.16";"3.7.3"
+	// +kubebuilder:validation:Enum="3.5.35";"3.6.15";"3.6.16";"3.7.2";"3.7.3"
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="etcd Version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:3.5.35","urn:alm:descriptor:com.tectonic.ui:select:3.6.16","urn:alm:descriptor:com.tectonic.ui:select:3.7.3"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="etcd Version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:3.5.35","urn:alm:descriptor:com.tectonic.ui:select:3.6.15","urn:alm:descriptor:com.tectonic.ui:select:3.6.16","urn:alm:descriptor:com.tectonic.ui:select:3.7.2","urn:alm:descriptor:com.tectonic.ui:select:3.7.3"}
 	Version string `json:"version,omitempty"`
 
 	// storage is where each member keeps its data: a PersistentVolumeClaim per member by
@@ -615,10 +616,10 @@ type MemberStatus struct {
 
 // EtcdCluster is an etcd cluster managed by etcdpilot.
 //
-// The upgrade rule: spec.version moves along the upgrade path (internal/versions.Upgrades; a
-// unit test keeps the pairs here in step), from the old spec and from what the members run.
+// The upgrade rule: spec.version moves along the upgrade path (internal/versions.Upgrades,
+// written here by hack/versions), from the old spec and from what the members run.
 //
-// +kubebuilder:validation:XValidation:rule="self.spec.version == oldSelf.spec.version || (has(self.status) && has(self.status.currentVersion) && self.spec.version == self.status.currentVersion) || ([['3.5.35','3.6.16'],['3.6.16','3.7.3']].exists(p, p[0] == oldSelf.spec.version && p[1] == self.spec.version) && (!has(self.status) || !has(self.status.currentVersion) || self.status.currentVersion == oldSelf.spec.version || [['3.5.35','3.6.16'],['3.6.16','3.7.3']].exists(p, p[0] == self.status.currentVersion && p[1] == self.spec.version)))",messageExpression="'spec.version cannot change from ' + oldSelf.spec.version + ' to ' + self.spec.version + (has(self.status) && has(self.status.currentVersion) ? ' while members run ' + self.status.currentVersion + ':' : ':') + ' etcd is upgraded one minor release at a time (3.5.35 -> 3.6.16 -> 3.7.3) and never downgraded; to cancel or retry an upgrade, set spec.version to status.currentVersion'"
+// +kubebuilder:validation:XValidation:rule="self.spec.version == oldSelf.spec.version || (has(self.status) && has(self.status.currentVersion) && self.spec.version == self.status.currentVersion) || ([['3.5.35','3.6.15'],['3.5.35','3.6.16'],['3.6.15','3.6.16'],['3.6.15','3.7.2'],['3.6.15','3.7.3'],['3.6.16','3.6.15'],['3.6.16','3.7.2'],['3.6.16','3.7.3'],['3.7.2','3.7.3'],['3.7.3','3.7.2']].exists(p, p[0] == oldSelf.spec.version && p[1] == self.spec.version) && (!has(self.status) || !has(self.status.currentVersion) || self.status.currentVersion == oldSelf.spec.version || [['3.5.35','3.6.15'],['3.5.35','3.6.16'],['3.6.15','3.6.16'],['3.6.15','3.7.2'],['3.6.15','3.7.3'],['3.6.16','3.6.15'],['3.6.16','3.7.2'],['3.6.16','3.7.3'],['3.7.2','3.7.3'],['3.7.3','3.7.2']].exists(p, p[0] == self.status.currentVersion && p[1] == self.spec.version)))",messageExpression="'spec.version cannot change from ' + oldSelf.spec.version + ' to ' + self.spec.version + (has(self.status) && has(self.status.currentVersion) ? ' while members run ' + self.status.currentVersion + ':' : ':') + ' etcd is upgraded one minor release at a time (3.5 -> 3.6 -> 3.7), never skipping one and never back to an older minor, and moves freely between the patch releases of a minor (supported: 3.5.35; 3.6.15, 3.6.16; 3.7.2, 3.7.3); to cancel or retry an upgrade, set spec.version to status.currentVersion'"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 48",message="metadata.name must be at most 48 characters: member pod names, which add a suffix, must stay valid DNS labels"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -7,10 +7,13 @@ import (
 	"strings"
 )
 
-// Supported are the etcd releases this operator runs, oldest first. The CRD's enum for
-// spec.version and the operand images built by `make etcd-images` (hack/tools/etcd-v*) must
-// list the same releases; a test checks both.
-var Supported = []string{"3.5.35", "3.6.16", "3.7.3"}
+// Supported are the etcd releases this operator runs, oldest first: several patch releases of
+// a minor may be listed. This table is the one source: `make generate` (hack/versions) writes
+// the CRD's enum, default and upgrade rule for spec.version and the pinned operand images
+// (relatedImages) from it; the operand images built by `make etcd-images` come from one
+// pinned module per release under hack/tools (a test checks they agree). A release, once
+// supported, stays supported for the clusters that run it: remove one only with a migration.
+var Supported = []string{"3.5.35", "3.6.15", "3.6.16", "3.7.2", "3.7.3"}
 
 // Default is the version of a cluster whose spec does not name one: the newest supported.
 func Default() string { return Supported[len(Supported)-1] }
@@ -91,9 +94,10 @@ func PeerSkipClientSANVerificationFlag(v string) string {
 var minPatchForNextMinor = map[string]int{"3.5": 20}
 
 // CheckUpgrade says whether a member running release from may be restarted at release to
-// in one step: a newer patch of the same minor, or the next minor (from a patch release
-// that allows it). Anything else, a skipped minor or a downgrade, is refused with the
-// reason. Equal versions are no upgrade and fine.
+// in one step: any other patch release of the same minor, newer or older (patch releases of a
+// minor share their data format, so moving between them is a rollout), or the next minor
+// (from a patch release that allows it). Anything else, a skipped minor or an older minor,
+// is refused with the reason. Equal versions are no change and fine.
 func CheckUpgrade(from, to string) error {
 	f, err := parse(from)
 	if err != nil {
@@ -108,10 +112,10 @@ func CheckUpgrade(from, to string) error {
 		return nil
 	case t.major != f.major:
 		return fmt.Errorf("%s -> %s changes the major version", from, to)
-	case t.minor < f.minor || t.minor == f.minor && t.patch < f.patch:
-		return fmt.Errorf("%s -> %s is a downgrade, which this operator does not do", from, to)
 	case t.minor == f.minor:
 		return nil
+	case t.minor < f.minor:
+		return fmt.Errorf("%s -> %s is a downgrade to an older minor, which this operator does not do", from, to)
 	case t.minor > f.minor+1:
 		return fmt.Errorf("%s -> %s skips %d.%d: upgrade one minor release at a time", from, to, f.major, f.minor+1)
 	}

@@ -117,13 +117,12 @@ func TestManagerPinsEveryRelease(t *testing.T) {
 
 func TestCheckUpgrade(t *testing.T) {
 	g := NewWithT(t)
-	for _, ok := range [][2]string{{"3.6.16", "3.6.16"}, {"3.6.15", "3.6.16"}, {"3.5.35", "3.6.16"}, {"3.6.16", "3.7.3"}, {"3.5.20", "3.6.0"}} {
+	for _, ok := range [][2]string{{"3.6.16", "3.6.16"}, {"3.6.15", "3.6.16"}, {"3.6.16", "3.6.15"}, {"3.5.35", "3.6.16"}, {"3.6.16", "3.7.3"}, {"3.6.15", "3.7.2"}, {"3.5.20", "3.6.0"}} {
 		g.Expect(versions.CheckUpgrade(ok[0], ok[1])).To(Succeed(), "%s -> %s", ok[0], ok[1])
 	}
 	for _, bad := range []struct{ from, to, why string }{
 		{"3.5.35", "3.7.3", "skips 3.6"},
 		{"3.7.3", "3.6.16", "downgrade"},
-		{"3.6.16", "3.6.15", "downgrade"},
 		{"3.5.19", "3.6.16", "needs 3.5.20 or later first"},
 		{"3.7.3", "4.0.0", "major"},
 		{"v3.6.16", "3.7.3", "not a release version"},
@@ -131,7 +130,13 @@ func TestCheckUpgrade(t *testing.T) {
 	} {
 		g.Expect(versions.CheckUpgrade(bad.from, bad.to)).To(MatchError(ContainSubstring(bad.why)), "%s -> %s", bad.from, bad.to)
 	}
-	g.Expect(versions.Upgrades()).To(Equal([][2]string{{"3.5.35", "3.6.16"}, {"3.6.16", "3.7.3"}}))
+	g.Expect(versions.Upgrades()).To(Equal([][2]string{
+		{"3.5.35", "3.6.15"}, {"3.5.35", "3.6.16"},
+		{"3.6.15", "3.6.16"}, {"3.6.15", "3.7.2"}, {"3.6.15", "3.7.3"},
+		{"3.6.16", "3.6.15"}, {"3.6.16", "3.7.2"}, {"3.6.16", "3.7.3"},
+		{"3.7.2", "3.7.3"},
+		{"3.7.3", "3.7.2"},
+	}), "every patch of a minor to every other, and to every patch of the next minor")
 }
 
 // The CRD's upgrade rule (a CEL rule at the root, which can see the old spec and the

@@ -185,6 +185,19 @@ var _ = Describe("installed through OLM", Label("olm"), Ordered, func() {
 			Expect(got).To(Equal(v), k)
 		}
 
+		By("the new CRD accepts the previous release's clusters as they are; a pod template label reaches their pods in place")
+		c := get(ctx, data, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Spec.PodTemplate.Labels = map[string]string{"e2e.etcdpilot.io/after-upgrade": "yes"}
+		Expect(k8sClient.Patch(ctx, c, patch)).To(Succeed(), "spec.version %s of the previous release is still accepted", c.Spec.Version)
+		Eventually(func(g Gomega) {
+			for _, p := range clusterPods(ctx, data, cluster.Name) {
+				g.Expect(p.Labels).To(HaveKeyWithValue("e2e.etcdpilot.io/after-upgrade", "yes"), p.Name)
+			}
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		Expect(podStates(ctx, data, cluster.Name)).To(Equal(before), "no restart for a label")
+		waitReady(ctx, cluster)
+
 		By("deleting the clusters while the operator runs, then the operator")
 		Expect(k8sClient.Delete(ctx, cluster)).To(Succeed())
 		Expect(k8sClient.Delete(ctx, second)).To(Succeed())

@@ -15,7 +15,7 @@ import (
 )
 
 var _ = Describe("rollouts of spec changes", func() {
-	It("rolls a changed etcd option and resources out to a 3-member cluster under writes: each member restarted once, the leader last, Ready only after the last, no write lost", func(ctx SpecContext) {
+	It("rolls a changed etcd option and resources out to a 3-member cluster under writes: each member restarted once, the leader last, Ready only after the last, no write lost; then moves to an older patch release", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-rollout-")
 		cluster := createCluster(ctx, ns, "ro", 3)
 		before := waitReady(ctx, cluster)
@@ -82,6 +82,25 @@ var _ = Describe("rollouts of spec changes", func() {
 		}
 		after := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
 		Expect(memberIDs(after)).To(Equal(memberIDs(before)), "the same members, with their data")
+
+		By("moving to an older patch release of the same minor: restarted like any change")
+		Expect(after.Status.CurrentVersion).To(Equal("3.7.3"))
+		setVersion(ctx, cluster, "3.7.2")
+		Eventually(func(g Gomega) {
+			got := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+			for _, m := range got.Status.Members {
+				g.Expect(m.Version).To(Equal("3.7.2"), m.Name)
+			}
+			g.Expect(got.Status.CurrentVersion).To(Equal("3.7.2"))
+		}).WithContext(ctx).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		patched := waitReady(ctx, cluster)
+		Expect(patched.Status.ObservedGeneration).To(Equal(patched.Generation))
+		Expect(memberIDs(patched)).To(Equal(memberIDs(before)))
+		for name := range seen {
+			pod := get(ctx, ns, name, &corev1.Pod{})
+			Expect(pod.Labels).To(HaveKeyWithValue("etcd.etcdpilot.io/version", "3.7.2"), name)
+			Expect(pod.Spec.Containers[0].Args).To(ContainElement("--snapshot-count=5000"), "%s keeps the rolled-out option", name)
+		}
 
 		acked, failed := w.stop()
 		GinkgoWriter.Printf("writer: %d acknowledged writes, %d failed attempts\n", len(acked), failed)
