@@ -218,7 +218,7 @@ func TestSeamlessUpgradesRefused(t *testing.T) {
 		ContainSubstring("the API server refuses to change spec.version from 3.6.16 to 3.7.3"),
 		ContainSubstring("spec.version cannot be changed yet"),
 		HaveSuffix("operand upgrades are not built yet (issue 6: rolling, health-gated upgrades)"))))
-	g.Expect(res.Log).To(ContainSubstring("the bundle supports etcd 3.5.35, 3.6.16, 3.7.3"))
+	g.Expect(res.Log).To(ContainSubstring("the bundle supports etcd 3.5.35, 3.6.15, 3.6.16, 3.7.2, 3.7.3"))
 }
 
 // The path taken once the operator rolls upgrades: here the fake operator "upgrades" at
