@@ -87,14 +87,20 @@ type EtcdClusterReconciler struct {
 //  3. Ensure the TLS secrets: the member and client certificates, issued by the operator's
 //     CA, by cert-manager, or given by the user; wait while cert-manager issues them.
 //  4. Ensure the peer and client Services and the PodDisruptionBudget.
-//  5. Observe the member pods and claims, and the etcd membership and health.
-//  6. Plan one change (internal/membership) and carry it out: create, add, promote, move
-//     leadership, remove, replace; for an etcd upgrade, a snapshot, forced raft snapshots,
-//     one member restarted at the new version, or a rollback recorded. A cluster restored
-//     from a backup (restore.go) creates its first member only once the backup is ready,
-//     with an init container that restores it.
-//  7. Patch the status once, computed from steps 5 and 6 (internal/status), and emit
-//     events for the transitions it shows.
+//  5. Observe the member pods and claims, and the etcd membership and health; which spec
+//     each member's pod should run (its spec hash), and, when a claim must grow, whether
+//     its StorageClass allows it.
+//  6. Apply in place what needs no restart: pod template labels and annotations, and the
+//     spec hash on pods made before it was recorded.
+//  7. Plan one change (internal/membership) and carry it out: create, add, promote, move
+//     leadership, remove, replace; for an upgrade or a rollout of a changed spec, one member
+//     restarted (and, for an upgrade, a snapshot, forced raft snapshots or a rollback
+//     recorded); one claim expanded. A cluster restored from a backup (restore.go) creates
+//     its first member only once the backup is ready, with an init container that
+//     restores it.
+//  8. Patch the status once, computed from what steps 5 to 7 saw and did (internal/status),
+//     and emit events for the transitions it shows. A pass that ends before step 5 keeps
+//     the last observation.
 func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, err error) {
 	c := &etcdv1alpha1.EtcdCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
@@ -135,12 +141,12 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		return reconcile.Result{}, in.Err
 	}
 	defer obs.close()
+	// The planner's maps are shared: what the next steps record there, the status sees.
 	in.Seen, in.Observed, in.Details = true, obs.planner, obs.details
 	if err := r.recordBootstrapped(ctx, obs); err != nil {
 		in.Err = fmt.Errorf("recording bootstrapped members: %w", err)
 		return reconcile.Result{}, in.Err
 	}
-	in.Observed = obs.planner
 	if err := r.updatePodsInPlace(ctx, c, obs); err != nil {
 		in.Err = fmt.Errorf("updating member pods in place: %w", err)
 		return reconcile.Result{}, in.Err

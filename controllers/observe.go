@@ -119,9 +119,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	for name := range o.planner.Pods {
 		o.planner.SpecHashes[name] = r.memberSpecHash(c, name, desired)
 	}
-	if err := r.observeStorage(ctx, c, o); err != nil {
-		return nil, err
-	}
+	r.observeStorage(ctx, c, o)
 	return o, nil
 }
 
@@ -148,31 +146,36 @@ func volumeOf(pvc *corev1.PersistentVolumeClaim) membership.Volume {
 
 // observeStorage fills in what spec.storage asks of the claims and, only when a claim must
 // grow, whether its StorageClass allows expansion (read from the API server: the operator
-// does not cache StorageClasses for a question it rarely asks).
-func (r *EtcdClusterReconciler) observeStorage(ctx context.Context, c *etcdv1alpha1.EtcdCluster, o *observation) error {
+// does not cache StorageClasses for a question it rarely asks). A class it cannot read leaves
+// Expandable unknown, with the reason: the planner then changes no claim and says why.
+func (r *EtcdClusterReconciler) observeStorage(ctx context.Context, c *etcdv1alpha1.EtcdCluster, o *observation) {
 	spec := resources.WithDefaults(c.Spec)
 	if spec.Storage.Ephemeral || spec.Storage.Size == nil {
-		return nil
+		return
 	}
-	o.planner.Storage.Size = spec.Storage.Size.DeepCopy()
+	st := &o.planner.Storage
+	st.Size = spec.Storage.Size.DeepCopy()
 	for _, member := range sortedKeys(o.pvcs) {
 		pvc := o.pvcs[member]
-		if !o.planner.Storage.NeedsToGrow(o.planner.PVCs[member].Volume) {
+		if !st.NeedsToGrow(o.planner.PVCs[member].Volume) {
 			continue
 		}
-		class := ptr.Deref(pvc.Spec.StorageClassName, "")
-		o.planner.Storage.Class = class
-		sc := &storagev1.StorageClass{}
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: class}, sc); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil // Expandable stays unknown: the planner says the class is missing
-			}
-			return fmt.Errorf("reading StorageClass %q of claim %s: %w", class, pvc.Name, err)
+		st.Class = ptr.Deref(pvc.Spec.StorageClassName, "")
+		if st.Class == "" {
+			st.Unknown = fmt.Sprintf("claim %s names no StorageClass", pvc.Name)
+			return
 		}
-		o.planner.Storage.Expandable = ptr.To(ptr.Deref(sc.AllowVolumeExpansion, false))
-		return nil
+		sc := &storagev1.StorageClass{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: st.Class}, sc); err != nil {
+			st.Unknown = fmt.Sprintf("StorageClass %q could not be read: %v", st.Class, err)
+			if apierrors.IsNotFound(err) {
+				st.Unknown = fmt.Sprintf("StorageClass %q was not found", st.Class)
+			}
+			return
+		}
+		st.Expandable = ptr.To(ptr.Deref(sc.AllowVolumeExpansion, false))
+		return
 	}
-	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -266,7 +269,9 @@ func (r *EtcdClusterReconciler) recordBootstrapped(ctx context.Context, o *obser
 		if err := r.annotate(ctx, pvc, annotationBootstrapped); err != nil {
 			return err
 		}
-		o.planner.PVCs[m.Name] = membership.PVC{Bootstrapped: true}
+		p := o.planner.PVCs[m.Name]
+		p.Bootstrapped = true
+		o.planner.PVCs[m.Name] = p
 	}
 	return nil
 }

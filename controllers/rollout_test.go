@@ -280,3 +280,24 @@ func TestAClassThatCannotExpandLeavesTheClaimsAndSaysSo(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	g.Expect(requested(g, ns)).To(Equal(map[string]string{"fixed-0-data": "4Gi", "fixed-1-data": "4Gi", "fixed-2-data": "4Gi"}))
 }
+
+func TestAClassThatIsGoneLeavesTheClaimsAndSaysSo(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	readyCluster(g, ns, "gone", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("missing-" + ns) })
+	bindClaims(g, ns)
+
+	c := get(g, ns, "gone", &etcdv1alpha1.EtcdCluster{})
+	c.Spec.Storage.Size = ptr.To(resource.MustParse("8Gi"))
+	g.Expect(k8sClient.Update(ctx, c)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "gone", &etcdv1alpha1.EtcdCluster{})
+		degraded := condition(got, etcdv1alpha1.ConditionDegraded)
+		g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonVolumeExpansionNotSupported))
+		g.Expect(degraded.Message).To(ContainSubstring(`StorageClass "missing-` + ns + `" was not found`))
+		g.Expect(condition(got, etcdv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(requested(g, ns)).To(Equal(map[string]string{"gone-0-data": "4Gi", "gone-1-data": "4Gi", "gone-2-data": "4Gi"}))
+}

@@ -353,10 +353,15 @@ func TestVolumeGrowth(t *testing.T) {
 		},
 		{
 			name: "a class that is gone: blocked",
-			obs:  func() membership.Observed { return growing("8Gi", nil) },
+			obs: func() membership.Observed {
+				o := growing("8Gi", nil)
+				o.Storage.Unknown = `StorageClass "local" was not found`
+				return o
+			},
 			want: membership.Blocked,
 			check: func(g Gomega, a membership.Action) {
-				g.Expect(a.Message).To(ContainSubstring(`StorageClass "local" was not found`))
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonVolumeExpansionNotSupported))
+				g.Expect(a.Message).To(HaveSuffix(`cannot grow: StorageClass "local" was not found; nothing was changed`))
 			},
 		},
 		{

@@ -20,10 +20,12 @@ type Storage struct {
 	// Size is spec.storage.size; zero for an ephemeral cluster.
 	Size resource.Quantity
 	// Class is the StorageClass of the claims that must grow, and Expandable whether it
-	// allows volume expansion; nil when it is not known (the class was not found, or no
-	// claim must grow, in which case it is not looked up).
+	// allows volume expansion: nil when no claim must grow (the class is not looked up
+	// then), or when it is not known, and Unknown says why (the class was not found, could
+	// not be read, or the claim names none).
 	Class      string
 	Expandable *bool
+	Unknown    string
 }
 
 // Volume is a member claim's size and resize state.
@@ -72,9 +74,9 @@ func (o Observed) growVolumes() (Action, bool) {
 	}
 	sortByOrdinal(o.Cluster, small)
 	if o.Storage.Expandable == nil || !*o.Storage.Expandable {
-		why := fmt.Sprintf("its StorageClass %q does not allow volume expansion; set allowVolumeExpansion: true on the class if its provisioner can expand volumes", o.Storage.Class)
+		why := fmt.Sprintf("their StorageClass %q does not allow volume expansion; set allowVolumeExpansion: true on the class if its provisioner can expand volumes", o.Storage.Class)
 		if o.Storage.Expandable == nil {
-			why = fmt.Sprintf("their StorageClass %q was not found", o.Storage.Class)
+			why = o.Storage.Unknown
 		}
 		return Action{Kind: Blocked, Member: small[0], Reason: etcdv1alpha1.ReasonVolumeExpansionNotSupported,
 			Message: fmt.Sprintf("spec.storage.size is %s but %d member claims are smaller and cannot grow: %s; nothing was changed",
