@@ -258,46 +258,42 @@ func TestALargerStorageSizeGrowsTheClaimsOneAtATime(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
 
+// A class that does not allow expansion, or that is gone: no claim changes, and the cluster
+// says why, naming the class, while it stays Available.
 func TestAClassThatCannotExpandLeavesTheClaimsAndSaysSo(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(t)
-	storageClass(g, "fixed-"+ns, false)
-	readyCluster(g, ns, "fixed", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("fixed-" + ns) })
-	bindClaims(g, ns)
+	for _, tc := range []struct {
+		name, class string
+		create      bool
+		says        string
+	}{
+		{name: "fixed", class: "fixed", create: true, says: `StorageClass "fixed-%s" does not allow volume expansion`},
+		{name: "gone", class: "missing", says: `StorageClass "missing-%s" was not found`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			ns := newNamespace(t)
+			class := tc.class + "-" + ns
+			if tc.create {
+				storageClass(g, class, false)
+			}
+			readyCluster(g, ns, tc.name, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To(class) })
+			bindClaims(g, ns)
 
-	c := get(g, ns, "fixed", &etcdv1alpha1.EtcdCluster{})
-	c.Spec.Storage.Size = ptr.To(resource.MustParse("8Gi"))
-	g.Expect(k8sClient.Update(ctx, c)).To(Succeed())
+			c := get(g, ns, tc.name, &etcdv1alpha1.EtcdCluster{})
+			c.Spec.Storage.Size = ptr.To(resource.MustParse("8Gi"))
+			g.Expect(k8sClient.Update(ctx, c)).To(Succeed())
 
-	g.Eventually(func(g Gomega) {
-		got := get(g, ns, "fixed", &etcdv1alpha1.EtcdCluster{})
-		degraded := condition(got, etcdv1alpha1.ConditionDegraded)
-		g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonVolumeExpansionNotSupported))
-		g.Expect(degraded.Message).To(ContainSubstring(`StorageClass "fixed-` + ns + `" does not allow volume expansion`))
-		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(condition(got, etcdv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Expect(requested(g, ns)).To(Equal(map[string]string{"fixed-0-data": "4Gi", "fixed-1-data": "4Gi", "fixed-2-data": "4Gi"}))
-}
-
-func TestAClassThatIsGoneLeavesTheClaimsAndSaysSo(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(t)
-	readyCluster(g, ns, "gone", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("missing-" + ns) })
-	bindClaims(g, ns)
-
-	c := get(g, ns, "gone", &etcdv1alpha1.EtcdCluster{})
-	c.Spec.Storage.Size = ptr.To(resource.MustParse("8Gi"))
-	g.Expect(k8sClient.Update(ctx, c)).To(Succeed())
-
-	g.Eventually(func(g Gomega) {
-		got := get(g, ns, "gone", &etcdv1alpha1.EtcdCluster{})
-		degraded := condition(got, etcdv1alpha1.ConditionDegraded)
-		g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonVolumeExpansionNotSupported))
-		g.Expect(degraded.Message).To(ContainSubstring(`StorageClass "missing-` + ns + `" was not found`))
-		g.Expect(condition(got, etcdv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Expect(requested(g, ns)).To(Equal(map[string]string{"gone-0-data": "4Gi", "gone-1-data": "4Gi", "gone-2-data": "4Gi"}))
+			g.Eventually(func(g Gomega) {
+				got := get(g, ns, tc.name, &etcdv1alpha1.EtcdCluster{})
+				degraded := condition(got, etcdv1alpha1.ConditionDegraded)
+				g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonVolumeExpansionNotSupported))
+				g.Expect(degraded.Message).To(ContainSubstring(fmt.Sprintf(tc.says, ns)))
+				g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(condition(got, etcdv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+			}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+			g.Expect(requested(g, ns)).To(Equal(map[string]string{
+				tc.name + "-0-data": "4Gi", tc.name + "-1-data": "4Gi", tc.name + "-2-data": "4Gi"}))
+		})
+	}
 }
