@@ -2,14 +2,12 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -220,25 +218,23 @@ func (r *EtcdBackupReconciler) jobOutcome(ctx context.Context, b *etcdv1alpha1.E
 		out.Reason = etcdv1alpha1.ReasonBackupTimeout
 		out.Message = fmt.Sprintf("the backup did not finish within spec.timeout (%s); nothing was stored", b.Spec.Timeout.Duration)
 	case term != nil:
-		return r.resultOutcome(b, out, term), nil
+		return resultOutcome(b, out, term), nil
 	case failed != nil:
 		out.Finished = true
 		out.Reason, out.Message = etcdv1alpha1.ReasonBackupPodFailed, "the backup job failed: "+failed.Message
 	default:
 		return out, nil
 	}
-	r.event(b, corev1.EventTypeWarning, "BackupFailed", "Backup", "%s", out.Message)
 	return out, nil
 }
 
 // resultOutcome turns the agent's termination message into the outcome.
-func (r *EtcdBackupReconciler) resultOutcome(b *etcdv1alpha1.EtcdBackup, out status.BackupOutcome, term *corev1.ContainerStateTerminated) status.BackupOutcome {
+func resultOutcome(b *etcdv1alpha1.EtcdBackup, out status.BackupOutcome, term *corev1.ContainerStateTerminated) status.BackupOutcome {
 	out.Finished = true
-	var res agent.Result
-	if err := json.Unmarshal([]byte(term.Message), &res); err != nil || (res.SHA256 == "" && res.Error == "") {
+	res, ok := agent.ParseResult(term.Message)
+	if !ok {
 		out.Reason = etcdv1alpha1.ReasonBackupPodFailed
 		out.Message = fmt.Sprintf("the backup pod ended (exit code %d, %s) without a result: %s", term.ExitCode, term.Reason, lastLine(term.Message))
-		r.event(b, corev1.EventTypeWarning, "BackupFailed", "Backup", "%s", out.Message)
 		return out
 	}
 	if term.ExitCode != 0 {
@@ -246,7 +242,6 @@ func (r *EtcdBackupReconciler) resultOutcome(b *etcdv1alpha1.EtcdBackup, out sta
 		if out.Reason == "" {
 			out.Reason = etcdv1alpha1.ReasonBackupPodFailed
 		}
-		r.event(b, corev1.EventTypeWarning, "BackupFailed", "Backup", "%s: %s", out.Reason, out.Message)
 		return out
 	}
 	key, location := artifactKey(b)
@@ -260,7 +255,6 @@ func (r *EtcdBackupReconciler) resultOutcome(b *etcdv1alpha1.EtcdBackup, out sta
 		Member: res.Member, MemberID: res.MemberID, Revision: res.Revision, EtcdVersion: res.EtcdVersion, ClusterID: res.ClusterID,
 	}
 	out.Message = fmt.Sprintf("stored %s (%d bytes, revision %d, from member %s)", out.Artifact.Location, res.Size, res.Revision, res.Member)
-	r.event(b, corev1.EventTypeNormal, "BackupCompleted", "Backup", "%s", out.Message)
 	return out
 }
 
@@ -364,8 +358,7 @@ func (r *EtcdBackupReconciler) deleteArtifact(ctx context.Context, b *etcdv1alph
 		case batchv1.JobFailed:
 			msg := cond.Message
 			if term, _, err := agentTermination(ctx, r.Client, job); err == nil && term != nil {
-				var res agent.Result
-				if json.Unmarshal([]byte(term.Message), &res) == nil && res.Error != "" {
+				if res, ok := agent.ParseResult(term.Message); ok && res.Error != "" {
 					msg = res.Reason + ": " + res.Error
 				}
 			}
@@ -376,17 +369,14 @@ func (r *EtcdBackupReconciler) deleteArtifact(ctx context.Context, b *etcdv1alph
 	return false, nil
 }
 
+// patchStatus computes the backup's status from the outcome, patches it if it changed, then
+// emits the events of its transitions (BackupCompleted, BackupFailed).
 func (r *EtcdBackupReconciler) patchStatus(ctx context.Context, b *etcdv1alpha1.EtcdBackup, o status.BackupOutcome) error {
-	desired := status.ComputeBackup(b, o, r.now())
-	if apiequality.Semantic.DeepEqual(b.Status, desired) {
-		return nil
+	old, changed, err := patchStatus(ctx, r.Client, b, &b.Status, status.ComputeBackup(b, o, r.now()))
+	if changed {
+		emit(r.Recorder, b, status.BackupTransitions(old, b.Status))
 	}
-	patch := client.MergeFrom(b.DeepCopy())
-	b.Status = desired
-	if err := r.Client.Status().Patch(ctx, b, patch); err != nil {
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
+	return err
 }
 
 func (r *EtcdBackupReconciler) event(b *etcdv1alpha1.EtcdBackup, eventType, reason, action, note string, args ...any) {

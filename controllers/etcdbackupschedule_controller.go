@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +55,7 @@ func (r *EtcdBackupScheduleReconciler) Reconcile(ctx context.Context, req reconc
 	sched, err := backup.ParseSchedule(s.Spec.Schedule)
 	if err != nil {
 		// The API refuses such a schedule; an object stored before a stricter rule may have one.
-		return reconcile.Result{}, r.patchStatus(ctx, s, scheduleStatus(s, nil, nil, etcdv1alpha1.ReasonInvalidSchedule, err.Error()))
+		return reconcile.Result{}, r.patchStatus(ctx, s, status.ComputeSchedule(s, status.Schedule{Invalid: err}))
 	}
 
 	backups, err := r.backups(ctx, s)
@@ -86,16 +85,7 @@ func (r *EtcdBackupScheduleReconciler) Reconcile(ctx context.Context, req reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-
-	reason, msg := etcdv1alpha1.ReasonScheduled, "backups run on schedule "+s.Spec.Schedule
-	if s.Spec.Suspend {
-		reason, msg = etcdv1alpha1.ReasonSuspended, "spec.suspend is set: no backup is created"
-	} else if f := lastFinished(backups); f != nil && !status.BackupSucceeded(f) {
-		c := meta.FindStatusCondition(f.Status.Conditions, etcdv1alpha1.ConditionSucceeded)
-		reason, msg = etcdv1alpha1.ReasonLastBackupFailed, fmt.Sprintf("backup %s failed (%s: %s); the next run tries again", f.Name, c.Reason, c.Message)
-	}
-	st := scheduleStatus(s, backups, &metav1.Time{Time: next}, reason, msg)
-	st.LastScheduleTime = lastSchedule
+	st := status.ComputeSchedule(s, status.Schedule{Backups: items(backups), Next: &metav1.Time{Time: next}, LastSchedule: lastSchedule})
 	if err := r.patchStatus(ctx, s, st); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -149,14 +139,8 @@ func (r *EtcdBackupScheduleReconciler) prune(ctx context.Context, s *etcdv1alpha
 	if s.Spec.Retention != nil {
 		policy = *s.Spec.Retention
 	}
-	items := make([]backup.Item, 0, len(backups))
-	for i := range backups {
-		b := &backups[i]
-		items = append(items, backup.Item{Name: b.Name, Created: scheduledAt(b),
-			Finished: status.BackupFinished(b), Succeeded: status.BackupSucceeded(b)})
-	}
 	gone := map[string]bool{}
-	for _, name := range backup.Prune(items, policy, now) {
+	for _, name := range backup.Prune(items(backups), policy, now) {
 		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name}}
 		if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
 			return nil, fmt.Errorf("deleting backup %s: %w", name, err)
@@ -196,60 +180,26 @@ func unfinished(backups []etcdv1alpha1.EtcdBackup) *etcdv1alpha1.EtcdBackup {
 	return nil
 }
 
-// lastFinished returns the newest finished backup, if any.
-func lastFinished(backups []etcdv1alpha1.EtcdBackup) *etcdv1alpha1.EtcdBackup {
-	var last *etcdv1alpha1.EtcdBackup
+// items are the schedule's backups as retention and the status see them.
+func items(backups []etcdv1alpha1.EtcdBackup) []backup.Item {
+	out := make([]backup.Item, 0, len(backups))
 	for i := range backups {
 		b := &backups[i]
-		if status.BackupFinished(b) && (last == nil || scheduledAt(b).After(scheduledAt(last))) {
-			last = b
+		it := backup.Item{Name: b.Name, Created: scheduledAt(b), Finished: status.BackupFinished(b), Succeeded: status.BackupSucceeded(b)}
+		if b.Status.CompletedAt != nil {
+			it.Completed = b.Status.CompletedAt.Time
 		}
-	}
-	return last
-}
-
-// scheduleStatus is the schedule's status: Ready and the backups' summary.
-func scheduleStatus(s *etcdv1alpha1.EtcdBackupSchedule, backups []etcdv1alpha1.EtcdBackup, next *metav1.Time, reason, msg string) etcdv1alpha1.EtcdBackupScheduleStatus {
-	out := *s.Status.DeepCopy()
-	out.ObservedGeneration = s.Generation
-	out.NextScheduleTime = next
-	if s.Spec.Suspend {
-		out.NextScheduleTime = nil
-	}
-	if backups != nil {
-		out.Backups = int32(len(backups))
-		var newest *etcdv1alpha1.EtcdBackup
-		for i := range backups {
-			b := &backups[i]
-			if status.BackupSucceeded(b) && (newest == nil || b.Status.CompletedAt.After(newest.Status.CompletedAt.Time)) {
-				newest = b
-			}
+		if c := meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionSucceeded); c != nil && it.Finished {
+			it.Reason, it.Message = c.Reason, c.Message
 		}
-		if newest != nil {
-			out.LastSuccessfulBackup = newest.Name
-			out.LastSuccessfulTime = newest.Status.CompletedAt.DeepCopy()
-		}
+		out = append(out, it)
 	}
-	cond := metav1.ConditionTrue
-	if reason != etcdv1alpha1.ReasonScheduled {
-		cond = metav1.ConditionFalse
-	}
-	meta.SetStatusCondition(&out.Conditions, metav1.Condition{
-		Type: etcdv1alpha1.ConditionReady, Status: cond, Reason: reason, Message: msg, ObservedGeneration: s.Generation,
-	})
 	return out
 }
 
 func (r *EtcdBackupScheduleReconciler) patchStatus(ctx context.Context, s *etcdv1alpha1.EtcdBackupSchedule, desired etcdv1alpha1.EtcdBackupScheduleStatus) error {
-	if apiequality.Semantic.DeepEqual(s.Status, desired) {
-		return nil
-	}
-	patch := client.MergeFrom(s.DeepCopy())
-	s.Status = desired
-	if err := r.Client.Status().Patch(ctx, s, patch); err != nil {
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
+	_, _, err := patchStatus(ctx, r.Client, s, &s.Status, desired)
+	return err
 }
 
 func (r *EtcdBackupScheduleReconciler) event(s *etcdv1alpha1.EtcdBackupSchedule, eventType, reason, action, note string, args ...any) {

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -456,23 +455,14 @@ func (r *EtcdClusterReconciler) finalize(ctx context.Context, c *etcdv1alpha1.Et
 	return r.Client.Update(ctx, c)
 }
 
-// patchStatus computes the status and patches it if it changed, then emits events for
-// the transitions between the old status and the new.
+// patchStatus computes the status, patches it if it changed, then emits events for the
+// transitions between the old status and the new.
 func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, c *etcdv1alpha1.EtcdCluster, in status.Input) error {
-	desired := status.Compute(in)
-	if apiequality.Semantic.DeepEqual(c.Status, desired) {
-		return nil
+	old, changed, err := patchStatus(ctx, r.Client, c, &c.Status, status.Compute(in))
+	if changed {
+		emit(r.Recorder, c, status.Transitions(old, c.Status))
 	}
-	old := c.Status
-	patch := client.MergeFrom(c.DeepCopy())
-	c.Status = desired
-	if err := r.Client.Status().Patch(ctx, c, patch); err != nil {
-		return fmt.Errorf("patching status: %w", err)
-	}
-	for _, e := range status.Transitions(old, desired) {
-		r.event(c, e.Type, e.Reason, e.Action, "%s", e.Message)
-	}
-	return nil
+	return err
 }
 
 func (r *EtcdClusterReconciler) event(c *etcdv1alpha1.EtcdCluster, eventType, reason, action, note string, args ...any) {

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,8 +92,7 @@ func (r *EtcdClusterReconciler) restoreProgress(ctx context.Context, c *etcdv1al
 			return restoringNow, nil, nil
 		}
 		msg := term.Message
-		var res agent.Result
-		if json.Unmarshal([]byte(term.Message), &res) == nil && res.Error != "" {
+		if res, ok := agent.ParseResult(term.Message); ok && res.Error != "" {
 			msg = res.Error
 		}
 		return membership.Action{Kind: membership.Blocked, Reason: etcdv1alpha1.ReasonRestoreFailed,

@@ -59,6 +59,17 @@ type Result struct {
 	MaxRSSBytes int64 `json:"maxRSSBytes,omitempty"`
 }
 
+// ParseResult decodes the result the agent left in its container's termination message. ok
+// is false when the message holds no result (the agent died before writing it, or the
+// message is someone else's): a result says either what was stored (SHA256) or what failed
+// (Error).
+func ParseResult(terminationMessage string) (res Result, ok bool) {
+	if err := json.Unmarshal([]byte(terminationMessage), &res); err != nil || res.SHA256 == "" && res.Error == "" {
+		return Result{}, false
+	}
+	return res, true
+}
+
 // Failed reports whether the result is a failure's.
 func (r Result) Failed() bool {
 	return r.Reason != ""

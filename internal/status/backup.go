@@ -3,6 +3,7 @@ package status
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -68,4 +69,18 @@ func BackupFinished(b *etcdv1alpha1.EtcdBackup) bool {
 // BackupSucceeded reports whether a backup's status says its artifact is stored.
 func BackupSucceeded(b *etcdv1alpha1.EtcdBackup) bool {
 	return meta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.ConditionSucceeded) && b.Status.Artifact != nil
+}
+
+// BackupTransitions returns the events the change from status old to status updated of a
+// backup deserves: its end, once, as it was stored.
+func BackupTransitions(old, updated etcdv1alpha1.EtcdBackupStatus) []Event {
+	was := meta.FindStatusCondition(old.Conditions, etcdv1alpha1.ConditionSucceeded)
+	now := meta.FindStatusCondition(updated.Conditions, etcdv1alpha1.ConditionSucceeded)
+	if now == nil || now.Status == metav1.ConditionUnknown || was != nil && was.Status == now.Status {
+		return nil
+	}
+	if now.Status == metav1.ConditionTrue {
+		return []Event{{corev1.EventTypeNormal, "BackupCompleted", "Backup", now.Message}}
+	}
+	return []Event{{corev1.EventTypeWarning, "BackupFailed", "Backup", now.Reason + ": " + now.Message}}
 }

@@ -1,0 +1,42 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdpilot/etcdpilot/internal/status"
+)
+
+// patchStatus is the one way the three kinds write their status: obj's status subresource
+// is patched to desired when it differs from *current (obj's own status field), once per
+// reconcile. It returns the status the patch replaced and whether it patched, so that the
+// caller derives its events from the transitions the patch made, after the patch succeeded:
+// each transition is reported once, and never for a status that was not stored.
+func patchStatus[S any](ctx context.Context, c client.Client, obj client.Object, current *S, desired S) (old S, changed bool, err error) {
+	old = *current
+	if apiequality.Semantic.DeepEqual(old, desired) {
+		return old, false, nil
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	*current = desired
+	if err := c.Status().Patch(ctx, obj, patch); err != nil {
+		*current = old
+		return old, false, fmt.Errorf("patching status: %w", err)
+	}
+	return old, true, nil
+}
+
+// emit records events about obj.
+func emit(recorder events.EventRecorder, obj runtime.Object, evs []status.Event) {
+	if recorder == nil {
+		return
+	}
+	for _, e := range evs {
+		recorder.Eventf(obj, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
+	}
+}

@@ -1,0 +1,50 @@
+package status
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/backup"
+)
+
+// Schedule is what one reconcile of an EtcdBackupSchedule learned and did.
+type Schedule struct {
+	// Invalid is why spec.schedule does not parse (the API refuses such a schedule; an
+	// object stored before a stricter rule may have one); nil otherwise. Nothing else is
+	// known then.
+	Invalid error
+	// Backups are the schedule's backups after this pass (created and pruned), as retention
+	// sees them.
+	Backups []backup.Item
+	// Next is the next run; LastSchedule the latest run acted on.
+	Next, LastSchedule *metav1.Time
+}
+
+// ComputeSchedule returns the schedule's status after this reconcile: Ready
+// (backup.ScheduleReady, or InvalidSchedule), the next and last runs, and the backups'
+// summary.
+func ComputeSchedule(s *etcdv1alpha1.EtcdBackupSchedule, in Schedule) etcdv1alpha1.EtcdBackupScheduleStatus {
+	out := *s.Status.DeepCopy()
+	out.ObservedGeneration = s.Generation
+	ready := metav1.Condition{Type: etcdv1alpha1.ConditionReady, ObservedGeneration: s.Generation}
+	if in.Invalid != nil {
+		out.NextScheduleTime = nil
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, etcdv1alpha1.ReasonInvalidSchedule, in.Invalid.Error()
+		meta.SetStatusCondition(&out.Conditions, ready)
+		return out
+	}
+	out.NextScheduleTime = in.Next.DeepCopy()
+	if s.Spec.Suspend {
+		out.NextScheduleTime = nil
+	}
+	out.LastScheduleTime = in.LastSchedule.DeepCopy()
+	out.Backups = int32(len(in.Backups))
+	if last := backup.LastSucceeded(in.Backups); last != nil {
+		out.LastSuccessfulBackup = last.Name
+		out.LastSuccessfulTime = &metav1.Time{Time: last.Completed}
+	}
+	ready.Status, ready.Reason, ready.Message = backup.ScheduleReady(s.Spec.Suspend, in.Backups)
+	meta.SetStatusCondition(&out.Conditions, ready)
+	return out
+}
