@@ -52,25 +52,13 @@ func (r *EtcdClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1alpha1.E
 	if err != nil {
 		return nil, fmt.Errorf("ensuring the CA secret %s: %w", names.CASecret(), err)
 	}
-	dnsNames := names.ServingDNSNames(r.ClusterDomain)
-	ips := []net.IP{net.IPv4(127, 0, 0, 1)}
-	if _, err := r.ensureLeaf(ctx, c, ca, names.MemberTLSSecret(), now, func(l []byte) error {
-		if err := ca.Verify(l, "", x509.ExtKeyUsageServerAuth, now); err != nil {
-			return err
-		}
-		covers, err := pki.CoversNames(l, dnsNames, ips)
-		if err == nil && !covers {
-			err = fmt.Errorf("does not cover the cluster's names")
-		}
-		return err
-	}, func() (pki.KeyPair, error) {
-		return ca.IssueServer(names.MemberCommonName(), dnsNames, ips, leafValidity, now)
+	member := pki.Leaf{Usage: x509.ExtKeyUsageServerAuth, DNSNames: names.ServingDNSNames(r.ClusterDomain), IPs: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	if _, err := r.ensureLeaf(ctx, c, ca, names.MemberTLSSecret(), now, member, func() (pki.KeyPair, error) {
+		return ca.IssueServer(names.MemberCommonName(), member.DNSNames, member.IPs, leafValidity, now)
 	}); err != nil {
 		return nil, fmt.Errorf("ensuring the member certificate secret %s: %w", names.MemberTLSSecret(), err)
 	}
-	clientPair, err := r.ensureLeaf(ctx, c, ca, names.ClientTLSSecret(), now, func(l []byte) error {
-		return ca.Verify(l, "", x509.ExtKeyUsageClientAuth, now)
-	}, func() (pki.KeyPair, error) {
+	clientPair, err := r.ensureLeaf(ctx, c, ca, names.ClientTLSSecret(), now, pki.Leaf{Usage: x509.ExtKeyUsageClientAuth}, func() (pki.KeyPair, error) {
 		return ca.IssueClient(clientCertName, leafValidity, now)
 	})
 	if err != nil {
@@ -184,22 +172,20 @@ func (r *EtcdClusterReconciler) ensureCA(ctx context.Context, c *etcdv1alpha1.Et
 	return pki.LoadCA(pki.KeyPair{CertPEM: secret.Data[secretCACert], KeyPEM: secret.Data[secretCAKey]})
 }
 
-// ensureLeaf returns the key pair in Secret name, re-issuing it with issue when it is
-// missing, fails check, or is due for renewal.
+// ensureLeaf returns the key pair in Secret name, issuing it again with issue when the CA
+// says it must be (pki.ReissueReason: missing, not the CA's, not covering the names, due
+// for renewal); the event says why.
 func (r *EtcdClusterReconciler) ensureLeaf(ctx context.Context, c *etcdv1alpha1.EtcdCluster, ca *pki.CA, name string, now time.Time,
-	check func(leaf []byte) error, issue func() (pki.KeyPair, error)) (pki.KeyPair, error) {
+	want pki.Leaf, issue func() (pki.KeyPair, error)) (pki.KeyPair, error) {
 	secret := &corev1.Secret{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return pki.KeyPair{}, err
 	}
 	exists := err == nil
-	if exists {
-		leaf := secret.Data[corev1.TLSCertKey]
-		renew, rerr := pki.NeedsRenewal(leaf, now, renewBefore)
-		if rerr == nil && !renew && check(leaf) == nil {
-			return pki.KeyPair{CertPEM: leaf, KeyPEM: secret.Data[corev1.TLSPrivateKeyKey]}, nil
-		}
+	why := ca.ReissueReason(secret.Data[corev1.TLSCertKey], want, now, renewBefore)
+	if exists && why == "" {
+		return pki.KeyPair{CertPEM: secret.Data[corev1.TLSCertKey], KeyPEM: secret.Data[corev1.TLSPrivateKeyKey]}, nil
 	}
 	pair, err := issue()
 	if err != nil {
@@ -217,7 +203,7 @@ func (r *EtcdClusterReconciler) ensureLeaf(ctx context.Context, c *etcdv1alpha1.
 	if err != nil {
 		return pki.KeyPair{}, err
 	}
-	r.event(c, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificate", "Issued a certificate in secret %s", name)
+	r.event(c, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificate", "Issued a certificate in secret %s (the previous: %s)", name, why)
 	return pair, nil
 }
 

@@ -182,6 +182,45 @@ func NeedsRenewal(certPEM []byte, now time.Time, renewBefore time.Duration) (boo
 	return now.Before(cert.NotBefore) || !now.Add(renewBefore).Before(cert.NotAfter), nil
 }
 
+// Leaf is what a leaf certificate the operator issued must be: its usage, and for a serving
+// certificate the names it must cover.
+type Leaf struct {
+	Usage    x509.ExtKeyUsage
+	DNSNames []string
+	IPs      []net.IP
+}
+
+// ReissueReason says why the leaf certificate certPEM (nil when its Secret does not exist)
+// must be issued again at now, or "" when it is fine as it is: missing or unreadable, not
+// signed by ca for its usage, not covering the names it must (the cluster's names changed),
+// or within renewBefore of its expiry (or not valid yet). The operator keeps a certificate
+// that passes, so members and clients keep theirs across reconciles.
+func (ca *CA) ReissueReason(certPEM []byte, want Leaf, now time.Time, renewBefore time.Duration) string {
+	if len(certPEM) == 0 {
+		return "there is none"
+	}
+	renew, err := NeedsRenewal(certPEM, now, renewBefore)
+	switch {
+	case err != nil:
+		return "it cannot be read: " + err.Error()
+	case renew:
+		return "it expires within " + renewBefore.String() + " or is not valid yet"
+	}
+	if err := ca.Verify(certPEM, "", want.Usage, now); err != nil {
+		return "it does not verify against the cluster's CA: " + err.Error()
+	}
+	if len(want.DNSNames) > 0 || len(want.IPs) > 0 {
+		covers, err := CoversNames(certPEM, want.DNSNames, want.IPs)
+		if err != nil {
+			return "its names cannot be checked: " + err.Error()
+		}
+		if !covers {
+			return "it does not cover the cluster's names"
+		}
+	}
+	return ""
+}
+
 // CoversNames reports whether the certificate is valid for every one of dnsNames and
 // ips, so that the operator re-issues it when the cluster's names change. DNS names
 // match as in TLS: case-insensitively, and a wildcard SAN *.peer.ns.svc covers

@@ -533,3 +533,32 @@ func TestVerifyWithCACert(t *testing.T) {
 	g.Expect(pki.VerifyWithCACert(other.CertPEM, leaf.CertPEM, "a.p.ns.svc", x509.ExtKeyUsageServerAuth, now)).NotTo(Succeed())
 	g.Expect(pki.VerifyWithCACert([]byte("junk"), leaf.CertPEM, "", x509.ExtKeyUsageServerAuth, now)).To(MatchError(ContainSubstring("CA certificate")))
 }
+
+// The operator keeps a leaf certificate unless ReissueReason names why not.
+func TestReissueReason(t *testing.T) {
+	g := NewWithT(t)
+	_, ca := newCA(g, now)
+	_, other := newCA(g, now)
+	server := issueServer(g, ca)
+	serving := pki.Leaf{Usage: x509.ExtKeyUsageServerAuth, DNSNames: serverDNSNames, IPs: serverIPs}
+	renewBefore := 30 * 24 * time.Hour
+
+	g.Expect(ca.ReissueReason(server.CertPEM, serving, now, renewBefore)).To(BeEmpty(), "a fresh certificate of this CA for these names")
+	g.Expect(ca.ReissueReason(issueClient(g, ca).CertPEM, pki.Leaf{Usage: x509.ExtKeyUsageClientAuth}, now, renewBefore)).To(BeEmpty())
+
+	for why, tc := range map[string]struct {
+		cert []byte
+		want pki.Leaf
+		at   time.Time
+	}{
+		"there is none":                 {nil, serving, now},
+		"it cannot be read":             {[]byte("not a certificate"), serving, now},
+		"it expires within 720h0m0s":    {server.CertPEM, serving, now.Add(leafValidity - 29*24*time.Hour)},
+		"or is not valid yet":           {server.CertPEM, serving, now.Add(-2 * time.Hour)},
+		"does not verify against":       {issueServer(g, other).CertPEM, serving, now},
+		"does not cover the cluster's":  {server.CertPEM, pki.Leaf{Usage: x509.ExtKeyUsageServerAuth, DNSNames: append([]string{"new.example"}, serverDNSNames...)}, now},
+		"does not verify against the c": {issueClient(g, ca).CertPEM, serving, now},
+	} {
+		g.Expect(ca.ReissueReason(tc.cert, tc.want, tc.at, renewBefore)).To(ContainSubstring(why), why)
+	}
+}
