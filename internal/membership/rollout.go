@@ -80,6 +80,25 @@ func (o Observed) duringRollout(a Action) Action {
 	return a
 }
 
+// SpecInForce says whether the spec is in force: the membership has spec.size voting
+// members, every one's pod runs the desired release and the current spec, and no claim is
+// smaller than spec.storage.size asks. A sick member does not make it so or not: that is
+// health (Available, Degraded), not the spec.
+func (o Observed) SpecInForce() bool {
+	if o.Members == nil || len(o.Members) != o.Size || o.Updated() != len(o.Members) {
+		return false
+	}
+	for _, m := range o.Members {
+		if m.Learner {
+			return false
+		}
+		if v := o.PVCs[m.Name].Volume; !o.Ephemeral && (o.Storage.NeedsToGrow(v) || growing(v)) {
+			return false
+		}
+	}
+	return true
+}
+
 // repairOutdated restarts at once an outdated voting member that is not healthy, when its
 // pod already runs the desired release (version changes keep the upgrade's own gates).
 func (o Observed) repairOutdated() (Action, bool) {

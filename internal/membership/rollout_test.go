@@ -405,3 +405,29 @@ func TestVolumeGrowth(t *testing.T) {
 		})
 	}
 }
+
+func TestSpecInForce(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(rolling("new", "new", "new").SpecInForce()).To(BeTrue())
+	g.Expect(rolling("new", "", "new").SpecInForce()).To(BeTrue(), "a legacy pod counts as current")
+	g.Expect(rolling("new", "old", "new").SpecInForce()).To(BeFalse(), "a member on an older spec")
+
+	sick := rolling("new", "new", "new")
+	sick.Members[1].Healthy, sick.Members[1].Ready = false, false
+	g.Expect(sick.SpecInForce()).To(BeTrue(), "health is not the spec's business")
+
+	bigger := rolling("new", "new", "new")
+	bigger.Size = 5
+	g.Expect(bigger.SpecInForce()).To(BeFalse(), "spec.size not reached")
+
+	learner := rolling("new", "new", "new")
+	learner.Members[2].Learner = true
+	g.Expect(learner.SpecInForce()).To(BeFalse(), "a learner is not promoted yet")
+
+	g.Expect(growing("8Gi", ptr.To(true)).SpecInForce()).To(BeFalse(), "claims smaller than spec.storage.size")
+	g.Expect(growing("4Gi", nil).SpecInForce()).To(BeTrue())
+
+	unknown := rolling("new", "new", "new")
+	unknown.Members = nil
+	g.Expect(unknown.SpecInForce()).To(BeFalse(), "nobody answered")
+}

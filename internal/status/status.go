@@ -46,13 +46,15 @@ type Input struct {
 // Compute returns the status the cluster should have after this reconcile. Existing
 // conditions keep their lastTransitionTime when their status does not change.
 // observedGeneration advances only when the spec is in force: the reconcile succeeded and
-// found nothing left to do (every member runs the current spec, at the desired size), so
-// that `kubectl wait` and GitOps health checks see a change as done only when it is done.
+// saw every member run the current spec, at the desired size and version, with the claims
+// at their size (membership.Observed.SpecInForce), so that `kubectl wait` and GitOps health
+// checks see a change as done only when it is done. A member that falls sick later does not
+// hold it back: that is what Available and Degraded say.
 func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	c := in.Cluster
 	names := cluster.For(c)
 	out := *c.Status.DeepCopy()
-	if in.Err == nil && in.Seen && in.Action.Kind == membership.None {
+	if in.Err == nil && in.Seen && in.Observed.SpecInForce() {
 		out.ObservedGeneration = c.Generation
 	}
 	out.Selector = labels.SelectorFromSet(names.SelectorLabels()).String()

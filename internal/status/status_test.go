@@ -333,6 +333,9 @@ func TestUpgradeIsRecordedStartedRolledBackAndCompleted(t *testing.T) {
 // the current spec (unless the test gave pods).
 func compute(in status.Input) etcdv1alpha1.EtcdClusterStatus {
 	in.Seen = true
+	if in.Observed.Size == 0 {
+		in.Observed.Size = int(in.Cluster.Spec.Size)
+	}
 	if in.Observed.Pods == nil {
 		in.Observed.Pods = map[string]membership.Pod{}
 		for _, m := range in.Observed.Members {
@@ -420,6 +423,19 @@ func TestARolloutIsDoneOnlyWhenEveryMemberRunsTheSpec(t *testing.T) {
 	g.Expect(done.ObservedGeneration).To(Equal(int64(4)))
 	g.Expect(done.UpdatedMembers).To(Equal(int32(3)))
 	g.Expect(meta.IsStatusConditionTrue(done.Conditions, etcdv1alpha1.ConditionReady)).To(BeTrue())
+}
+
+// A spec in force stays in force when a member falls sick: observedGeneration is about the
+// spec; Available, Degraded and Ready say how the cluster is.
+func TestObservedGenerationIsAboutTheSpecNotHealth(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(3)
+	c.Generation, c.Status.ObservedGeneration = 4, 3
+	s := compute(status.Input{Cluster: c, Observed: membership.Observed{Members: members(true, false, true)},
+		Action: membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting for member e-1 to become healthy"}})
+	g.Expect(s.ObservedGeneration).To(Equal(int64(4)))
+	g.Expect(meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionReady)).To(BeFalse())
+	g.Expect(meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeTrue())
 }
 
 func TestObservedGenerationWaitsForTheSize(t *testing.T) {
