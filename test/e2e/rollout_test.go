@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -58,8 +59,11 @@ var _ = Describe("rollouts of spec changes", func() {
 				}
 			}
 			ready := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionReady)
-			if len(order) < 3 && (ready.Status == metav1.ConditionTrue || got.Status.ObservedGeneration == generation) && readyEarly == "" {
-				readyEarly = ready.Message
+			// Ready counts for the change only once it is about its generation: right after
+			// the patch, the operator has not looked yet, and Ready still speaks of the last one.
+			doneEarly := ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == generation || got.Status.ObservedGeneration == generation
+			if len(order) < 3 && doneEarly && readyEarly == "" {
+				readyEarly = fmt.Sprintf("Ready %s for generation %d (%s), observedGeneration %d", ready.Status, ready.ObservedGeneration, ready.Message, got.Status.ObservedGeneration)
 			}
 			g.Expect(order).To(HaveLen(3))
 			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ready.Reason, ready.Message)
