@@ -194,9 +194,9 @@ func TestScheduleReady(t *testing.T) {
 		{"last succeeded", false, []backup.Item{succeeded("s1", 1), failed("f2", 2)},
 			metav1.ConditionTrue, etcdv1alpha1.ReasonScheduled, "backup s1 succeeded"},
 		{"last failed, an older one succeeded", false, []backup.Item{running("r0", 0), failed("f1", 1), succeeded("s2", 2)},
-			metav1.ConditionFalse, etcdv1alpha1.ReasonLastBackupFailed, "backup f1 failed (Timeout): no artifact after 30m"},
+			metav1.ConditionFalse, etcdv1alpha1.ReasonLastBackupFailed, "backup f1 failed (Timeout: no artifact after 30m); the next run tries again"},
 		{"failed without a reason", false, []backup.Item{{Name: "f", Created: ago(1), Finished: true}},
-			metav1.ConditionFalse, etcdv1alpha1.ReasonLastBackupFailed, "backup f failed"},
+			metav1.ConditionFalse, etcdv1alpha1.ReasonLastBackupFailed, "backup f failed; the next run tries again"},
 		{"suspended wins over a failure", true, []backup.Item{failed("f1", 1)},
 			metav1.ConditionFalse, etcdv1alpha1.ReasonSuspended, "spec.suspend is set: no backup is created"},
 	} {

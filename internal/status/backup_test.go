@@ -58,7 +58,7 @@ func TestComputeSchedule(t *testing.T) {
 	ready := meta.FindStatusCondition(st.Conditions, etcdv1alpha1.ConditionReady)
 	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(ready.Reason).To(Equal(etcdv1alpha1.ReasonLastBackupFailed))
-	g.Expect(ready.Message).To(Equal("backup nightly-2 failed (DestinationUnreachable): connection refused"))
+	g.Expect(ready.Message).To(Equal("backup nightly-2 failed (DestinationUnreachable: connection refused); the next run tries again"))
 
 	s.Spec.Suspend = true
 	st = status.ComputeSchedule(s, status.Schedule{Backups: items, Next: next, LastSchedule: last})
