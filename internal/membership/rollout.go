@@ -55,8 +55,9 @@ func (o Observed) Updated() int {
 // duringRollout: between its restarts, a rollout waits for the restarted member's pod to be
 // created and to become healthy and Ready. While another member's pod still runs an older
 // spec, those steps belong to the rollout and say so: Progressing keeps the reason RollingOut
-// and how many members run the current spec. (After the last restart nothing tells a rollout
-// from a deleted pod: the last member's return reads RecreatingPod, then WaitingForMembers.)
+// and how many members run the current spec. After the last restart the observation cannot
+// tell a rollout from a deleted pod; the last status can, and internal/status keeps
+// RollingOut until that member is back.
 func (o Observed) duringRollout(a Action) Action {
 	if o.Members == nil || a.Reason != etcdv1alpha1.ReasonWaitingForMembers && a.Reason != etcdv1alpha1.ReasonRecreatingPod {
 		return a
