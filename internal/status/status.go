@@ -68,11 +68,14 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 		meta.SetStatusCondition(&out.Conditions, cond)
 	}
 	if !in.Seen {
-		// Nothing was observed: members, versions and availability stay as last observed.
+		// Nothing was observed: members, versions and availability stay as last observed,
+		// Available with the generation it was observed for.
 		available := notObserved(out.Conditions)
 		progressing := progressingCondition(in.Action)
 		degraded := degradedCondition(in, out)
-		set(available)
+		if meta.FindStatusCondition(out.Conditions, etcdv1alpha1.ConditionAvailable) == nil {
+			set(available)
+		}
 		set(progressing)
 		set(degraded)
 		set(readyCondition(available, progressing, degraded, int(out.ReadyMembers), int(out.UpdatedMembers), int(c.Spec.Size)))

@@ -358,16 +358,19 @@ func TestAPassThatCouldNotObserveKeepsTheLastObservation(t *testing.T) {
 		Action:  membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"}})
 	g.Expect(cond(g, c.Status, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 
+	c.Generation = 4 // a spec change, and the first pass after it fails before observing
 	s := status.Compute(status.Input{Cluster: c, Err: errors.New(`ensuring service e-client: Operation cannot be fulfilled: the object has been modified`)})
+	g.Expect(s.ObservedGeneration).To(Equal(int64(3)))
 
 	g.Expect(s.Members).To(Equal(c.Status.Members))
 	g.Expect(s.ReadyMembers).To(Equal(int32(3)))
 	g.Expect(s.UpdatedMembers).To(Equal(int32(3)))
 	g.Expect(s.CurrentVersion).To(Equal("3.6.16"))
-	available := cond(g, s, etcdv1alpha1.ConditionAvailable)
+	available := *meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionAvailable)
+	g.Expect(available).To(Equal(*meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionAvailable)), "as observed, for the generation it was observed for")
 	g.Expect(available.Status).To(Equal(metav1.ConditionTrue))
-	g.Expect(available.Reason).To(Equal(etcdv1alpha1.ReasonQuorumAvailable))
-	degraded := cond(g, s, etcdv1alpha1.ConditionDegraded)
+	degraded := *meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionDegraded)
+	g.Expect(degraded.ObservedGeneration).To(Equal(int64(4)))
 	g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonReconcileFailed))
 	g.Expect(degraded.Message).To(ContainSubstring("ensuring service e-client"))
