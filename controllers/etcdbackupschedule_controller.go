@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +77,11 @@ func (r *EtcdBackupScheduleReconciler) Reconcile(ctx context.Context, req reconc
 			if err != nil {
 				return reconcile.Result{}, err
 			}
-			backups = append(backups, *b)
+			// An earlier pass may have created it already (its status not seen yet), and the
+			// list may hold it: counted twice, it would push an older backup out of retention.
+			if !slices.ContainsFunc(backups, func(x etcdv1alpha1.EtcdBackup) bool { return x.Name == b.Name }) {
+				backups = append(backups, *b)
+			}
 		}
 		lastSchedule = &metav1.Time{Time: run}
 	}

@@ -55,11 +55,15 @@ func readyCluster(g Gomega, ns, name string, mutate func(*etcdv1alpha1.EtcdClust
 	return f
 }
 
-func podsReady(g Gomega, ns string) {
+func podsReady(g Gomega, ns string) { podsReadyOf(g, ns, nil) }
+
+// podsReadyOf marks Ready the pods of the namespace that are in uids (name and UID), or
+// every pod when uids is nil.
+func podsReadyOf(g Gomega, ns string, uids map[string]types.UID) {
 	var pods corev1.PodList
 	g.Expect(k8sClient.List(context.Background(), &pods, client.InNamespace(ns))).To(Succeed())
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && !isReady(&p) {
+		if p.DeletionTimestamp == nil && !isReady(&p) && (uids == nil || uids[p.Name] == p.UID) {
 			markPodReady(g, ns, p.Name)
 		}
 	}
@@ -105,7 +109,8 @@ func TestASpecChangeIsRolledOutOneMemberAtATimeLeaderLast(t *testing.T) {
 	uids := map[string]map[types.UID]bool{}
 	sawRollingOut, earlyDone := false, ""
 	g.Eventually(func(g Gomega) {
-		for name, uid := range podUIDs(g, ns) {
+		snapshot := podUIDs(g, ns)
+		for name, uid := range snapshot {
 			if uids[name] == nil {
 				uids[name] = map[types.UID]bool{before[name]: true}
 			}
@@ -127,7 +132,9 @@ func TestASpecChangeIsRolledOutOneMemberAtATimeLeaderLast(t *testing.T) {
 			(got.Status.ObservedGeneration >= generation || ready.ObservedGeneration == generation && ready.Status == metav1.ConditionTrue) {
 			earlyDone = fmt.Sprintf("after %v: observedGeneration %d, Ready %s for generation %d", restarted, got.Status.ObservedGeneration, ready.Status, ready.ObservedGeneration)
 		}
-		podsReady(g, ns)
+		// Only pods this iteration recorded become Ready: a pod made Ready before the test saw
+		// it would let the next restart happen between two looks, and the order be lost.
+		podsReadyOf(g, ns, snapshot)
 		g.Expect(restarted).To(HaveLen(3))
 		g.Expect(got.Status.ObservedGeneration).To(Equal(generation))
 		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))

@@ -56,7 +56,17 @@ func newestFirst(items []Item) []Item {
 //
 // An unset maxCount or maxAge does not limit anything; with neither set nothing is
 // deleted (the API requires one of them).
+//
+// A backup listed twice (a pass that found its run's backup already created, from an
+// earlier pass whose status it did not see yet) counts once: counted twice it would push an
+// older backup out of maxCount.
 func Prune(backups []Item, policy etcdv1alpha1.BackupRetention, now time.Time) []string {
+	seen := map[string]bool{}
+	backups = slices.DeleteFunc(slices.Clone(backups), func(it Item) bool {
+		dup := seen[it.Name]
+		seen[it.Name] = true
+		return dup
+	})
 	ranked := newestFirst(backups)
 	keepSucceeded := slices.IndexFunc(ranked, func(it Item) bool { return it.Succeeded })
 

@@ -138,6 +138,15 @@ func TestPruneBreaksTiesByName(t *testing.T) {
 	}
 }
 
+// A backup listed twice (its run's backup found created already by a pass that had not seen
+// the last status) counts once: maxCount 2 keeps it and the one before.
+func TestPruneCountsABackupListedTwiceOnce(t *testing.T) {
+	g := NewWithT(t)
+	items := []backup.Item{failed("run-2", 3), failed("run-3", 2), failed("run-4", 1), failed("run-4", 1)}
+	g.Expect(backup.Prune(items, retention(2, 0), now)).To(Equal([]string{"run-2"}))
+	g.Expect(items).To(HaveLen(4), "the input is left alone")
+}
+
 func TestPruneDoesNotReorderItsInput(t *testing.T) {
 	g := NewWithT(t)
 	items := []backup.Item{succeeded("old", 5), succeeded("new", 1)}
