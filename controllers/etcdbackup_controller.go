@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -234,7 +233,7 @@ func resultOutcome(b *etcdv1alpha1.EtcdBackup, out status.BackupOutcome, term *c
 	res, ok := agent.ParseResult(term.Message)
 	if !ok {
 		out.Reason = etcdv1alpha1.ReasonBackupPodFailed
-		out.Message = fmt.Sprintf("the backup pod ended (exit code %d, %s) without a result: %s", term.ExitCode, term.Reason, lastLine(term.Message))
+		out.Message = fmt.Sprintf("the backup pod ended (exit code %d, %s) without a result: %s", term.ExitCode, term.Reason, agent.LastLine(term.Message))
 		return out
 	}
 	if term.ExitCode != 0 {
@@ -278,12 +277,6 @@ func agentTermination(ctx context.Context, c client.Client, job *batchv1.Job) (*
 		}
 	}
 	return nil, running, nil
-}
-
-// lastLine is the last non-empty line of a pod's last words, for a message.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }
 
 // syncFinalizer keeps the artifact-deletion finalizer on exactly the backups whose

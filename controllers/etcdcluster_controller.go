@@ -146,7 +146,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		in.Err = fmt.Errorf("recording bootstrapped members: %w", err)
 		return reconcile.Result{}, in.Err
 	}
-	if err := r.updatePodsInPlace(ctx, c, obs); err != nil {
+	if err := r.updatePodsInPlace(ctx, obs); err != nil {
 		in.Err = fmt.Errorf("updating member pods in place: %w", err)
 		return reconcile.Result{}, in.Err
 	}
@@ -296,15 +296,13 @@ func (r *EtcdClusterReconciler) restartMember(ctx context.Context, c *etcdv1alph
 // updatePodsInPlace gives running member pods the labels and annotations of the current spec
 // (spec.podTemplate), which need no restart, and records the spec hash on pods made before
 // the operator recorded it (resources.InPlace).
-func (r *EtcdClusterReconciler) updatePodsInPlace(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) error {
-	desired := obs.planner.Upgrade.Desired()
+func (r *EtcdClusterReconciler) updatePodsInPlace(ctx context.Context, obs *observation) error {
 	for _, member := range sortedKeys(obs.pods) {
 		pod := obs.pods[member]
 		if !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
-		m := resources.MemberConfig{Name: member, Version: desired, Image: r.brokenImage(c, desired)}
-		labels, annotations, changed := resources.InPlace(pod, resources.MemberPod(c, m, r.EtcdImages))
+		labels, annotations, changed := resources.InPlace(pod, obs.desired[member])
 		if !changed {
 			continue
 		}

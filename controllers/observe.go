@@ -36,6 +36,9 @@ type observation struct {
 	details map[string]status.Detail
 	pvcs    map[string]*corev1.PersistentVolumeClaim
 	pods    map[string]*corev1.Pod
+	// desired are, by member, the pods the current spec gives the members that have pods,
+	// at the release they should run: their spec hashes, and what is applied in place.
+	desired map[string]*corev1.Pod
 	etcd    etcd.Client
 	// restore is the backup the first member restores, when this pass creates it.
 	restore *resources.RestoreSource
@@ -64,6 +67,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		details: map[string]status.Detail{},
 		pvcs:    map[string]*corev1.PersistentVolumeClaim{},
 		pods:    map[string]*corev1.Pod{},
+		desired: map[string]*corev1.Pod{},
 	}
 	selector := client.MatchingLabels(names.SelectorLabels())
 	var pods corev1.PodList
@@ -114,19 +118,15 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		}
 	}
 	// The spec each member's pod should be built from, at the release it should run.
-	desired := o.planner.Upgrade.Desired()
+	version := o.planner.Upgrade.Desired()
 	o.planner.SpecHashes = map[string]string{}
 	for name := range o.planner.Pods {
-		o.planner.SpecHashes[name] = r.memberSpecHash(c, name, desired)
+		m := resources.MemberConfig{Name: name, Version: version, Image: r.brokenImage(c, version)}
+		o.desired[name] = resources.MemberPod(c, m, r.EtcdImages)
+		o.planner.SpecHashes[name] = o.desired[name].Annotations[resources.AnnotationSpecHash]
 	}
 	r.observeStorage(ctx, c, o)
 	return o, nil
-}
-
-// memberSpecHash is the spec hash of the pod the current spec gives member at version.
-func (r *EtcdClusterReconciler) memberSpecHash(c *etcdv1alpha1.EtcdCluster, member, version string) string {
-	m := resources.MemberConfig{Name: member, Version: version, Image: r.brokenImage(c, version)}
-	return resources.MemberPod(c, m, r.EtcdImages).Annotations[resources.AnnotationSpecHash]
 }
 
 // volumeOf reads a claim's requested and provided storage and whether its file system waits

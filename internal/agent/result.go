@@ -70,6 +70,13 @@ func ParseResult(terminationMessage string) (res Result, ok bool) {
 	return res, true
 }
 
+// LastLine is the last non-empty line of a container's last words (a termination message
+// without a result, a panic), for a message.
+func LastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
 // Failed reports whether the result is a failure's.
 func (r Result) Failed() bool {
 	return r.Reason != ""

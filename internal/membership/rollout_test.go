@@ -29,12 +29,7 @@ func rolling(hashes ...string) membership.Observed {
 
 func TestRollout(t *testing.T) {
 	e0, e1, e2 := c.MemberName(0), c.MemberName(1), c.MemberName(2)
-	cases := []struct {
-		name  string
-		obs   func() membership.Observed
-		want  membership.Kind
-		check func(g Gomega, a membership.Action)
-	}{
+	runPlanCases(t, []planCase{
 		{
 			name: "every pod built from the current spec: nothing to do",
 			obs:  func() membership.Observed { return rolling("new", "new", "new") },
@@ -263,17 +258,7 @@ func TestRollout(t *testing.T) {
 			want:  membership.RestartMember,
 			check: func(g Gomega, a membership.Action) { g.Expect(a.Member).To(Equal(e2)) },
 		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			a := membership.Plan(tc.obs())
-			g.Expect(a.Kind).To(Equal(tc.want), "%+v", a)
-			if tc.check != nil {
-				tc.check(g, a)
-			}
-		})
-	}
+	})
 }
 
 func TestUpdatedCountsMembersAtTheDesiredReleaseAndSpec(t *testing.T) {
@@ -298,12 +283,7 @@ func growing(want string, expandable *bool) membership.Observed {
 
 func TestVolumeGrowth(t *testing.T) {
 	e0, e1 := c.MemberName(0), c.MemberName(1)
-	cases := []struct {
-		name  string
-		obs   func() membership.Observed
-		want  membership.Kind
-		check func(g Gomega, a membership.Action)
-	}{
+	runPlanCases(t, []planCase{
 		{
 			name: "claims at the size: nothing to do",
 			obs:  func() membership.Observed { return growing("4Gi", nil) },
@@ -393,17 +373,7 @@ func TestVolumeGrowth(t *testing.T) {
 			},
 			want: membership.None,
 		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			a := membership.Plan(tc.obs())
-			g.Expect(a.Kind).To(Equal(tc.want), "%+v", a)
-			if tc.check != nil {
-				tc.check(g, a)
-			}
-		})
-	}
+	})
 }
 
 func TestSpecInForce(t *testing.T) {

@@ -30,12 +30,7 @@ func upgrading(target string, podVersions ...string) membership.Observed {
 
 func TestUpgrade(t *testing.T) {
 	e0, e1, e2 := c.MemberName(0), c.MemberName(1), c.MemberName(2)
-	cases := []struct {
-		name  string
-		obs   func() membership.Observed
-		want  membership.Kind
-		check func(g Gomega, a membership.Action)
-	}{
+	runPlanCases(t, []planCase{
 		{
 			name: "everyone at spec.version: nothing to do",
 			obs:  func() membership.Observed { return upgrading("3.6.16", "3.6.16", "3.6.16", "3.6.16") },
@@ -256,7 +251,20 @@ func TestUpgrade(t *testing.T) {
 			want:  membership.AddLearner,
 			check: func(g Gomega, a membership.Action) { g.Expect(a.Version).To(Equal("3.6.16")) },
 		},
-	}
+	})
+}
+
+// planCase is one row of a planner table test: the observation, the kind of action Plan
+// must choose, and what else to check about it.
+type planCase struct {
+	name  string
+	obs   func() membership.Observed
+	want  membership.Kind
+	check func(g Gomega, a membership.Action)
+}
+
+func runPlanCases(t *testing.T, cases []planCase) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

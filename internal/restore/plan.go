@@ -5,7 +5,6 @@ package restore
 
 import (
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -88,11 +87,5 @@ func progress(a membership.Action, r Observed) membership.Action {
 		msg = res.Error
 	}
 	return membership.Action{Kind: membership.Blocked, Reason: etcdv1alpha1.ReasonRestoreFailed,
-		Message: fmt.Sprintf("the first member %s could not restore the backup (it retries with a growing back-off): %s", r.FirstMember, lastLine(msg))}
-}
-
-// lastLine is the last non-empty line of a container's last words, for a message.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
+		Message: fmt.Sprintf("the first member %s could not restore the backup (it retries with a growing back-off): %s", r.FirstMember, agent.LastLine(msg))}
 }

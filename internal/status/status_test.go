@@ -428,26 +428,33 @@ func TestARolloutIsDoneOnlyWhenEveryMemberRunsTheSpec(t *testing.T) {
 	g.Expect(meta.IsStatusConditionTrue(done.Conditions, etcdv1alpha1.ConditionReady)).To(BeTrue())
 }
 
-// A spec in force stays in force when a member falls sick: observedGeneration is about the
-// spec; Available, Degraded and Ready say how the cluster is.
-func TestObservedGenerationIsAboutTheSpecNotHealth(t *testing.T) {
-	g := NewWithT(t)
-	c := newCluster(3)
-	c.Generation, c.Status.ObservedGeneration = 4, 3
-	s := compute(status.Input{Cluster: c, Observed: membership.Observed{Members: members(true, false, true)},
-		Action: membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting for member e-1 to become healthy"}})
-	g.Expect(s.ObservedGeneration).To(Equal(int64(4)))
-	g.Expect(meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionReady)).To(BeFalse())
-	g.Expect(meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionDegraded)).To(BeTrue())
-}
-
-func TestObservedGenerationWaitsForTheSize(t *testing.T) {
-	g := NewWithT(t)
-	c := newCluster(5)
-	c.Generation, c.Status.ObservedGeneration = 4, 3
-	s := compute(status.Input{Cluster: c, Observed: membership.Observed{Members: members(true, true, true)},
-		Action: membership.Action{Kind: membership.AddLearner, Reason: etcdv1alpha1.ReasonAddingMember}})
-	g.Expect(s.ObservedGeneration).To(Equal(int64(3)))
+// observedGeneration is about the spec: a spec in force stays in force when a member falls
+// sick (Available, Degraded and Ready say how the cluster is), and a spec whose size is not
+// reached yet is not in force.
+func TestObservedGenerationIsAboutTheSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		size    int32
+		members []membership.Member
+		action  membership.Action
+		want    int64
+		sick    bool
+	}{
+		{"a member fell sick", 3, members(true, false, true),
+			membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting for member e-1 to become healthy"}, 4, true},
+		{"3 of 5 members", 5, members(true, true, true),
+			membership.Action{Kind: membership.AddLearner, Reason: etcdv1alpha1.ReasonAddingMember}, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := newCluster(tc.size)
+			c.Generation, c.Status.ObservedGeneration = 4, 3
+			s := compute(status.Input{Cluster: c, Observed: membership.Observed{Members: tc.members}, Action: tc.action})
+			g.Expect(s.ObservedGeneration).To(Equal(tc.want))
+			g.Expect(meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionReady)).To(BeFalse())
+			g.Expect(meta.IsStatusConditionTrue(s.Conditions, etcdv1alpha1.ConditionDegraded)).To(Equal(tc.sick))
+		})
+	}
 }
 
 // After the last restart of a rollout, the leader's pod is created again and waited for: the
