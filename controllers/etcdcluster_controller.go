@@ -39,6 +39,9 @@ const Finalizer = "etcd.etcdpilot.io/cleanup"
 const (
 	requeueProgressing = 2 * time.Second
 	requeueSteady      = 30 * time.Second
+	// requeueRotating is how often a cluster whose CA rotation waits out a phase looks
+	// again.
+	requeueRotating = 10 * time.Second
 )
 
 // EtcdClusterReconciler reconciles EtcdCluster objects.
@@ -64,6 +67,10 @@ type EtcdClusterReconciler struct {
 	// Exec runs a command in a member's container: etcdctl for the snapshot taken before
 	// an upgrade.
 	Exec PodExec
+	// CAMinPhase is how long each of the first two phases of a CA rotation lasts at least
+	// (caMinPhase when zero): long enough for clients mounting the client Secret to see it
+	// change.
+	CAMinPhase time.Duration
 	// AgentImage is the operator's own image, which restores a backup into the first member
 	// of a restored cluster (spec.bootstrap.restore).
 	AgentImage string
@@ -97,7 +104,11 @@ type EtcdClusterReconciler struct {
 //     recorded); one claim expanded. A cluster restored from a backup (restore.go) creates
 //     its first member only once the backup is ready, with an init container that
 //     restores it.
-//  8. Patch the status once, computed from what steps 5 to 7 saw and did (internal/status),
+//  8. With nothing else to do, move the rotation of the operator's CA on (pki.NextRotation):
+//     start it when asked (annotation etcd.etcdpilot.io/rotate-ca) or when the CA nears its
+//     expiry, and end each phase once every member runs it, healthy; the next pass issues
+//     and rolls out what the new phase asks for.
+//  9. Patch the status once, computed from what steps 3 to 8 saw and did (internal/status),
 //     and emit events for the transitions it shows. A pass that ends before step 5 keeps
 //     the last observation.
 func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, err error) {
@@ -120,7 +131,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		}
 	}()
 
-	tlsConfig, err := r.ensureTLS(ctx, c)
+	tlsState, err := r.ensureTLS(ctx, c)
 	var waiting *waitingError
 	if errors.As(err, &waiting) {
 		in.Action = membership.Action{Kind: membership.Wait, Reason: waiting.reason, Message: waiting.message}
@@ -130,11 +141,12 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		in.Err = err
 		return reconcile.Result{}, err
 	}
+	in.TLSSeen, in.CARotation = true, tlsState.caStatus()
 	if err := r.ensureServices(ctx, c); err != nil {
 		in.Err = err
 		return reconcile.Result{}, err
 	}
-	obs, err := r.observe(ctx, c, tlsConfig)
+	obs, err := r.observe(ctx, c, tlsState)
 	if err != nil {
 		in.Err = fmt.Errorf("observing members: %w", err)
 		return reconcile.Result{}, in.Err
@@ -156,6 +168,13 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		return reconcile.Result{}, in.Err
 	}
 	result, err = r.act(ctx, c, obs, in.Action)
+	if err == nil && in.Action.Kind == membership.None {
+		err = r.advanceCARotation(ctx, c, tlsState, obs.planner.Settled())
+		in.CARotation = tlsState.caStatus()
+		if in.CARotation != nil && in.CARotation.Phase != "" {
+			result.RequeueAfter = requeueRotating
+		}
+	}
 	in.Err = err
 	return result, err
 }
@@ -203,7 +222,7 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, a membership.Action) error {
 	switch a.Kind {
 	case membership.CreateSeed, membership.CreatePod:
-		if err := r.createMember(ctx, c, a, obs.restore); err != nil {
+		if err := r.createMember(ctx, c, a, obs.trustHash, obs.restore); err != nil {
 			return fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
 		}
 		r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", a.Member, a.Message)
@@ -219,7 +238,7 @@ func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCl
 		}
 		r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "Added member %s as a learner", a.Member)
 		r.crashAfter(ctx, c, a.Kind)
-		if err := r.createMember(ctx, c, a, nil); err != nil {
+		if err := r.createMember(ctx, c, a, obs.trustHash, nil); err != nil {
 			return fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
 		}
 	case membership.Promote:
@@ -339,8 +358,9 @@ func (r *EtcdClusterReconciler) expandVolume(ctx context.Context, c *etcdv1alpha
 	return nil
 }
 
-// createMember creates a member's claim (unless ephemeral, or it exists) and its pod.
-func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, restore *resources.RestoreSource) error {
+// createMember creates a member's claim (unless ephemeral, or it exists) and its pod, which
+// starts with the TLS material trustHash names.
+func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, trustHash string, restore *resources.RestoreSource) error {
 	if !c.Spec.Storage.Ephemeral {
 		if err := r.Client.Create(ctx, resources.MemberPVC(c, a.Member)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
@@ -348,7 +368,7 @@ func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha
 	}
 	m := resources.MemberConfig{
 		Name: a.Member, InitialCluster: a.InitialCluster, InitialClusterState: a.InitialClusterState,
-		Version: a.Version, Image: r.brokenImage(c, a.Version),
+		Version: a.Version, Image: r.brokenImage(c, a.Version), TrustHash: trustHash,
 	}
 	pod := resources.MemberPod(c, m, r.EtcdImages)
 	if restore != nil {

@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"github.com/etcdpilot/etcdpilot/internal/versions"
+	"time"
 
 	"context"
 	"errors"
@@ -110,7 +111,7 @@ func runWithEnvtest(m *testing.M) int {
 	if err := (&controllers.EtcdClusterReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("etcdpilot"),
 		EtcdImages: versions.Images{Repository: testImageRepository}, ClusterDomain: "cluster.local", NewEtcdClient: fakeEtcd.factory,
-		AgentImage: testAgentImage,
+		AgentImage: testAgentImage, CAMinPhase: time.Second,
 	}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up controller:", err)
 		return 1

@@ -40,6 +40,8 @@ type observation struct {
 	// at the release they should run: their spec hashes, and what is applied in place.
 	desired map[string]*corev1.Pod
 	etcd    etcd.Client
+	// trustHash is what TLS material member pods start with (resources.MemberConfig).
+	trustHash string
 	// restore is the backup the first member restores, when this pass creates it.
 	restore *resources.RestoreSource
 }
@@ -53,7 +55,7 @@ func (o *observation) close() {
 
 // observe lists the member pods and claims and asks the members about the membership and
 // their health. A cluster where no member answers has planner.Members == nil.
-func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.EtcdCluster, tlsConfig *tls.Config) (*observation, error) {
+func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.EtcdCluster, st *tlsState) (*observation, error) {
 	names := cluster.For(c)
 	spec := resources.WithDefaults(c.Spec)
 	o := &observation{
@@ -64,10 +66,11 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 			ReplaceUnhealthyAfter: spec.ReplaceUnhealthyMemberAfter.Duration,
 			Upgrade:               upgradeOf(spec, c.Status.Upgrade),
 		},
-		details: map[string]status.Detail{},
-		pvcs:    map[string]*corev1.PersistentVolumeClaim{},
-		pods:    map[string]*corev1.Pod{},
-		desired: map[string]*corev1.Pod{},
+		details:   map[string]status.Detail{},
+		pvcs:      map[string]*corev1.PersistentVolumeClaim{},
+		pods:      map[string]*corev1.Pod{},
+		desired:   map[string]*corev1.Pod{},
+		trustHash: st.trustHash,
 	}
 	selector := client.MatchingLabels(names.SelectorLabels())
 	var pods corev1.PodList
@@ -100,7 +103,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 			}
 		}
 	}
-	r.observeEtcd(ctx, tlsConfig, o)
+	r.observeEtcd(ctx, st.config, o)
 	// How long each member has been unhealthy carries over from the last status, so that
 	// the bound holds across reconciles and operator restarts.
 	since := map[string]time.Time{}
@@ -121,7 +124,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	version := o.planner.Upgrade.Desired()
 	o.planner.SpecHashes = map[string]string{}
 	for name := range o.planner.Pods {
-		m := resources.MemberConfig{Name: name, Version: version, Image: r.brokenImage(c, version)}
+		m := resources.MemberConfig{Name: name, Version: version, Image: r.brokenImage(c, version), TrustHash: st.trustHash}
 		o.desired[name] = resources.MemberPod(c, m, r.EtcdImages)
 		o.planner.SpecHashes[name] = o.desired[name].Annotations[resources.AnnotationSpecHash]
 	}

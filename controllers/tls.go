@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -21,25 +22,77 @@ import (
 )
 
 // Certificate lifetimes. Leaves are renewed a month before they expire; the members read
-// their certificate files on every handshake, so a renewal needs no restart.
+// their certificate files on every handshake, so a renewal needs no restart. The CA is
+// rotated a year before it expires (a change of trust is rolled out: etcd reads its trusted
+// CAs when it starts), each of the rotation's first two phases lasting at least caMinPhase,
+// so that clients mounting the client Secret see its new content (the kubelet refreshes
+// mounted Secrets about once a minute) before the next phase needs it.
 const (
 	caValidity     = 10 * 365 * 24 * time.Hour
+	caRenewBefore  = 365 * 24 * time.Hour
+	caMinPhase     = 90 * time.Second
 	leafValidity   = 365 * 24 * time.Hour
 	renewBefore    = 30 * 24 * time.Hour
 	clientCertName = "etcdpilot"
 
 	secretCACert = "ca.crt"
 	secretCAKey  = "ca.key"
+	// During a CA rotation the CA Secret also holds the new CA (phase TrustingNew) or the
+	// old CA's certificate (phase ServingNew).
+	secretNextCACert     = "next-ca.crt"
+	secretNextCAKey      = "next-ca.key"
+	secretPreviousCACert = "previous-ca.crt"
+	// The CA Secret records the rotation's phase, since when, and the request that started
+	// the last one.
+	annotationCAPhase      = "etcd.etcdpilot.io/ca-rotation-phase"
+	annotationCAPhaseSince = "etcd.etcdpilot.io/ca-rotation-phase-since"
+	annotationCARequest    = "etcd.etcdpilot.io/ca-rotation-request"
 )
+
+// tlsState is what ensureTLS found and made.
+type tlsState struct {
+	// config is the operator's etcd client configuration; nil when TLS is disabled.
+	config *tls.Config
+	// trustHash identifies the trusted CAs and the member certificate's issuer the member
+	// pods must start with (resources.MemberConfig.TrustHash).
+	trustHash string
+	// ca is the operator's CA (tls.mode OperatorCA), nil otherwise.
+	ca *caSecret
+}
+
+// caStatus is status.caRotation: the operator's CA as its Secret says; nil for the other
+// TLS modes.
+func (st *tlsState) caStatus() *etcdv1alpha1.CARotationStatus {
+	if st == nil || st.ca == nil {
+		return nil
+	}
+	s := st.ca.store
+	out := &etcdv1alpha1.CARotationStatus{Phase: string(s.Phase), Request: s.Request}
+	if !s.PhaseSince.IsZero() {
+		out.PhaseSince = &metav1.Time{Time: s.PhaseSince}
+	}
+	if notAfter, err := pki.NotAfter(s.Signer.CertPEM); err == nil {
+		out.CANotAfter = &metav1.Time{Time: notAfter}
+	}
+	return out
+}
+
+// caSecret is the Secret of a cluster's CA and what it holds.
+type caSecret struct {
+	secret *corev1.Secret
+	store  pki.CAStore
+}
 
 // ensureTLS makes sure the cluster's CA, member certificate and client certificate exist,
 // are signed by the CA, cover the cluster's names and are not about to expire; it issues
-// whatever is missing or wrong. It returns the TLS configuration the operator's etcd client
-// uses (the client certificate), or nil when TLS is disabled.
-func (r *EtcdClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*tls.Config, error) {
+// whatever is missing or wrong. Member and client Secrets carry in ca.crt every CA the
+// cluster trusts (two during a CA rotation). It returns the TLS configuration the operator's
+// etcd client uses (the client certificate, trusting the same CAs), or nil when TLS is
+// disabled.
+func (r *EtcdClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*tlsState, error) {
 	names := cluster.For(c)
 	if !names.TLS {
-		return nil, nil
+		return &tlsState{}, nil
 	}
 	switch c.Spec.TLS.Mode {
 	case etcdv1alpha1.TLSModeSecrets:
@@ -48,23 +101,33 @@ func (r *EtcdClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1alpha1.E
 		return r.certManagerTLS(ctx, c, names)
 	}
 	now := r.now()
-	ca, err := r.ensureCA(ctx, c, names, now)
+	caSec, err := r.ensureCA(ctx, c, names, now)
 	if err != nil {
 		return nil, fmt.Errorf("ensuring the CA secret %s: %w", names.CASecret(), err)
 	}
+	ca, err := pki.LoadCA(caSec.store.Signer)
+	if err != nil {
+		return nil, fmt.Errorf("the CA secret %s: %w", names.CASecret(), err)
+	}
+	trust := caSec.store.Bundle()
 	member := pki.Leaf{Usage: x509.ExtKeyUsageServerAuth, DNSNames: names.ServingDNSNames(r.ClusterDomain), IPs: []net.IP{net.IPv4(127, 0, 0, 1)}}
-	if _, err := r.ensureLeaf(ctx, c, ca, names.MemberTLSSecret(), now, member, func() (pki.KeyPair, error) {
+	memberPair, err := r.ensureLeaf(ctx, c, ca, trust, names.MemberTLSSecret(), now, member, func() (pki.KeyPair, error) {
 		return ca.IssueServer(names.MemberCommonName(), member.DNSNames, member.IPs, leafValidity, now)
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("ensuring the member certificate secret %s: %w", names.MemberTLSSecret(), err)
 	}
-	clientPair, err := r.ensureLeaf(ctx, c, ca, names.ClientTLSSecret(), now, pki.Leaf{Usage: x509.ExtKeyUsageClientAuth}, func() (pki.KeyPair, error) {
+	clientPair, err := r.ensureLeaf(ctx, c, ca, trust, names.ClientTLSSecret(), now, pki.Leaf{Usage: x509.ExtKeyUsageClientAuth}, func() (pki.KeyPair, error) {
 		return ca.IssueClient(clientCertName, leafValidity, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ensuring the client certificate secret %s: %w", names.ClientTLSSecret(), err)
 	}
-	return clientTLSConfig(ca.CertPEM(), clientPair)
+	cfg, err := clientTLSConfig(trust, clientPair)
+	if err != nil {
+		return nil, err
+	}
+	return &tlsState{config: cfg, trustHash: pki.TrustHash(trust, memberPair.CertPEM), ca: caSec}, nil
 }
 
 func clientTLSConfig(caPEM []byte, pair pki.KeyPair) (*tls.Config, error) {
@@ -116,8 +179,10 @@ func (r *EtcdClusterReconciler) readTLSSecret(ctx context.Context, namespace, na
 // providedTLS checks certificates the operator did not issue (the user's, or cert-manager's)
 // and returns the operator's client configuration from them. A Secret that is missing or
 // whose certificate would not work is an error that names the Secret and says what is
-// wrong, and nothing is created until it is fixed. They are checked on every reconcile.
-func (r *EtcdClusterReconciler) providedTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Cluster) (*tls.Config, error) {
+// wrong, and nothing is created until it is fixed. They are checked on every reconcile. The
+// member Secret's ca.crt may hold several CAs (a CA being rotated): a change of them, or of
+// the CA that issued the member certificate, is rolled out to the members.
+func (r *EtcdClusterReconciler) providedTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Cluster) (*tlsState, error) {
 	now := r.now()
 	member, err := r.readTLSSecret(ctx, c.Namespace, names.MemberTLSSecret())
 	if err != nil {
@@ -143,13 +208,17 @@ func (r *EtcdClusterReconciler) providedTLS(ctx context.Context, c *etcdv1alpha1
 	if err := pki.VerifyWithCACert(member[secretCACert], clientData[corev1.TLSCertKey], "", x509.ExtKeyUsageClientAuth, now); err != nil {
 		return nil, fmt.Errorf("TLS secret %s is not a client certificate from the CA of %s: %w", names.ClientTLSSecret(), names.MemberTLSSecret(), err)
 	}
-	return clientTLSConfig(member[secretCACert], pki.KeyPair{CertPEM: clientData[corev1.TLSCertKey], KeyPEM: clientData[corev1.TLSPrivateKeyKey]})
+	cfg, err := clientTLSConfig(member[secretCACert], pki.KeyPair{CertPEM: clientData[corev1.TLSCertKey], KeyPEM: clientData[corev1.TLSPrivateKeyKey]})
+	if err != nil {
+		return nil, err
+	}
+	return &tlsState{config: cfg, trustHash: pki.TrustHash(member[secretCACert], member[corev1.TLSCertKey])}, nil
 }
 
 // ensureCA loads the cluster's CA, creating it when its Secret does not exist. A CA that
 // exists but cannot be loaded is an error, never silently replaced: every member and client
-// trusts it.
-func (r *EtcdClusterReconciler) ensureCA(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Cluster, now time.Time) (*pki.CA, error) {
+// trusts it. A new CA counts the rotate-ca annotation the cluster has as handled.
+func (r *EtcdClusterReconciler) ensureCA(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Cluster, now time.Time) (*caSecret, error) {
 	secret := &corev1.Secret{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: names.CASecret()}, secret)
 	if apierrors.IsNotFound(err) {
@@ -157,25 +226,81 @@ func (r *EtcdClusterReconciler) ensureCA(ctx context.Context, c *etcdv1alpha1.Et
 		if err != nil {
 			return nil, err
 		}
-		secret = tlsSecret(c, names.CASecret(), corev1.SecretTypeOpaque, map[string][]byte{
-			secretCACert: pair.CertPEM, secretCAKey: pair.KeyPEM,
-		})
+		store := pki.CAStore{Signer: pair, Request: c.Annotations[etcdv1alpha1.AnnotationRotateCA]}
+		secret = tlsSecret(c, names.CASecret(), corev1.SecretTypeOpaque, nil)
+		writeCAStore(secret, store)
 		if err := r.Client.Create(ctx, secret); err != nil {
 			return nil, err
 		}
 		r.event(c, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificate", "Created the certificate authority in secret %s", names.CASecret())
-		return pki.LoadCA(pair)
+		return &caSecret{secret: secret, store: store}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return pki.LoadCA(pki.KeyPair{CertPEM: secret.Data[secretCACert], KeyPEM: secret.Data[secretCAKey]})
+	store, err := readCAStore(secret)
+	if err != nil {
+		return nil, err
+	}
+	return &caSecret{secret: secret, store: store}, nil
+}
+
+// readCAStore reads what the CA Secret holds; a rotation phase without the CA it needs is an
+// error (pki.CAStore.Check).
+func readCAStore(secret *corev1.Secret) (pki.CAStore, error) {
+	d, a := secret.Data, secret.Annotations
+	s := pki.CAStore{
+		Signer:          pki.KeyPair{CertPEM: d[secretCACert], KeyPEM: d[secretCAKey]},
+		PreviousCertPEM: d[secretPreviousCACert],
+		Phase:           pki.RotationPhase(a[annotationCAPhase]),
+		Request:         a[annotationCARequest],
+	}
+	if len(d[secretNextCACert]) > 0 || len(d[secretNextCAKey]) > 0 {
+		s.Next = &pki.KeyPair{CertPEM: d[secretNextCACert], KeyPEM: d[secretNextCAKey]}
+	}
+	if since := a[annotationCAPhaseSince]; since != "" {
+		t, err := time.Parse(time.RFC3339, since)
+		if err != nil {
+			return pki.CAStore{}, fmt.Errorf("annotation %s: %w", annotationCAPhaseSince, err)
+		}
+		s.PhaseSince = t
+	}
+	return s, s.Check()
+}
+
+// writeCAStore puts a CA store into its Secret: the CAs in its data, the rotation in its
+// annotations.
+func writeCAStore(secret *corev1.Secret, s pki.CAStore) {
+	secret.Data = map[string][]byte{secretCACert: s.Signer.CertPEM, secretCAKey: s.Signer.KeyPEM}
+	if s.Next != nil {
+		secret.Data[secretNextCACert], secret.Data[secretNextCAKey] = s.Next.CertPEM, s.Next.KeyPEM
+	}
+	if len(s.PreviousCertPEM) > 0 {
+		secret.Data[secretPreviousCACert] = s.PreviousCertPEM
+	}
+	if secret.Annotations == nil {
+		secret.Annotations = map[string]string{}
+	}
+	set := func(k, v string) {
+		if v == "" {
+			delete(secret.Annotations, k)
+		} else {
+			secret.Annotations[k] = v
+		}
+	}
+	set(annotationCAPhase, string(s.Phase))
+	set(annotationCARequest, s.Request)
+	set(annotationCAPhaseSince, "")
+	if !s.PhaseSince.IsZero() {
+		set(annotationCAPhaseSince, s.PhaseSince.UTC().Format(time.RFC3339))
+	}
 }
 
 // ensureLeaf returns the key pair in Secret name, issuing it again with issue when the CA
 // says it must be (pki.ReissueReason: missing, not the CA's, not covering the names, due
-// for renewal); the event says why.
-func (r *EtcdClusterReconciler) ensureLeaf(ctx context.Context, c *etcdv1alpha1.EtcdCluster, ca *pki.CA, name string, now time.Time,
+// for renewal); the event says why. Its ca.crt is kept equal to trust, the CAs the cluster
+// trusts.
+func (r *EtcdClusterReconciler) ensureLeaf(ctx context.Context, c *etcdv1alpha1.EtcdCluster, ca *pki.CA, trust []byte, name string, now time.Time,
 	want pki.Leaf, issue func() (pki.KeyPair, error)) (pki.KeyPair, error) {
 	secret := &corev1.Secret{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret)
@@ -185,14 +310,23 @@ func (r *EtcdClusterReconciler) ensureLeaf(ctx context.Context, c *etcdv1alpha1.
 	exists := err == nil
 	why := ca.ReissueReason(secret.Data[corev1.TLSCertKey], want, now, renewBefore)
 	if exists && why == "" {
-		return pki.KeyPair{CertPEM: secret.Data[corev1.TLSCertKey], KeyPEM: secret.Data[corev1.TLSPrivateKeyKey]}, nil
+		pair := pki.KeyPair{CertPEM: secret.Data[corev1.TLSCertKey], KeyPEM: secret.Data[corev1.TLSPrivateKeyKey]}
+		if bytes.Equal(secret.Data[secretCACert], trust) {
+			return pair, nil
+		}
+		secret.Data[secretCACert] = trust
+		if err := r.Client.Update(ctx, secret); err != nil {
+			return pki.KeyPair{}, err
+		}
+		r.event(c, corev1.EventTypeNormal, "TrustUpdated", "IssueCertificate", "Updated the trusted CAs (ca.crt) in secret %s", name)
+		return pair, nil
 	}
 	pair, err := issue()
 	if err != nil {
 		return pki.KeyPair{}, err
 	}
 	desired := tlsSecret(c, name, corev1.SecretTypeTLS, map[string][]byte{
-		secretCACert: ca.CertPEM(), corev1.TLSCertKey: pair.CertPEM, corev1.TLSPrivateKeyKey: pair.KeyPEM,
+		secretCACert: trust, corev1.TLSCertKey: pair.CertPEM, corev1.TLSPrivateKeyKey: pair.KeyPEM,
 	})
 	if exists {
 		secret.Data = desired.Data
@@ -205,6 +339,35 @@ func (r *EtcdClusterReconciler) ensureLeaf(ctx context.Context, c *etcdv1alpha1.
 	}
 	r.event(c, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificate", "Issued a certificate in secret %s (the previous: %s)", name, why)
 	return pair, nil
+}
+
+// advanceCARotation moves the rotation of the operator's CA on (pki.NextRotation): it starts
+// when the EtcdCluster's rotate-ca annotation has a new value or the CA nears its expiry,
+// and each phase ends once it is in force on every member (settled). The next pass issues
+// and rolls out what the new phase asks for.
+func (r *EtcdClusterReconciler) advanceCARotation(ctx context.Context, c *etcdv1alpha1.EtcdCluster, st *tlsState, settled bool) error {
+	if st == nil || st.ca == nil {
+		return nil
+	}
+	minPhase := r.CAMinPhase
+	if minPhase == 0 {
+		minPhase = caMinPhase
+	}
+	step, ok, err := pki.NextRotation(st.ca.store, pki.RotationInput{
+		Request: c.Annotations[etcdv1alpha1.AnnotationRotateCA], RenewBefore: caRenewBefore, Settled: settled,
+		MinPhase: minPhase, Now: r.now(), CommonName: c.Name + " etcd CA", Validity: caValidity,
+	})
+	if err != nil || !ok {
+		return err
+	}
+	secret := st.ca.secret.DeepCopy()
+	writeCAStore(secret, step.Store)
+	if err := r.Client.Update(ctx, secret); err != nil {
+		return fmt.Errorf("rotating the CA in secret %s: %w", secret.Name, err)
+	}
+	st.ca.secret, st.ca.store = secret, step.Store
+	r.event(c, corev1.EventTypeNormal, step.Event, "RotateCA", "%s", step.Message)
+	return nil
 }
 
 func tlsSecret(c *etcdv1alpha1.EtcdCluster, name string, typ corev1.SecretType, data map[string][]byte) *corev1.Secret {

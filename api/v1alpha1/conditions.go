@@ -49,6 +49,10 @@ const (
 	// etcd option, TLS secrets) is rolled out: member pods are restarted one at a time with
 	// the new spec; the message says how many members run it.
 	ReasonRollingOut = "RollingOut"
+	// ReasonRotatingCA (Progressing=True): the cluster's CA is rotated (status.caRotation);
+	// the current phase is in force on every member, and the next begins once clients had
+	// time to see the new trust bundle.
+	ReasonRotatingCA = "RotatingCA"
 	// ReasonExpandingVolumes (Progressing=True): spec.storage.size grew; the members' claims
 	// are expanded one at a time.
 	ReasonExpandingVolumes = "ExpandingVolumes"

@@ -511,6 +511,43 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Upgrade"
 	Upgrade *UpgradeStatus `json:"upgrade,omitempty"`
+
+	// caRotation is the cluster's CA (tls.mode OperatorCA): when it expires, and where its
+	// rotation stands. Annotate the EtcdCluster with etcd.etcdpilot.io/rotate-ca set to a new
+	// value to rotate it; the operator also rotates it a year before it expires.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="CA Rotation"
+	CARotation *CARotationStatus `json:"caRotation,omitempty"`
+}
+
+// AnnotationRotateCA on an EtcdCluster (tls.mode OperatorCA) asks for a rotation of its CA:
+// each new value starts one (a date or a ticket number does well). The value that started
+// the last rotation is status.caRotation.request.
+const AnnotationRotateCA = "etcd.etcdpilot.io/rotate-ca"
+
+// CARotationStatus is the cluster's CA and the rotation of it, as read from its Secret.
+type CARotationStatus struct {
+	// phase is where a rotation stands: TrustingNew (members and clients trust the old
+	// and the new CA; certificates are still issued by the old), ServingNew (certificates
+	// are issued by the new CA; the old is still trusted), DroppingOld (only the new CA is
+	// trusted). Each phase is rolled out to every member before the next. Empty when no
+	// rotation runs.
+	// +optional
+	// +kubebuilder:validation:Enum=TrustingNew;ServingNew;DroppingOld
+	Phase string `json:"phase,omitempty"`
+
+	// phaseSince is when the current phase began.
+	// +optional
+	PhaseSince *metav1.Time `json:"phaseSince,omitempty"`
+
+	// request is the value of the etcd.etcdpilot.io/rotate-ca annotation that started the
+	// last rotation; with an empty phase, that rotation is complete.
+	// +optional
+	Request string `json:"request,omitempty"`
+
+	// caNotAfter is when the CA that issues the cluster's certificates expires.
+	// +optional
+	CANotAfter *metav1.Time `json:"caNotAfter,omitempty"`
 }
 
 // UpgradeStatus records an etcd version upgrade.

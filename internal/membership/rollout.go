@@ -52,32 +52,37 @@ func (o Observed) Updated() int {
 	return n
 }
 
-// duringRollout: between its restarts, a rollout waits for the restarted member's pod to be
-// created and to become healthy and Ready. While another member's pod still runs an older
-// spec, those steps belong to the rollout and say so: Progressing keeps the reason RollingOut
-// and how many members run the current spec. After the last restart the observation cannot
-// tell a rollout from a deleted pod; the last status can, and internal/status keeps
-// RollingOut until that member is back.
+// duringRollout: between its restarts, an upgrade or a rollout waits for the restarted
+// member's pod to be created and to become healthy and Ready. While another member's pod
+// still runs an older release or spec, those steps belong to the upgrade or rollout and say
+// so: Progressing keeps its reason (Upgrading, RollingOut) and how far it got. After the last
+// restart the observation cannot tell an upgrade or rollout from a deleted pod; the last
+// status can, and internal/status keeps the reason until that member is back.
 func (o Observed) duringRollout(a Action) Action {
 	if o.Members == nil || a.Reason != etcdv1alpha1.ReasonWaitingForMembers && a.Reason != etcdv1alpha1.ReasonRecreatingPod {
 		return a
 	}
-	desired, outdated := o.Upgrade.Desired(), 0
-	for _, m := range o.Members {
+	st := upgradeStep{desired: o.Upgrade.Desired()}
+	for _, m := range o.byOrdinal() {
 		p, ok := o.Pods[m.Name]
 		switch {
-		case !ok:
-		case p.Version != desired:
-			return a // an upgrade: its own steps say how far it got
+		case !ok || p.Version == "":
+			st.absent++
+		case p.Version != st.desired:
+			st.outdated = append(st.outdated, m)
+			st.versionOutdated++
+			if st.fromVersion == "" {
+				st.fromVersion = p.Version
+			}
 		case o.specOutdated(m.Name):
-			outdated++
+			st.outdated = append(st.outdated, m)
 		}
 	}
-	if outdated == 0 {
+	if st.desired == "" || len(st.outdated) == 0 {
 		return a
 	}
-	a.Reason = etcdv1alpha1.ReasonRollingOut
-	a.Message = fmt.Sprintf("rolling out the new spec: %d of %d members updated; %s", o.Updated(), len(o.Members), a.Message)
+	o.describe(&st)
+	a.Reason, a.Message = st.reason, st.say(a.Message)
 	return a
 }
 
@@ -94,6 +99,20 @@ func (o Observed) SpecInForce() bool {
 			return false
 		}
 		if v := o.PVCs[m.Name].Volume; !o.Ephemeral && (o.Storage.NeedsToGrow(v) || growing(v)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Settled says that the spec is in force and every member is healthy and Ready: what a
+// change that must reach every member before the next (a phase of a CA rotation) waits for.
+func (o Observed) Settled() bool {
+	if !o.SpecInForce() {
+		return false
+	}
+	for _, m := range o.Members {
+		if !m.Healthy || !m.Ready {
 			return false
 		}
 	}

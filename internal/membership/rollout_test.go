@@ -385,6 +385,12 @@ func TestSpecInForce(t *testing.T) {
 	sick := rolling("new", "new", "new")
 	sick.Members[1].Healthy, sick.Members[1].Ready = false, false
 	g.Expect(sick.SpecInForce()).To(BeTrue(), "health is not the spec's business")
+	g.Expect(sick.Settled()).To(BeFalse(), "settled: the spec in force and every member healthy")
+	notReady := rolling("new", "new", "new")
+	notReady.Members[2].Ready = false
+	g.Expect(notReady.Settled()).To(BeFalse())
+	g.Expect(rolling("new", "new", "new").Settled()).To(BeTrue())
+	g.Expect(rolling("new", "old", "new").Settled()).To(BeFalse())
 
 	bigger := rolling("new", "new", "new")
 	bigger.Size = 5

@@ -130,9 +130,12 @@ type upgradeStep struct {
 	versionOutdated int
 	// fromVersion is the release of the first member not at desired ("" for a rollout).
 	fromVersion string
-	leader      *Member
-	forward     bool // towards a newer release (not going back)
-	reason      string
+	// absent counts the members whose pod is being created again after a restart: neither
+	// at desired yet nor outdated.
+	absent  int
+	leader  *Member
+	forward bool // towards a newer release (not going back)
+	reason  string
 	// say prefixes a detail with where the upgrade or rollout stands.
 	say func(detail string) string
 }
@@ -209,13 +212,13 @@ func (o Observed) outdated(desired string) (st upgradeStep, stop *Action) {
 func (o Observed) describe(st *upgradeStep) {
 	if st.versionOutdated == 0 {
 		st.reason = etcdv1alpha1.ReasonRollingOut
-		progress := fmt.Sprintf("%d of %d members updated", len(o.Members)-len(st.outdated), len(o.Members))
+		progress := fmt.Sprintf("%d of %d members updated", len(o.Members)-len(st.outdated)-st.absent, len(o.Members))
 		st.say = func(detail string) string { return "rolling out the new spec: " + progress + "; " + detail }
 		return
 	}
-	progress := fmt.Sprintf("%d/%d members at %s", len(o.Members)-st.versionOutdated, len(o.Members), st.desired)
+	progress := fmt.Sprintf("%d/%d members at %s", len(o.Members)-st.versionOutdated-st.absent, len(o.Members), st.desired)
 	if len(st.outdated) > st.versionOutdated {
-		progress += fmt.Sprintf(", %d of %d members updated", len(o.Members)-len(st.outdated), len(o.Members))
+		progress += fmt.Sprintf(", %d of %d members updated", len(o.Members)-len(st.outdated)-st.absent, len(o.Members))
 	}
 	st.forward = versions.CheckUpgrade(st.fromVersion, st.desired) == nil && !o.Upgrade.RolledBack
 	st.reason = etcdv1alpha1.ReasonUpgrading

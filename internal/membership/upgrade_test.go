@@ -141,8 +141,28 @@ func TestUpgrade(t *testing.T) {
 				o.Pods[e1] = membership.Pod{Version: "3.6.16", Created: now.Add(-time.Minute)}
 				return o
 			},
-			want:  membership.Wait,
-			check: func(g Gomega, a membership.Action) { g.Expect(a.Member).To(Equal(e1)) },
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonUpgrading), "the wait belongs to the upgrade")
+				g.Expect(a.Message).To(HavePrefix("upgrading to 3.6.16: 1/3 members at 3.6.16; waiting for member " + e1))
+			},
+		},
+		{
+			name: "a restarted member's pod is created again as part of the upgrade",
+			obs: func() membership.Observed {
+				o := upgrading("3.6.16", "3.5.35", "3.6.16", "3.6.16")
+				o.Upgrade.From = "3.5.35"
+				delete(o.Pods, e2)
+				return o
+			},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e2))
+				g.Expect(a.Version).To(Equal("3.6.16"))
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonUpgrading))
+				g.Expect(a.Message).To(HavePrefix("upgrading to 3.6.16: 1/3 members at 3.6.16; "))
+			},
 		},
 		{
 			name: "the restarted member is not healthy past the timeout while others run the old release: roll back",

@@ -138,27 +138,30 @@ func (ca *CA) IssueClient(commonName string, validity time.Duration, now time.Ti
 // another CA (because the CA was rotated) fails here even if both CAs have the same
 // name.
 func (ca *CA) Verify(leafPEM []byte, dnsName string, usage x509.ExtKeyUsage, now time.Time) error {
-	return verify(ca.cert, leafPEM, dnsName, usage, now)
+	return verify([]*x509.Certificate{ca.cert}, leafPEM, dnsName, usage, now)
 }
 
 // VerifyWithCACert is Verify for a CA known only by its certificate, as when a user brings
-// their own certificates: the leaf must chain to caCertPEM, be valid at now for usage and,
-// when dnsName is not empty, for dnsName.
+// their own certificates: the leaf must chain to one of the CA certificates in caCertPEM (a
+// bundle of several while a CA is rotated), be valid at now for usage and, when dnsName is
+// not empty, for dnsName.
 func VerifyWithCACert(caCertPEM, leafPEM []byte, dnsName string, usage x509.ExtKeyUsage, now time.Time) error {
-	caCert, err := parseCertPEM(caCertPEM)
-	if err != nil {
-		return fmt.Errorf("CA certificate: %w", err)
+	cas := certsOf(caCertPEM)
+	if len(cas) == 0 {
+		return errors.New("CA certificate: no certificate in the PEM data")
 	}
-	return verify(caCert, leafPEM, dnsName, usage, now)
+	return verify(cas, leafPEM, dnsName, usage, now)
 }
 
-func verify(caCert *x509.Certificate, leafPEM []byte, dnsName string, usage x509.ExtKeyUsage, now time.Time) error {
+func verify(cas []*x509.Certificate, leafPEM []byte, dnsName string, usage x509.ExtKeyUsage, now time.Time) error {
 	leaf, err := parseCertPEM(leafPEM)
 	if err != nil {
 		return err
 	}
 	roots := x509.NewCertPool()
-	roots.AddCert(caCert)
+	for _, ca := range cas {
+		roots.AddCert(ca)
+	}
 	_, err = leaf.Verify(x509.VerifyOptions{
 		DNSName:     dnsName,
 		Roots:       roots,
@@ -180,6 +183,15 @@ func NeedsRenewal(certPEM []byte, now time.Time, renewBefore time.Duration) (boo
 		return false, err
 	}
 	return now.Before(cert.NotBefore) || !now.Add(renewBefore).Before(cert.NotAfter), nil
+}
+
+// NotAfter is when the certificate expires.
+func NotAfter(certPEM []byte) (time.Time, error) {
+	cert, err := parseCertPEM(certPEM)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return cert.NotAfter, nil
 }
 
 // Leaf is what a leaf certificate the operator issued must be: its usage, and for a serving

@@ -532,6 +532,9 @@ func TestVerifyWithCACert(t *testing.T) {
 	g.Expect(pki.VerifyWithCACert(pair.CertPEM, leaf.CertPEM, "a.q.ns.svc", x509.ExtKeyUsageServerAuth, now)).NotTo(Succeed())
 	g.Expect(pki.VerifyWithCACert(other.CertPEM, leaf.CertPEM, "a.p.ns.svc", x509.ExtKeyUsageServerAuth, now)).NotTo(Succeed())
 	g.Expect(pki.VerifyWithCACert([]byte("junk"), leaf.CertPEM, "", x509.ExtKeyUsageServerAuth, now)).To(MatchError(ContainSubstring("CA certificate")))
+	// A bundle (a CA being rotated) verifies a leaf of either CA.
+	bundle := append(append([]byte{}, other.CertPEM...), pair.CertPEM...)
+	g.Expect(pki.VerifyWithCACert(bundle, leaf.CertPEM, "a.p.ns.svc", x509.ExtKeyUsageServerAuth, now)).To(Succeed())
 }
 
 // The operator keeps a leaf certificate unless ReissueReason names why not.

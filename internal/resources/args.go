@@ -50,6 +50,10 @@ type MemberConfig struct {
 	Version string
 	// Image, when set, replaces the image of Version (crash tests only: a broken image).
 	Image string
+	// TrustHash identifies the trusted CAs and the issuer of the member certificate the pod
+	// starts with (pki.TrustHash); empty without TLS. etcd reads its trusted CAs only when it
+	// starts, so a change of them is rolled out: it is part of the spec hash.
+	TrustHash string
 }
 
 // EtcdArgs returns the etcd command-line flags of member m, one "--flag=value" per

@@ -46,6 +46,10 @@ const (
 // (SpecHash): a pod whose hash differs from the one the current spec gives is rolled out.
 const AnnotationSpecHash = "etcd.etcdpilot.io/spec-hash"
 
+// AnnotationTrustHash records on a member pod which trusted CAs and member certificate
+// issuer it started with (MemberConfig.TrustHash); the spec hash covers it.
+const AnnotationTrustHash = "etcd.etcdpilot.io/trust-hash"
+
 // tlsFileMode lets the owner and the group read the Secret files and nobody else. The
 // kubelet gives them the pod's fsGroup, which is etcd's group, so etcd can read its key.
 const tlsFileMode int32 = 0o440
@@ -94,13 +98,17 @@ func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, images versions.Imag
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
+	if m.TrustHash != "" {
+		pod.Annotations[AnnotationTrustHash] = m.TrustHash
+	}
 	pod.Annotations[AnnotationSpecHash] = SpecHash(pod)
 	return pod
 }
 
 // SpecHash is the hash of what shapes a member pod and needs a restart to change: its
-// containers (image, flags, resources, probes), volumes (the claim, the TLS Secret) and
-// scheduling. Left out: the pod's labels and annotations (changed in place), the bootstrap
+// containers (image, flags, resources, probes), volumes (the claim, the TLS Secret),
+// scheduling, and the TLS material etcd reads only when it starts (AnnotationTrustHash: the
+// trusted CAs, the issuer of its certificate). Left out: the pod's labels and annotations (changed in place), the bootstrap
 // flags --initial-cluster and --initial-cluster-state (read only when the data directory is
 // empty, and different each time a pod is recreated) and init containers (the restore of a
 // new cluster's first member, which runs once).
@@ -119,6 +127,9 @@ func SpecHash(pod *corev1.Pod) string {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		panic(fmt.Sprintf("a pod spec that does not marshal: %v", err)) // cannot happen: plain API types
+	}
+	if trust := pod.Annotations[AnnotationTrustHash]; trust != "" {
+		b = append(b, "\ntrust:"+trust...)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
@@ -297,9 +308,9 @@ func spreadConstraints(in []corev1.TopologySpreadConstraint, cl cluster.Cluster)
 // restart, given the pod the current spec gives it (desired): every label and annotation of
 // desired is set, and the others the pod has are kept (the kubelet's, other tools'). Keys
 // removed from spec.podTemplate stay on running pods until they restart. The spec hash is
-// the exception: it says which spec the containers run, so it is only ever set on a pod that
-// has none (made before the operator recorded it) and runs the desired release: such a pod is
-// taken as current. changed is false when the pod already carries everything.
+// the exception, and the trust hash with it: they say which spec and TLS material the
+// containers run, so they are only ever set on a pod that has no spec hash (made before the
+// operator recorded it) and runs the desired release: such a pod is taken as current. changed is false when the pod already carries everything.
 func InPlace(live, desired *corev1.Pod) (labels, annotations map[string]string, changed bool) {
 	labels, annotations = copyMap(live.Labels), copyMap(live.Annotations)
 	if labels == nil {
@@ -321,8 +332,8 @@ func InPlace(live, desired *corev1.Pod) (labels, annotations map[string]string, 
 		set(labels, k, v)
 	}
 	for k, v := range desired.Annotations {
-		if k == AnnotationSpecHash {
-			if _, has := live.Annotations[k]; !has && live.Labels[cluster.LabelVersion] == desired.Labels[cluster.LabelVersion] {
+		if k == AnnotationSpecHash || k == AnnotationTrustHash {
+			if _, has := live.Annotations[AnnotationSpecHash]; !has && live.Labels[cluster.LabelVersion] == desired.Labels[cluster.LabelVersion] {
 				set(annotations, k, v)
 			}
 			continue

@@ -46,8 +46,9 @@ func TestSpecHashFollowsWhatNeedsARestart(t *testing.T) {
 		"the TLS secrets": func(c *etcdv1alpha1.EtcdCluster, _ *resources.MemberConfig) {
 			c.Spec.TLS = etcdv1alpha1.TLSSpec{Mode: etcdv1alpha1.TLSModeSecrets, Secrets: &etcdv1alpha1.TLSSecrets{MemberSecretName: "m2", ClientSecretName: "c2"}}
 		},
-		"the release": func(_ *etcdv1alpha1.EtcdCluster, m *resources.MemberConfig) { m.Version = "3.5.35" },
-		"the image":   func(_ *etcdv1alpha1.EtcdCluster, m *resources.MemberConfig) { m.Image = "localhost:5000/etcd:broken" },
+		"the release":                     func(_ *etcdv1alpha1.EtcdCluster, m *resources.MemberConfig) { m.Version = "3.5.35" },
+		"the image":                       func(_ *etcdv1alpha1.EtcdCluster, m *resources.MemberConfig) { m.Image = "localhost:5000/etcd:broken" },
+		"the trusted CAs (a CA rotation)": func(_ *etcdv1alpha1.EtcdCluster, m *resources.MemberConfig) { m.TrustHash = "0123abcd" },
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
@@ -112,6 +113,13 @@ func TestInPlaceSetsTemplateMetadataWithoutTouchingTheSpecHash(t *testing.T) {
 	g.Expect(labels).To(HaveKeyWithValue("kubelet-added", "x"), "labels of others are kept")
 	g.Expect(annotations).To(HaveKeyWithValue("example.com/scrape", "true"))
 	g.Expect(annotations).To(HaveKeyWithValue(resources.AnnotationSpecHash, oldHash), "the hash says what the containers run")
+
+	// A new trust bundle (a CA rotation) needs a restart too: the pod keeps what it started with.
+	trusted := m
+	trusted.TrustHash = "new-trust"
+	_, annotations, _ = resources.InPlace(live, resources.MemberPod(c, trusted, images))
+	g.Expect(annotations).To(HaveKeyWithValue(resources.AnnotationSpecHash, oldHash))
+	g.Expect(annotations).NotTo(HaveKey(resources.AnnotationTrustHash))
 }
 
 func TestInPlaceAdoptsAPodWithoutASpecHashAtTheDesiredRelease(t *testing.T) {

@@ -41,6 +41,11 @@ type Input struct {
 	Action membership.Action
 	// Err is the error that ended the reconcile, if any.
 	Err error
+	// TLSSeen is true when this reconcile read the cluster's TLS material: CARotation is then
+	// the operator's CA as its Secret says (nil in the other TLS modes). Otherwise the status
+	// keeps the last one.
+	TLSSeen    bool
+	CARotation *etcdv1alpha1.CARotationStatus
 }
 
 // Compute returns the status the cluster should have after this reconcile. Existing
@@ -62,6 +67,9 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	out.ClientSecret = ""
 	if names.TLS {
 		out.ClientSecret = names.ClientTLSSecret()
+	}
+	if in.TLSSeen {
+		out.CARotation = in.CARotation
 	}
 	set := func(cond metav1.Condition) {
 		cond.ObservedGeneration = c.Generation
@@ -103,7 +111,7 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	out.ReadyMembers = int32(readyVoters(in.Observed.Members))
 
 	available := availableCondition(in, voters, healthy)
-	progressing := stillRollingOut(progressingCondition(in.Action), c.Status.Conditions, in.Observed)
+	progressing := rotatingCA(stillRollingOut(progressingCondition(in.Action), c.Status.Conditions, in.Observed), out.CARotation)
 	degraded := degradedCondition(in, out)
 	set(available)
 	set(progressing)
@@ -200,17 +208,52 @@ func progressingCondition(a membership.Action) metav1.Condition {
 		Reason: a.Reason, Message: a.Message}
 }
 
-// stillRollingOut keeps Progressing at RollingOut while the last restarted member of a rollout
-// comes back (its pod created again, then waited for): the planner cannot tell that from a
-// deleted pod, the last status can.
+// caPhases say what each phase of a CA rotation means.
+var caPhases = map[string]string{
+	"TrustingNew": "phase 1 of 3, members and clients trust the old and the new CA; certificates are issued by the new CA next",
+	"ServingNew":  "phase 2 of 3, certificates are issued by the new CA; the old CA is no longer trusted next",
+	"DroppingOld": "phase 3 of 3, only the new CA is trusted",
+}
+
+// rotatingCA keeps Progressing True while the CA is rotated: when no other change is under
+// way, the rotation waits for its phase to be seen by clients or for the members to settle.
+func rotatingCA(p metav1.Condition, rot *etcdv1alpha1.CARotationStatus) metav1.Condition {
+	if p.Status == metav1.ConditionTrue || rot == nil || rot.Phase == "" {
+		return p
+	}
+	return metav1.Condition{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
+		Reason: etcdv1alpha1.ReasonRotatingCA, Message: "rotating the CA: " + caPhases[rot.Phase]}
+}
+
+// stillRollingOut keeps Progressing at Upgrading, UpgradeRolledBack or RollingOut while the last restarted
+// member of an upgrade or rollout comes back (its pod created again, then waited for): the
+// planner cannot tell that from a deleted pod, the last status can.
 func stillRollingOut(p metav1.Condition, last []metav1.Condition, o membership.Observed) metav1.Condition {
 	was := meta.FindStatusCondition(last, etcdv1alpha1.ConditionProgressing)
-	if was == nil || was.Status != metav1.ConditionTrue || was.Reason != etcdv1alpha1.ReasonRollingOut ||
+	if was == nil || was.Status != metav1.ConditionTrue ||
 		p.Reason != etcdv1alpha1.ReasonRecreatingPod && p.Reason != etcdv1alpha1.ReasonWaitingForMembers {
 		return p
 	}
-	p.Reason = etcdv1alpha1.ReasonRollingOut
-	p.Message = fmt.Sprintf("rolling out the new spec: %d of %d members updated; %s", o.Updated(), len(o.Members), p.Message)
+	switch was.Reason {
+	case etcdv1alpha1.ReasonRollingOut:
+		p.Message = fmt.Sprintf("rolling out the new spec: %d of %d members updated; %s", o.Updated(), len(o.Members), p.Message)
+	case etcdv1alpha1.ReasonUpgrading, etcdv1alpha1.ReasonUpgradeRolledBack:
+		desired := o.Upgrade.Desired()
+		verb, _, ok := strings.Cut(was.Message, ":")
+		if !ok {
+			verb = "upgrading to " + desired
+		}
+		at := 0
+		for _, m := range o.Members {
+			if pod, ok := o.Pods[m.Name]; ok && pod.Version == desired {
+				at++
+			}
+		}
+		p.Message = fmt.Sprintf("%s: %d/%d members at %s; %s", verb, at, len(o.Members), desired, p.Message)
+	default:
+		return p
+	}
+	p.Reason = was.Reason
 	return p
 }
 

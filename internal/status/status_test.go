@@ -490,3 +490,63 @@ func TestTheLastMemberOfARolloutIsStillTheRollout(t *testing.T) {
 		Reason: etcdv1alpha1.ReasonRecreatingPod, Message: "creating the pod of member e-2"}})
 	g.Expect(meta.FindStatusCondition(later.Conditions, etcdv1alpha1.ConditionProgressing).Reason).To(Equal(etcdv1alpha1.ReasonRecreatingPod))
 }
+
+// The same holds for the last member of an upgrade: while its pod is created again at the
+// new release and waited for, Progressing stays Upgrading and says how many members run it,
+// which is what a user (and the e2e) watches for.
+func TestTheLastMemberOfAnUpgradeIsStillTheUpgrade(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(3)
+	c.Spec.Version = "3.6.16"
+	c.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
+		Reason: etcdv1alpha1.ReasonUpgrading, Message: "upgrading to 3.6.16: 2/3 members at 3.6.16; restarting member e-0"}}
+	ms := members(true, true, true)
+	ms[0].Ready = false
+	pods := map[string]membership.Pod{"e-0": {Version: "3.6.16"}, "e-1": {Version: "3.6.16"}, "e-2": {Version: "3.6.16"}}
+	obs := membership.Observed{Members: ms, Pods: pods, Upgrade: membership.Upgrade{Target: "3.6.16", From: "3.5.35"}}
+
+	s := compute(status.Input{Cluster: c, Observed: obs, Action: membership.Action{Kind: membership.Wait,
+		Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting for the pod of member e-0 to become ready"}})
+	p := meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing)
+	g.Expect(p.Reason).To(Equal(etcdv1alpha1.ReasonUpgrading))
+	g.Expect(p.Message).To(Equal("upgrading to 3.6.16: 3/3 members at 3.6.16; waiting for the pod of member e-0 to become ready"))
+
+	// Its pod not created yet: it does not count as running the new release.
+	delete(obs.Pods, "e-0")
+	s = compute(status.Input{Cluster: c, Observed: obs, Action: membership.Action{Kind: membership.CreatePod,
+		Reason: etcdv1alpha1.ReasonRecreatingPod, Message: "creating the pod of member e-0"}})
+	g.Expect(meta.FindStatusCondition(s.Conditions, etcdv1alpha1.ConditionProgressing).Message).
+		To(Equal("upgrading to 3.6.16: 2/3 members at 3.6.16; creating the pod of member e-0"))
+}
+
+// The CA rotation is shown as the CA Secret says, kept by a pass that did not read it, and
+// keeps Progressing True (Ready False) while it waits between its phases.
+func TestACARotationIsProgressingUntilItsLastPhaseEnds(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(3)
+	since := metav1.NewTime(time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC))
+	rot := &etcdv1alpha1.CARotationStatus{Phase: "TrustingNew", PhaseSince: &since, Request: "r1"}
+	steady := membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"}
+	s := compute(status.Input{Cluster: c, Seen: true, Observed: membership.Observed{Members: members(true, true, true)},
+		Action: steady, TLSSeen: true, CARotation: rot})
+	g.Expect(s.CARotation).To(Equal(rot))
+	p := cond(g, s, etcdv1alpha1.ConditionProgressing)
+	g.Expect(p.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(p.Reason).To(Equal(etcdv1alpha1.ReasonRotatingCA))
+	g.Expect(p.Message).To(HavePrefix("rotating the CA: phase 1 of 3"))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+
+	c.Status = s
+	kept := compute(status.Input{Cluster: c, Err: errors.New("reading the CA secret failed")})
+	g.Expect(kept.CARotation).To(Equal(rot), "not read this pass: kept")
+
+	done := compute(status.Input{Cluster: c, Seen: true, Observed: membership.Observed{Members: members(true, true, true)},
+		Action: steady, TLSSeen: true, CARotation: &etcdv1alpha1.CARotationStatus{Request: "r1"}})
+	g.Expect(cond(g, done, etcdv1alpha1.ConditionProgressing).Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(cond(g, done, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+
+	// A restart of the rotation's rollout says RollingOut, as any rollout.
+	restart := compute(status.Input{Cluster: c, Seen: true, Observed: membership.Observed{Members: members(true, true, true)},
+		Action: membership.Action{Kind: membership.RestartMember, Reason: etcdv1alpha1.ReasonRollingOut, Message: "rolling out"}, TLSSeen: true, CARotation: rot})
+	g.Expect(cond(g, restart, etcdv1alpha1.ConditionProgressing).Reason).To(Equal(etcdv1alpha1.ReasonRollingOut))
+}
