@@ -104,10 +104,10 @@ type EtcdClusterReconciler struct {
 //     recorded); one claim expanded. A cluster restored from a backup (restore.go) creates
 //     its first member only once the backup is ready, with an init container that
 //     restores it.
-//  8. With nothing else to do, move the rotation of the operator's CA on (pki.NextRotation):
-//     start it when asked (annotation etcd.etcdpilot.io/rotate-ca) or when the CA nears its
-//     expiry, and end each phase once every member runs it, healthy; the next pass issues
-//     and rolls out what the new phase asks for.
+//  8. With nothing else to do and every member healthy, move the rotation of the operator's
+//     CA on (pki.NextRotation): start it when asked (annotation etcd.etcdpilot.io/rotate-ca)
+//     or when the CA nears its expiry, and end each phase once every member runs it; the
+//     next pass issues and rolls out what the new phase asks for.
 //  9. Patch the status once, computed from what steps 3 to 8 saw and did (internal/status),
 //     and emit events for the transitions it shows. A pass that ends before step 5 keeps
 //     the last observation.
@@ -168,12 +168,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		return reconcile.Result{}, in.Err
 	}
 	result, err = r.act(ctx, c, obs, in.Action)
-	if err == nil && in.Action.Kind == membership.None {
-		err = r.advanceCARotation(ctx, c, tlsState, obs.planner.Settled())
+	if err == nil {
+		err = r.advanceCARotation(ctx, c, tlsState, in.Action.Kind == membership.None && obs.planner.Settled(), &result)
 		in.CARotation = tlsState.caStatus()
-		if in.CARotation != nil && in.CARotation.Phase != "" {
-			result.RequeueAfter = requeueRotating
-		}
 	}
 	in.Err = err
 	return result, err

@@ -1,8 +1,9 @@
 package controllers_test
 
 import (
-	"github.com/etcdpilot/etcdpilot/internal/versions"
 	"time"
+
+	"github.com/etcdpilot/etcdpilot/internal/versions"
 
 	"context"
 	"errors"

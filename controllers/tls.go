@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
@@ -341,11 +342,13 @@ func (r *EtcdClusterReconciler) ensureLeaf(ctx context.Context, c *etcdv1alpha1.
 	return pair, nil
 }
 
-// advanceCARotation moves the rotation of the operator's CA on (pki.NextRotation): it starts
-// when the EtcdCluster's rotate-ca annotation has a new value or the CA nears its expiry,
-// and each phase ends once it is in force on every member (settled). The next pass issues
-// and rolls out what the new phase asks for.
-func (r *EtcdClusterReconciler) advanceCARotation(ctx context.Context, c *etcdv1alpha1.EtcdCluster, st *tlsState, settled bool) error {
+// advanceCARotation moves the rotation of the operator's CA on (pki.NextRotation) when the
+// cluster is settled (nothing else to do, every member healthy and on the current spec): it
+// starts when the EtcdCluster's rotate-ca annotation has a new value or the CA nears its
+// expiry, and each phase ends once it is in force on every member. The next pass issues and
+// rolls out what the new phase asks for. While a rotation runs, the cluster is looked at
+// again within requeueRotating.
+func (r *EtcdClusterReconciler) advanceCARotation(ctx context.Context, c *etcdv1alpha1.EtcdCluster, st *tlsState, settled bool, result *reconcile.Result) error {
 	if st == nil || st.ca == nil {
 		return nil
 	}
@@ -357,16 +360,21 @@ func (r *EtcdClusterReconciler) advanceCARotation(ctx context.Context, c *etcdv1
 		Request: c.Annotations[etcdv1alpha1.AnnotationRotateCA], RenewBefore: caRenewBefore, Settled: settled,
 		MinPhase: minPhase, Now: r.now(), CommonName: c.Name + " etcd CA", Validity: caValidity,
 	})
-	if err != nil || !ok {
-		return err
+	if err != nil {
+		return fmt.Errorf("rotating the CA in secret %s: %w", st.ca.secret.Name, err)
 	}
-	secret := st.ca.secret.DeepCopy()
-	writeCAStore(secret, step.Store)
-	if err := r.Client.Update(ctx, secret); err != nil {
-		return fmt.Errorf("rotating the CA in secret %s: %w", secret.Name, err)
+	if ok {
+		secret := st.ca.secret.DeepCopy()
+		writeCAStore(secret, step.Store)
+		if err := r.Client.Update(ctx, secret); err != nil {
+			return fmt.Errorf("rotating the CA in secret %s: %w", secret.Name, err)
+		}
+		st.ca.secret, st.ca.store = secret, step.Store
+		r.event(c, corev1.EventTypeNormal, step.Event, "RotateCA", "%s", step.Message)
 	}
-	st.ca.secret, st.ca.store = secret, step.Store
-	r.event(c, corev1.EventTypeNormal, step.Event, "RotateCA", "%s", step.Message)
+	if st.ca.store.Phase != pki.RotationNone && (result.RequeueAfter == 0 || result.RequeueAfter > requeueRotating) {
+		result.RequeueAfter = requeueRotating
+	}
 	return nil
 }
 

@@ -92,8 +92,9 @@ type RotationInput struct {
 	Request string
 	// RenewBefore starts a rotation by itself when the CA expires within it.
 	RenewBefore time.Duration
-	// Settled says that the current phase is in force: every member runs a pod built with
-	// the current trust bundle and certificates, and is healthy and Ready.
+	// Settled says that nothing else is under way and the current phase is in force: every
+	// member runs a pod built with the current trust bundle and certificates, and is healthy
+	// and Ready.
 	Settled bool
 	// MinPhase is how long phases TrustingNew and ServingNew last at least, so that clients
 	// that mount the client Secret see its new content (the kubelet refreshes mounted
@@ -114,7 +115,7 @@ type RotationStep struct {
 }
 
 // NextRotation decides whether the rotation moves on: it starts when asked or when the CA
-// nears its expiry, and each phase ends once it is in force on every member (and, for the
+// nears its expiry, on a settled cluster, and each phase ends once it is in force on every member (and, for the
 // first two, has lasted MinPhase). ok is false when nothing changes.
 func NextRotation(s CAStore, in RotationInput) (step RotationStep, ok bool, err error) {
 	if err := s.Check(); err != nil {
@@ -125,16 +126,9 @@ func NextRotation(s CAStore, in RotationInput) (step RotationStep, ok bool, err 
 	due := in.Settled && !in.Now.Before(s.PhaseSince.Add(in.MinPhase))
 	switch s.Phase {
 	case RotationNone:
-		why, start := "", false
-		if in.Request != "" && in.Request != s.Request {
-			why, start = "requested (annotation "+in.Request+")", true
-		} else if renew, err := NeedsRenewal(s.Signer.CertPEM, in.Now, in.RenewBefore); err != nil {
-			return RotationStep{}, false, fmt.Errorf("the CA certificate: %w", err)
-		} else if renew {
-			why, start = "the CA expires within "+in.RenewBefore.String(), true
-		}
-		if !start {
-			return RotationStep{}, false, nil
+		why, err := startReason(s, in)
+		if err != nil || why == "" {
+			return RotationStep{}, false, err
 		}
 		pair, err := NewCA(in.CommonName, in.Validity, in.Now)
 		if err != nil {
@@ -165,6 +159,25 @@ func NextRotation(s CAStore, in RotationInput) (step RotationStep, ok bool, err 
 		return RotationStep{Store: next, Event: "CARotationCompleted",
 			Message: "The CA rotation is complete: every member trusts and serves the new CA only"}, true, nil
 	}
+}
+
+// startReason says why a rotation starts now, or "" when it does not: only on a settled
+// cluster, when asked with a new request or when the CA expires within RenewBefore.
+func startReason(s CAStore, in RotationInput) (string, error) {
+	if !in.Settled {
+		return "", nil
+	}
+	if in.Request != "" && in.Request != s.Request {
+		return "requested (annotation " + in.Request + ")", nil
+	}
+	renew, err := NeedsRenewal(s.Signer.CertPEM, in.Now, in.RenewBefore)
+	if err != nil {
+		return "", fmt.Errorf("the CA certificate: %w", err)
+	}
+	if renew {
+		return "the CA expires within " + in.RenewBefore.String(), nil
+	}
+	return "", nil
 }
 
 // TrustHash identifies the TLS material a member pod must be restarted to take up: the CA

@@ -41,6 +41,8 @@ func TestCARotationPhases(t *testing.T) {
 	_, ok, err := pki.NextRotation(store, rotationInput(now, "", true))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ok).To(BeFalse(), "a CA far from expiry, nobody asked: nothing happens")
+	_, ok, _ = pki.NextRotation(store, rotationInput(now, "2026-03-01", false))
+	g.Expect(ok).To(BeFalse(), "asked, but the cluster is busy with something else: later")
 
 	step, ok, err := pki.NextRotation(store, rotationInput(now, "2026-03-01", true))
 	g.Expect(err).NotTo(HaveOccurred())
