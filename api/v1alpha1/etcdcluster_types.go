@@ -502,7 +502,8 @@ type EtcdClusterStatus struct {
 	ClientService string `json:"clientService,omitempty"`
 
 	// clientSecret is the name of the Secret with a client certificate (tls.crt, tls.key)
-	// and the cluster's CA certificate (ca.crt). Empty when TLS is disabled.
+	// and the CA certificates the cluster trusts (ca.crt: two while its CA is rotated).
+	// Empty when TLS is disabled.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Client Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	ClientSecret string `json:"clientSecret,omitempty"`
