@@ -64,7 +64,10 @@ type MemberConfig struct {
 // metrics listener is always plain HTTP: it serves /metrics, /livez and /readyz, which
 // the kubelet probes and Prometheus scrape without a client certificate. With TLS, the
 // one member certificate serves both client and peer traffic, and client certificates
-// signed by the cluster CA are required on both.
+// signed by the cluster CA are required on both. etcd's corruption checks are on (the flags
+// of the member's release: versions.CorruptionCheckFlags): a member whose data differs from
+// its peers' refuses to start, and a divergence found at a compaction raises the CORRUPT
+// alarm.
 func EtcdArgs(c *etcdv1alpha1.EtcdCluster, m MemberConfig) []string {
 	spec := WithDefaults(c.Spec)
 	cl := cluster.For(c)
@@ -87,6 +90,7 @@ func EtcdArgs(c *etcdv1alpha1.EtcdCluster, m MemberConfig) []string {
 		"--heartbeat-interval=" + strconv.Itoa(int(spec.Etcd.HeartbeatIntervalMillis)),
 		"--election-timeout=" + strconv.Itoa(int(spec.Etcd.ElectionTimeoutMillis)),
 	}
+	args = append(args, versions.CorruptionCheckFlags(spec.Version)...)
 	if cl.TLS {
 		args = append(args, tlsArgs(cl, spec.Version)...)
 	}

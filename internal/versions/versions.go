@@ -88,6 +88,18 @@ func PeerSkipClientSANVerificationFlag(v string) string {
 	return "peer-skip-client-san-verification"
 }
 
+// CorruptionCheckFlags turn on etcd's two cheap corruption checks: before serving, a member
+// compares the hash of its data with its peers' and refuses to start when they differ at the
+// same compaction (the initial check); and the leader compares the hashes of every member at
+// each compaction, raising the CORRUPT alarm when one differs (the compact hash check). Both
+// were experimental flags in 3.5; 3.6 made them feature gates, and 3.7 dropped the flags.
+func CorruptionCheckFlags(v string) []string {
+	if strings.HasPrefix(v, "3.5.") {
+		return []string{"--experimental-initial-corrupt-check=true", "--experimental-compact-hash-check-enabled=true"}
+	}
+	return []string{"--feature-gates=InitialCorruptCheck=true,CompactHashCheck=true"}
+}
+
 // minPatchForNextMinor is the lowest patch release of a minor from which etcd supports
 // upgrading to the next minor: 3.6 needs 3.5.20 or later (earlier 3.5 releases can leave
 // members that 3.6 refuses to join).

@@ -30,6 +30,15 @@ func TestPeerSkipClientSANVerificationFlag(t *testing.T) {
 	g.Expect(versions.PeerSkipClientSANVerificationFlag("3.7.3")).To(Equal("peer-skip-client-san-verification"))
 }
 
+// Each minor release names its corruption checks its own way; a wrong name stops etcd.
+func TestCorruptionCheckFlags(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(versions.CorruptionCheckFlags("3.5.35")).To(Equal([]string{"--experimental-initial-corrupt-check=true", "--experimental-compact-hash-check-enabled=true"}))
+	for _, v := range []string{"3.6.15", "3.6.16", "3.7.2", "3.7.3"} {
+		g.Expect(versions.CorruptionCheckFlags(v)).To(Equal([]string{"--feature-gates=InitialCorruptCheck=true,CompactHashCheck=true"}), v)
+	}
+}
+
 // The CRD refuses unsupported versions through an enum on spec.version, and defaults to the
 // newest; both must agree with the table.
 func TestCRDAgreesWithTable(t *testing.T) {

@@ -34,6 +34,7 @@ var _ = Describe("etcd version upgrades", func() {
 		By("refusing a skipped minor with a message saying why")
 		expectVersionRefused(ctx, cluster, "3.7.3", "spec.version cannot change from 3.5.35 to 3.7.3 while members run 3.5.35: etcd is upgraded one minor release at a time")
 
+		expectCorruptionChecked(ctx, ns, cluster.Name+"-0", "3.5.35")
 		w := startWriter(ctx, ns, cluster.Name)
 		for _, target := range []string{"3.6.16", "3.7.3"} {
 			By("upgrading to " + target)
@@ -63,6 +64,7 @@ var _ = Describe("etcd version upgrades", func() {
 				Expect(get(ctx, ns, name, &corev1.Pod{}).Labels).To(HaveKeyWithValue("etcd.etcdpilot.io/version", target))
 			}
 			Expect(progress).To(ContainElement(ContainSubstring("members at "+target)), "Progressing/Upgrading said how far it got")
+			expectCorruptionChecked(ctx, ns, cluster.Name+"-1", target)
 			if target == "3.7.3" {
 				Expect(after.Status.Upgrade.RaftSnapshotsForcedAt).NotTo(BeNil(), "3.7 cannot replay the entries 3.5 wrote: every member took a raft snapshot first")
 			}
@@ -179,6 +181,14 @@ func podUIDs(ctx context.Context, ns, name string) map[string]string {
 		out[p.Name] = string(p.UID)
 	}
 	return out
+}
+
+// expectCorruptionChecked checks that the member's etcd ran its initial corruption check
+// when it started (the flags of its release took effect) and found its data consistent.
+func expectCorruptionChecked(ctx context.Context, ns, pod, version string) {
+	out, err := exec.CommandContext(ctx, os.Getenv("KUBECTL"), "-n", ns, "logs", pod, "-c", "etcd").Output()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "kubectl logs %s", pod)
+	ExpectWithOffset(1, string(out)).To(ContainSubstring("initial corruption checking passed"), "%s at %s checked its data against its peers when it started", pod, version)
 }
 
 // clientTLS is a client's TLS configuration that follows the cluster's client Secret, as a
