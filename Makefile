@@ -162,6 +162,13 @@ $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml:
 test: manifests generate fmt vet envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(VERSITYGW) ## Run unit and integration tests.
 	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" VERSITYGW="$(VERSITYGW)" go test $$(go list ./... | grep -v /test/) -coverprofile cover.out
 
+# How long `make fuzz` looks for an observation the planner mishandles.
+FUZZTIME ?= 5m
+
+.PHONY: fuzz
+fuzz: ## Fuzz the membership planner (FUZZTIME, 5m): no plan may lose quorum, touch the leader first, or forget a member. `make test` runs the seeds.
+	go test ./internal/membership -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
+
 .PHONY: bench
 bench: bench-unit bench-cluster ## Run every benchmark: unit ones, then those on the local cluster.
 
