@@ -1,6 +1,7 @@
 package membership_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -27,10 +28,12 @@ func (s *bytesource) flag() bool { return s.pick(2) == 1 }
 // generated builds an observation from the fuzzer's bytes: any size, up to seven members
 // (voters or learners, healthy or not, started or not, Ready or not, at most one leader,
 // healthy), pods at any supported release and spec hash or missing, claims present or not,
-// an upgrade target, a rolled-back upgrade, members unhealthy for a while.
+// an upgrade target, a rolled-back upgrade, members unhealthy for a while. Half of them are
+// of a steady cluster (every member a healthy, Ready voter with its pod and claim, caught
+// up), where only releases and spec hashes differ: the upgrades and rollouts the planner
+// must carry out without losing quorum.
 func generated(data []byte) membership.Observed {
 	s := &bytesource{b: data}
-	releases := []string{"3.5.35", "3.6.15", "3.6.16", "3.7.3"}
 	o := membership.Observed{
 		Cluster: c, Size: []int{1, 3, 5, 7}[s.pick(4)], Now: now, Ephemeral: s.pick(8) == 0,
 		Pods: map[string]membership.Pod{}, PVCs: map[string]membership.PVC{}, SpecHashes: map[string]string{},
@@ -42,13 +45,9 @@ func generated(data []byte) membership.Observed {
 		o.Upgrade.From = releases[s.pick(len(releases))]
 		o.Upgrade.RolledBack = s.pick(4) == 0
 	}
-	// Half the observations are of a steady cluster (every member a healthy, Ready voter
-	// with its pod and claim, caught up), where only releases and spec hashes differ: the
-	// upgrades and rollouts the planner must carry out without losing quorum.
-	steady := s.flag()
-	chance := func(n int) bool { return !steady && s.pick(n) == 0 }
+	g := generator{s: s, steady: s.flag()}
 	n := s.pick(8)
-	if steady {
+	if g.steady {
 		n = o.Size - s.pick(2)
 	} else if s.pick(6) == 0 {
 		n = -1 // no member answered
@@ -57,112 +56,168 @@ func generated(data []byte) membership.Observed {
 	for i := 0; i < 8; i++ {
 		name := c.MemberName(i)
 		if i < n {
-			m := voter(i, uint64(10+i))
-			m.Learner = chance(5)
-			m.Healthy = !chance(4)
-			m.Ready = m.Healthy && !chance(5)
-			m.Started = m.Healthy || !chance(3)
-			m.Leader = i == leaderAt%n && !m.Learner && m.Healthy
-			m.RaftIndex = 5000
-			if chance(3) {
-				m.RaftIndex -= uint64(10 * s.pick(4) * s.pick(200))
-			}
-			if !m.Healthy && m.Started {
-				m.UnhealthySince = now.Add(-time.Duration(s.pick(30)) * time.Minute)
-			}
-			o.Members = append(o.Members, m)
+			o.Members = append(o.Members, g.member(i, i == leaderAt%n))
 		}
-		if steady && i < n || !steady && i < n+s.pick(3) && s.pick(6) != 0 {
-			o.Pods[name] = membership.Pod{Ready: !chance(2), Version: releases[s.pick(len(releases))],
-				Created: now.Add(-time.Duration(s.pick(20)) * time.Minute), Terminating: chance(8),
-				SpecHash: []string{"", "old", "new"}[s.pick(3)]}
+		if g.present(i, n) {
+			o.Pods[name] = g.pod()
 			o.SpecHashes[name] = "new"
 		}
-		if steady && i < n || !steady && i < n+s.pick(3) && s.pick(6) != 0 {
-			o.PVCs[name] = membership.PVC{Bootstrapped: !chance(2), Removed: chance(8)}
+		if g.present(i, n) {
+			o.PVCs[name] = membership.PVC{Bootstrapped: !g.chance(2), Removed: g.chance(8)}
 		}
 	}
 	return o
 }
 
-// checkPlan states what no plan may ever do, whatever the cluster looks like.
-func checkPlan(t *testing.T, o membership.Observed, a membership.Action) {
-	t.Helper()
-	byName := map[string]membership.Member{}
-	voters, healthy := 0, 0
+var releases = []string{"3.5.35", "3.6.15", "3.6.16", "3.7.3"}
+
+// generator draws the parts of an observation; in a steady one, nothing is wrong by chance.
+type generator struct {
+	s      *bytesource
+	steady bool
+}
+
+func (g generator) chance(n int) bool { return !g.steady && g.s.pick(n) == 0 }
+
+func (g generator) member(i int, leads bool) membership.Member {
+	m := voter(i, uint64(10+i))
+	m.Learner = g.chance(5)
+	m.Healthy = !g.chance(4)
+	m.Ready = m.Healthy && !g.chance(5)
+	m.Started = m.Healthy || !g.chance(3)
+	m.Leader = leads && !m.Learner && m.Healthy
+	m.RaftIndex = 5000
+	if g.chance(3) {
+		m.RaftIndex -= uint64(10 * g.s.pick(4) * g.s.pick(200))
+	}
+	if !m.Healthy && m.Started {
+		m.UnhealthySince = now.Add(-time.Duration(g.s.pick(30)) * time.Minute)
+	}
+	return m
+}
+
+// present says whether member i (of n in the membership) has a pod, or a claim: always in a
+// steady cluster, by chance otherwise (and by chance for a few beyond the membership).
+func (g generator) present(i, n int) bool {
+	if g.steady {
+		return i < n
+	}
+	return i < n+g.s.pick(3) && g.s.pick(6) != 0
+}
+
+func (g generator) pod() membership.Pod {
+	return membership.Pod{Ready: !g.chance(2), Version: releases[g.s.pick(len(releases))],
+		Created: now.Add(-time.Duration(g.s.pick(20)) * time.Minute), Terminating: g.chance(8),
+		SpecHash: []string{"", "old", "new"}[g.s.pick(3)]}
+}
+
+// view is what the safety properties look at: the members by name, and the voters.
+type view struct {
+	o               membership.Observed
+	byName          map[string]membership.Member
+	voters, healthy int
+}
+
+func viewOf(o membership.Observed) view {
+	v := view{o: o, byName: map[string]membership.Member{}}
 	for _, m := range o.Members {
-		byName[m.Name] = m
+		v.byName[m.Name] = m
 		if !m.Learner {
-			voters++
+			v.voters++
 			if m.Healthy {
-				healthy++
+				v.healthy++
 			}
 		}
 	}
-	target, inList := byName[a.Member]
-	takesDown := inList && !target.Learner && target.Healthy
-	switch a.Kind {
-	case membership.RemoveMember:
-		if !inList {
-			t.Fatalf("removes %s, which is not a member: %+v", a.Member, a)
+	return v
+}
+
+// properties are what no plan may ever do, whatever the cluster looks like; each returns
+// what went wrong, or "".
+var properties = map[membership.Kind]func(v view, a membership.Action) string{
+	membership.RemoveMember: func(v view, a membership.Action) string {
+		target, ok := v.byName[a.Member]
+		if !ok {
+			return "removes a member that is not in the membership"
 		}
-		left, leftHealthy := voters, healthy
+		left, leftHealthy := v.voters, v.healthy
 		if !target.Learner {
 			left--
 			if target.Healthy {
 				leftHealthy--
 			}
 		}
-		if left > 0 && leftHealthy < left/2+1 {
-			t.Fatalf("removing %s leaves %d healthy of %d voters, short of a quorum: %+v", a.Member, leftHealthy, left, a)
+		switch {
+		case left > 0 && leftHealthy < left/2+1:
+			return fmt.Sprintf("the removal leaves %d healthy of %d voters, short of a quorum", leftHealthy, left)
+		case target.Leader:
+			return "removes the leader before moving leadership"
 		}
-		if target.Leader {
-			t.Fatalf("removes the leader %s before moving leadership: %+v", a.Member, a)
+		return ""
+	},
+	membership.RestartMember: func(v view, a membership.Action) string {
+		target, ok := v.byName[a.Member]
+		takesDown := ok && !target.Learner && target.Healthy
+		switch {
+		case takesDown && v.voters > 1 && v.healthy-1 < v.voters/2+1:
+			return fmt.Sprintf("the restart leaves %d healthy of %d voters, short of a quorum", v.healthy-1, v.voters)
+		case takesDown && v.voters > 1 && v.healthy < v.voters:
+			return "restarts a healthy member while another voter is unhealthy"
+		case target.Leader && v.voters > 1:
+			return "restarts the leader before moving leadership"
 		}
-	case membership.RestartMember:
-		if takesDown && voters > 1 && healthy-1 < voters/2+1 {
-			t.Fatalf("restarting %s leaves %d healthy of %d voters, short of a quorum: %+v", a.Member, healthy-1, voters, a)
+		return ""
+	},
+	membership.DeletePod: func(v view, a membership.Action) string {
+		if target, ok := v.byName[a.Member]; ok && !target.Learner && target.Healthy {
+			return "deletes the pod of a healthy voter"
 		}
-		if takesDown && voters > 1 && healthy < voters {
-			t.Fatalf("restarts healthy %s while another voter is unhealthy: %+v", a.Member, a)
-		}
-		if target.Leader && voters > 1 {
-			t.Fatalf("restarts the leader %s before moving leadership: %+v", a.Member, a)
-		}
-	case membership.DeletePod:
-		if takesDown {
-			t.Fatalf("deletes the pod of healthy voter %s: %+v", a.Member, a)
-		}
-	case membership.MoveLeader:
-		var to *membership.Member
-		for i := range o.Members {
-			if o.Members[i].ID == a.MemberID {
-				to = &o.Members[i]
+		return ""
+	},
+	membership.MoveLeader: func(v view, a membership.Action) string {
+		for _, m := range v.o.Members {
+			if m.ID == a.MemberID && !m.Learner && m.Healthy && m.Name != a.Member {
+				return ""
 			}
 		}
-		if to == nil || to.Learner || !to.Healthy || to.Name == a.Member {
-			t.Fatalf("moves leadership to %d, not another healthy voter: %+v", a.MemberID, a)
+		return "moves leadership to a member that is not another healthy voter"
+	},
+	membership.AddLearner: func(v view, _ membership.Action) string {
+		if len(v.o.Members) >= v.o.Size {
+			return "grows beyond spec.size"
 		}
-	case membership.AddLearner:
-		if len(o.Members) >= o.Size {
-			t.Fatalf("adds a member to %d members of spec.size %d: %+v", len(o.Members), o.Size, a)
-		}
-		for _, m := range o.Members {
+		for _, m := range v.o.Members {
 			if !m.Healthy || m.Learner {
-				t.Fatalf("adds a member while %s is unhealthy or a learner: %+v", m.Name, a)
+				return "grows while a member is unhealthy or a learner"
+			}
+		}
+		return ""
+	},
+}
+
+// forgets: a member of the membership without a pod is brought back (or replaced) before
+// any other change, so none is left behind while the cluster changes.
+func forgets(v view, a membership.Action) string {
+	switch a.Kind {
+	case membership.AddLearner, membership.Promote, membership.RestartMember, membership.ExpandVolume, membership.None:
+		for _, m := range v.o.Members {
+			if _, ok := v.o.Pods[m.Name]; !ok {
+				return "member " + m.Name + " has no pod, and the plan is about something else"
 			}
 		}
 	}
-	// A member of the membership without a pod is brought back (or replaced) before any
-	// other change: none is forgotten while the membership changes.
-	if o.Members != nil {
-		for _, m := range o.Members {
-			if _, ok := o.Pods[m.Name]; !ok {
-				switch a.Kind {
-				case membership.AddLearner, membership.Promote, membership.RestartMember, membership.ExpandVolume, membership.None:
-					t.Fatalf("member %s has no pod, yet the plan is %s: %+v", m.Name, a.Kind, a)
-				}
-			}
+	return ""
+}
+
+func checkPlan(t *testing.T, o membership.Observed, a membership.Action) {
+	t.Helper()
+	v := viewOf(o)
+	for _, property := range []func(view, membership.Action) string{properties[a.Kind], forgets} {
+		if property == nil {
+			continue
+		}
+		if what := property(v, a); what != "" {
+			t.Fatalf("%s: %+v\nobserved: %+v", what, a, o)
 		}
 	}
 }
