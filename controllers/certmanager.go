@@ -21,7 +21,9 @@ import (
 // libraries, and the fields used here have been stable since cert-manager.io/v1.
 var certificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
 
-// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;patch;delete
+// cert-manager's Certificates (tls.mode CertManager): created and patched to the cluster's
+// names, garbage-collected with their EtcdCluster.
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch
 
 // certManagerTLS (TLS mode CertManager) makes sure cert-manager has a Certificate for the
 // member certificate and one for the client certificate, then waits for their Secrets and

@@ -46,7 +46,11 @@ type EtcdBackupReconciler struct {
 	Now func() time.Time
 }
 
-// +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackups,verbs=get;list;watch;create;update;patch;delete
+// EtcdBackups: read and watched; updated to add and remove the finalizer; created and
+// deleted by schedules (their runs, their retention); status patched; finalizers updated so
+// that a backup's Jobs may block its deletion. Jobs run the agent: created, deleted once
+// their backup is gone.
+// +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackups,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackups/finalizers,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete

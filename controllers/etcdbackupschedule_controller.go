@@ -33,7 +33,9 @@ type EtcdBackupScheduleReconciler struct {
 	Now func() time.Time
 }
 
-// +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackupschedules,verbs=get;list;watch;update;patch
+// EtcdBackupSchedules: read and watched (a schedule has no finalizer, and its backups carry
+// its label, not an owner reference); status patched.
+// +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackupschedules,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackupschedules/status,verbs=get;update;patch
 
 // Reconcile runs one pass of a schedule:

@@ -76,13 +76,32 @@ type EtcdClusterReconciler struct {
 	AgentImage string
 }
 
+// RBAC: each verb is what the reconciler does, and nothing more (controllers/rbac_test.go
+// fails when the generated role changes).
+//
+// EtcdClusters: read and watched; updated to add and remove the finalizer, patched by the
+// crash-test failpoints; status patched once per pass; finalizers updated so that owned
+// objects may block their owner's deletion.
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdclusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services;secrets,verbs=get;list;watch;create;update;patch;delete
+//
+// Member pods: created, patched in place (labels, annotations), deleted to restart or remove
+// a member. Claims: created, patched (annotations, a larger size, owner references dropped
+// under Retain), deleted under deletionPolicy Delete. Services: created and patched, never
+// deleted (garbage-collected with their EtcdCluster). Secrets: the CA and the certificates,
+// created and updated whole (a certificate and its key change together); users' TLS Secrets
+// read by name.
+// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// The pre-upgrade snapshot runs etcdctl in a member's container.
 // +kubebuilder:rbac:groups="",resources=pods/exec,verbs=create
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// The PodDisruptionBudget: created and patched, garbage-collected with its EtcdCluster.
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch
+// Whether the claims' StorageClass allows expansion, read before growing them.
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
+// Events about what the operator did.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one EtcdCluster towards its spec. Steps:
