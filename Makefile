@@ -247,6 +247,9 @@ DEPLOY_OVERLAY := $(CURDIR)/_output/deploy
 # DEPLOY_TEST_FAILPOINTS=true turns on the operator's crash-test hooks
 # (controllers/failpoint.go); the e2e suite deploys with it. Never for real clusters.
 DEPLOY_TEST_FAILPOINTS ?= false
+# DEPLOY_CA_ROTATION_MIN_PHASE, when set, shortens the phases of a CA rotation
+# (--ca-rotation-min-phase); the e2e suite's client re-reads the client Secret every second.
+DEPLOY_CA_ROTATION_MIN_PHASE ?=
 .PHONY: deploy-overlay
 deploy-overlay: $(CRANE)
 	@rm -rf $(DEPLOY_OVERLAY) && mkdir -p $(DEPLOY_OVERLAY)
@@ -261,6 +264,8 @@ deploy-overlay: $(CRANE)
 		'    - op: replace' '      path: /spec/template/spec/containers/0/env/0/value' '      value: $(LOCAL_ETCD_IMAGE_REPOSITORY)' \
 		$(if $(filter true,$(DEPLOY_TEST_FAILPOINTS)),'    - op: add' '      path: /spec/template/spec/containers/0/env/-' \
 			'      value:' '        name: ETCDPILOT_TEST_FAILPOINTS' '        value: "true"') \
+		$(if $(DEPLOY_CA_ROTATION_MIN_PHASE),'    - op: add' '      path: /spec/template/spec/containers/0/env/-' \
+			'      value:' '        name: CA_ROTATION_MIN_PHASE' '        value: "$(DEPLOY_CA_ROTATION_MIN_PHASE)"') \
 		> $(DEPLOY_OVERLAY)/kustomization.yaml
 
 .PHONY: install

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +50,7 @@ func run() error {
 	var (
 		metricsAddr, probeAddr, etcdImageRepository, clusterDomain string
 		leaderElect, secureMetrics, enableHTTP2                    bool
+		caMinPhase                                                 time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443",
 		"Address the metrics endpoint binds to (HTTPS, authenticated and authorized). Use \"0\" to disable it.")
@@ -64,6 +66,13 @@ func run() error {
 			"the image pinned by its RELATED_IMAGE_ETCD_V<X_Y_Z> environment variable, or else the official "+versions.DefaultRepository+".")
 	flag.StringVar(&clusterDomain, "cluster-domain", envOr("CLUSTER_DOMAIN", "cluster.local"),
 		"DNS domain of the Kubernetes cluster, named in member certificates (env CLUSTER_DOMAIN).")
+	defaultMinPhase, err := time.ParseDuration(envOr("CA_ROTATION_MIN_PHASE", "90s"))
+	if err != nil {
+		return fmt.Errorf("CA_ROTATION_MIN_PHASE: %w", err)
+	}
+	flag.DurationVar(&caMinPhase, "ca-rotation-min-phase", defaultMinPhase,
+		"How long each of the first two phases of a CA rotation lasts at least, so that clients mounting the client Secret "+
+			"see it change before the next phase needs it (env CA_ROTATION_MIN_PHASE).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -75,22 +84,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	// The operator only reads the pods, claims, services, secrets and disruption budgets it
-	// made; caching only those (by label) keeps its memory flat however big the cluster.
-	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{cluster.LabelManagedBy: cluster.ManagedBy})}
-	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: ours, &corev1.PersistentVolumeClaim{}: ours, &corev1.Service{}: ours,
-		&corev1.Secret{}: ours, &policyv1.PodDisruptionBudget{}: ours, &batchv1.Job{}: ours,
-	}}
-	if len(namespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
-		log.Info("watching namespaces", "namespaces", namespaces)
-	} else {
-		log.Info("watching all namespaces")
-	}
+	cacheOpts := cacheOptions(namespaces)
+	log.Info("watching namespaces (none listed: all)", "namespaces", namespaces)
 
 	var tlsOpts []func(*tls.Config)
 	if !enableHTTP2 {
@@ -140,7 +135,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("setting up pod exec: %w", err)
 	}
-	if err := setupControllers(mgr, etcdImages, clusterDomain, podExec, agentImage); err != nil {
+	if err := setupControllers(mgr, etcdImages, clusterDomain, podExec, agentImage, caMinPhase); err != nil {
 		return err
 	}
 
@@ -158,6 +153,24 @@ func run() error {
 	return nil
 }
 
+// cacheOptions: the operator only reads the pods, claims, services, secrets and disruption
+// budgets it made; caching only those (by label) keeps its memory flat however big the
+// cluster. With namespaces listed, it caches those namespaces only.
+func cacheOptions(namespaces []string) cache.Options {
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{cluster.LabelManagedBy: cluster.ManagedBy})}
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: ours, &corev1.PersistentVolumeClaim{}: ours, &corev1.Service{}: ours,
+		&corev1.Secret{}: ours, &policyv1.PodDisruptionBudget{}: ours, &batchv1.Job{}: ours,
+	}}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}
+
 func envOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
@@ -166,7 +179,7 @@ func envOr(key, fallback string) string {
 }
 
 // setupControllers registers the EtcdCluster, EtcdBackup and EtcdBackupSchedule controllers.
-func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomain string, podExec controllers.PodExec, agentImage string) error {
+func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomain string, podExec controllers.PodExec, agentImage string, caMinPhase time.Duration) error {
 	if err := (&controllers.EtcdClusterReconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
@@ -178,6 +191,7 @@ func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomai
 		Failpoints:    os.Getenv(controllers.FailpointsEnv) == "true",
 		Exec:          podExec,
 		AgentImage:    agentImage,
+		CAMinPhase:    caMinPhase,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdCluster controller: %w", err)
 	}

@@ -74,8 +74,8 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	if olmRun() {
 		return nil
 	}
-	By("deploying the operator with make deploy, crash-test hooks on")
-	run("make", "deploy", "DEPLOY_TEST_FAILPOINTS=true")
+	By("deploying the operator with make deploy, crash-test hooks on, CA rotation phases of 15 s")
+	run("make", "deploy", "DEPLOY_TEST_FAILPOINTS=true", "DEPLOY_CA_ROTATION_MIN_PHASE=15s")
 	return nil
 }, func(_ []byte) {
 	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
