@@ -324,25 +324,7 @@ func startWriter(ctx context.Context, ns, name string) *writer {
 				}
 				current = key
 			}
-			if pending == nil {
-				pending = &write{key: fmt.Sprintf("/e2e/upgrade/%05d", i), value: fmt.Sprintf("value-%d", i), since: time.Now()}
-			}
-			pctx, cancel := context.WithTimeout(wctx, 3*time.Second)
-			err := cli.Put(pctx, pending.key, pending.value)
-			cancel()
-			w.mu.Lock()
-			switch {
-			case err == nil:
-				w.acked[pending.key] = pending.value
-				pending = nil
-			case wctx.Err() != nil:
-			case time.Since(pending.since) < writeWindow:
-				w.retries++
-			default:
-				w.failed++
-				pending = nil
-			}
-			w.mu.Unlock()
+			pending = w.try(wctx, cli, pending, i)
 		}
 	}()
 	return w
@@ -363,6 +345,33 @@ func podEndpoints(ctx context.Context, ns, name string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// try puts the pending write, or a new one (number i) when none is pending, and records
+// the outcome. It returns the write still pending: nil once acknowledged, or given up
+// because writeWindow has passed.
+func (w *writer) try(ctx context.Context, cli etcd.Client, pending *write, i int) *write {
+	if pending == nil {
+		pending = &write{key: fmt.Sprintf("/e2e/upgrade/%05d", i), value: fmt.Sprintf("value-%d", i), since: time.Now()}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	err := cli.Put(pctx, pending.key, pending.value)
+	cancel()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case err == nil:
+		w.acked[pending.key] = pending.value
+		return nil
+	case ctx.Err() != nil: // stopping
+		return pending
+	case time.Since(pending.since) < writeWindow:
+		w.retries++
+		return pending
+	default:
+		w.failed++
+		return nil
+	}
 }
 
 // count is how many writes etcd has acknowledged so far.
