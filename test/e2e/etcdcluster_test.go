@@ -62,7 +62,9 @@ var _ = Describe("EtcdCluster", func() {
 			Expect(out).To(Equal("hello\n"))
 		})
 
-		It("refuses a client without a certificate", func(ctx SpecContext) {
+		It("refuses a client without a certificate, and TLS before 1.3 on the client and peer ports", func(ctx SpecContext) {
+			expectTLS13Only(ctx, ns, cluster.Name)
+
 			endpoint, cfg := memberTLS(ctx, ns, cluster.Name)
 			Expect(tlsRead(endpoint, cfg)).To(MatchError(ContainSubstring("certificate required")))
 
@@ -207,6 +209,13 @@ var _ = Describe("EtcdCluster", func() {
 			Expect(sc.AllowPrivilegeEscalation).To(Equal(ptr.To(false)))
 			Expect(sc.ReadOnlyRootFilesystem).To(Equal(ptr.To(true)))
 			Expect(sc.Capabilities.Drop).To(ContainElement(corev1.Capability("ALL")))
+
+			By("the suite's namespaces enforce that standard: a pod that breaks it is refused")
+			_, err := clientset.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: "unrestricted-"},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: etcdImage}}},
+			}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			Expect(err).To(MatchError(ContainSubstring(`violates PodSecurity "restricted:latest"`)))
 		})
 	})
 
@@ -222,6 +231,7 @@ var _ = Describe("EtcdCluster", func() {
 			cli := etcdClient(ctx, ns, "s")
 			defer func() { _ = cli.Close() }()
 			Expect(cli.Put(ctx, "/e2e/size", strconv.Itoa(size))).To(Succeed())
+			expectTLS13Only(ctx, ns, "s")
 		},
 		Entry("with 1 member of etcd 3.6", 1, "3.6.16"),
 		Entry("with 5 members of etcd 3.5", 5, "3.5.35"),
@@ -399,7 +409,7 @@ func operatorRestarts(ctx context.Context) int32 {
 
 func newTestNamespace(ctx context.Context, prefix string) string {
 	ns, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Labels: restrictedNamespace},
 	}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(ctx SpecContext) {
@@ -407,7 +417,30 @@ func newTestNamespace(ctx context.Context, prefix string) string {
 		_ = k8sClient.DeleteAllOf(ctx, &etcdv1alpha1.EtcdCluster{}, client.InNamespace(ns.Name))
 		_ = clientset.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
 	})
+	// Cleanups run last registered first: the search sees the namespace as the spec left it,
+	// and the deletion above runs even when the search fails.
+	DeferCleanup(expectNoSecretsShown, ns.Name)
 	return ns.Name
+}
+
+// restrictedNamespace are the labels of every namespace the suite runs the project's pods
+// in: the API server refuses a pod that breaks the restricted Pod Security Standard, so a
+// member, backup, restore or operator pod that breaks it fails the suite.
+var restrictedNamespace = map[string]string{
+	"pod-security.kubernetes.io/enforce":         "restricted",
+	"pod-security.kubernetes.io/enforce-version": "latest",
+}
+
+// restrictedPod is the security context a test's own pod needs in such a namespace.
+func restrictedPod() (*corev1.PodSecurityContext, *corev1.SecurityContext) {
+	return &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr.To(true),
+			RunAsUser:      ptr.To[int64](65532),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}, &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}
 }
 
 // createCluster creates a TLS cluster; version is optional (the default is the newest).
@@ -459,6 +492,24 @@ func memberIDs(c *etcdv1alpha1.EtcdCluster) map[string]string {
 func memberTLS(ctx context.Context, ns, name string) (string, *tls.Config) {
 	endpoints, cfg := memberEndpoints(ctx, ns, name)
 	return endpoints[0], cfg
+}
+
+// expectTLS13Only checks that a member's client and peer listeners refuse TLS 1.2, even
+// from a client with a valid certificate, and complete a TLS 1.3 handshake.
+func expectTLS13Only(ctx context.Context, ns, name string) {
+	endpoint, cfg := memberTLS(ctx, ns, name)
+	cfg.Certificates = clientCertificate(ctx, ns, name)
+	host, _, err := net.SplitHostPort(endpoint)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	for _, ep := range []string{endpoint, net.JoinHostPort(host, "2380")} {
+		tls12 := cfg.Clone()
+		tls12.MaxVersion = tls.VersionTLS12
+		ExpectWithOffset(1, tlsRead(ep, tls12)).To(MatchError(ContainSubstring("protocol version")), "%s refuses TLS 1.2", ep)
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", ep, cfg)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred(), ep)
+		ExpectWithOffset(1, conn.ConnectionState().Version).To(Equal(uint16(tls.VersionTLS13)), "%s speaks TLS 1.3", ep)
+		_ = conn.Close()
+	}
 }
 
 func memberEndpoints(ctx context.Context, ns, name string) ([]string, *tls.Config) {
@@ -538,14 +589,17 @@ func tlsRead(endpoint string, cfg *tls.Config) error {
 // etcdctl runs etcdctl in a pod of the etcd image with the client Secret mounted, waits
 // for it to succeed and returns its output: the way a workload in the cluster connects.
 func etcdctl(ctx context.Context, ns, secret, prefix string, args ...string) string {
+	podSecurity, containerSecurity := restrictedPod()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Namespace: ns},
 		Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
+			RestartPolicy:   corev1.RestartPolicyNever,
+			SecurityContext: podSecurity,
 			Containers: []corev1.Container{{
-				Name:    "etcdctl",
-				Image:   etcdImage,
-				Command: []string{"/usr/local/bin/etcdctl"},
+				Name:            "etcdctl",
+				Image:           etcdImage,
+				SecurityContext: containerSecurity,
+				Command:         []string{"/usr/local/bin/etcdctl"},
 				Args: append([]string{
 					"--cacert=/tls/ca.crt", "--cert=/tls/tls.crt", "--key=/tls/tls.key", "--command-timeout=20s",
 				}, args...),

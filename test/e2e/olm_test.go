@@ -274,7 +274,7 @@ func createCatalogSource(ctx context.Context, image string) {
 // it once the operator is gone keeps its finalizer, so the cleanup removes finalizers first.
 func newOLMNamespace(ctx context.Context, prefix string) string {
 	ns, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Labels: restrictedNamespace},
 	}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(ctx SpecContext) {
@@ -287,6 +287,9 @@ func newOLMNamespace(ctx context.Context, prefix string) string {
 		}
 		_ = clientset.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
 	})
+	// Cleanups run last registered first: the search sees the namespace as the spec left it,
+	// and the deletion above runs even when the search fails.
+	DeferCleanup(expectNoSecretsShown, ns.Name)
 	return ns.Name
 }
 
