@@ -85,8 +85,8 @@ var _ = Describe("installed through OLM", Label("olm"), Ordered, func() {
 	})
 
 	It("installs into its own namespace after the InstallPlan is approved, runs the sample, leaves other namespaces alone and keeps the clusters serving once uninstalled", func(ctx SpecContext) {
-		ns := newOLMNamespace(ctx, "e2e-olm-own-")
-		other := newOLMNamespace(ctx, "e2e-olm-other-")
+		ns := newOLMNamespace(ctx, "e2e-olm-own-", restrictedNamespace)
+		other := newOLMNamespace(ctx, "e2e-olm-other-", restrictedNamespace)
 		sub := subscribe(ctx, ns, []string{ns}, "")
 
 		By("approving the InstallPlan OLM proposes")
@@ -131,9 +131,9 @@ var _ = Describe("installed through OLM", Label("olm"), Ordered, func() {
 	})
 
 	It("upgrades the previous release to the head through the graph without touching etcd", func(ctx SpecContext) {
-		opNs := newOLMNamespace(ctx, "e2e-olm-op-")
-		data := newOLMNamespace(ctx, "e2e-olm-data-")
-		small := newOLMNamespace(ctx, "e2e-olm-small-")
+		opNs := newOLMNamespace(ctx, "e2e-olm-op-", restrictedNamespace)
+		data := newOLMNamespace(ctx, "e2e-olm-data-", restrictedNamespace)
+		small := newOLMNamespace(ctx, "e2e-olm-small-", restrictedNamespace)
 		// MultiNamespace: the operator watches two namespaces other than its own.
 		subscribe(ctx, opNs, []string{data, small}, previousCSV)
 
@@ -211,7 +211,10 @@ var _ = Describe("installed through OLM", Label("olm"), Ordered, func() {
 	It("installs with operator-sdk run bundle and upgrades with run bundle-upgrade", func(ctx SpecContext) {
 		// Deleting the namespace afterwards removes all run bundle made there (catalog, its
 		// pod, Subscription, CSV); the CRD stays, as it does after any OLM uninstall.
-		ns := newOLMNamespace(ctx, "e2e-sdk-")
+		// Not restricted: the registry pod operator-sdk run bundle starts for the bundle's
+		// catalog breaks the restricted standard (it sets no allowPrivilegeEscalation, whatever
+		// --security-context-config says); it is operator-sdk's pod, not one of ours.
+		ns := newOLMNamespace(ctx, "e2e-sdk-", nil)
 		sdk := func(args ...string) {
 			cmd := exec.CommandContext(ctx, olmEnv("OPERATOR_SDK"), args...)
 			cmd.Env = os.Environ()
@@ -270,11 +273,12 @@ func createCatalogSource(ctx context.Context, image string) {
 	}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 }
 
-// newOLMNamespace makes a namespace that is deleted after the spec. An EtcdCluster left in
-// it once the operator is gone keeps its finalizer, so the cleanup removes finalizers first.
-func newOLMNamespace(ctx context.Context, prefix string) string {
+// newOLMNamespace makes a namespace with labels that is deleted after the spec. An
+// EtcdCluster left in it once the operator is gone keeps its finalizer, so the cleanup
+// removes finalizers first.
+func newOLMNamespace(ctx context.Context, prefix string, labels map[string]string) string {
 	ns, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Labels: restrictedNamespace},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Labels: labels},
 	}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(ctx SpecContext) {
