@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -30,6 +31,7 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/agent"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/metrics"
 	"github.com/etcdpilot/etcdpilot/internal/versions"
 	"github.com/etcdpilot/etcdpilot/internal/watchns"
 )
@@ -180,6 +182,9 @@ func envOr(key, fallback string) string {
 
 // setupControllers registers the EtcdCluster, EtcdBackup and EtcdBackupSchedule controllers.
 func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomain string, podExec controllers.PodExec, agentImage string, caMinPhase time.Duration) error {
+	// One set of metrics about the clusters and their backups, served with
+	// controller-runtime's on the metrics endpoint.
+	clusterMetrics := metrics.New(ctrlmetrics.Registry)
 	if err := (&controllers.EtcdClusterReconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
@@ -192,6 +197,7 @@ func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomai
 		Exec:          podExec,
 		AgentImage:    agentImage,
 		CAMinPhase:    caMinPhase,
+		Metrics:       clusterMetrics,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdCluster controller: %w", err)
 	}
@@ -200,6 +206,7 @@ func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomai
 		APIReader:  mgr.GetAPIReader(),
 		Recorder:   mgr.GetEventRecorder("etcdpilot"),
 		AgentImage: agentImage,
+		Metrics:    clusterMetrics,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdBackup controller: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/agent"
 	"github.com/etcdpilot/etcdpilot/internal/backup"
+	"github.com/etcdpilot/etcdpilot/internal/metrics"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
 )
@@ -44,6 +45,8 @@ type EtcdBackupReconciler struct {
 	AgentImage string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Metrics records each backup that ends; nil records nothing.
+	Metrics *metrics.Clusters
 }
 
 // EtcdBackups: read and watched; updated to add and remove the finalizer; created and
@@ -372,6 +375,7 @@ func (r *EtcdBackupReconciler) patchStatus(ctx context.Context, b *etcdv1alpha1.
 	old, changed, err := patchStatus(ctx, r.Client, b, &b.Status, status.ComputeBackup(b, o, r.now()))
 	if changed {
 		emit(r.Recorder, b, status.BackupTransitions(old, b.Status))
+		r.Metrics.RecordBackup(b, old, b.Status)
 	}
 	return err
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
+	"github.com/etcdpilot/etcdpilot/internal/metrics"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
 	"github.com/etcdpilot/etcdpilot/internal/versions"
@@ -71,6 +72,8 @@ type EtcdClusterReconciler struct {
 	// (caMinPhase when zero): long enough for clients mounting the client Secret to see it
 	// change.
 	CAMinPhase time.Duration
+	// Metrics records each pass in the operator's metrics; nil records nothing.
+	Metrics *metrics.Clusters
 	// AgentImage is the operator's own image, which restores a backup into the first member
 	// of a restored cluster (spec.bootstrap.restore).
 	AgentImage string
@@ -133,6 +136,9 @@ type EtcdClusterReconciler struct {
 func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, err error) {
 	c := &etcdv1alpha1.EtcdCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.Forget(req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !c.DeletionTimestamp.IsZero() {
@@ -144,11 +150,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	}
 
 	in := status.Input{Cluster: c}
-	defer func() {
-		if perr := r.patchStatus(ctx, c, in); perr != nil && err == nil {
-			err = perr
-		}
-	}()
+	defer func() { r.finish(ctx, c, in, &err) }()
 
 	tlsState, err := r.ensureTLS(ctx, c)
 	var waiting *waitingError
@@ -193,6 +195,16 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	}
 	in.Err = err
 	return result, err
+}
+
+// finish ends a pass: it patches the status computed from in (the patch's error becomes
+// the pass's when it had none) and records the pass in the metrics.
+func (r *EtcdClusterReconciler) finish(ctx context.Context, c *etcdv1alpha1.EtcdCluster, in status.Input, err *error) {
+	acted := *err == nil
+	if perr := r.patchStatus(ctx, c, in); perr != nil && *err == nil {
+		*err = perr
+	}
+	r.Metrics.Record(metrics.Pass{Cluster: c, Seen: in.Seen, Action: in.Action, Acted: acted, Succeeded: *err == nil, Now: r.now()})
 }
 
 // act carries out the planned action: at most one membership change.

@@ -171,6 +171,16 @@ func TestMembersJoinAsLearnersOneAtATime(t *testing.T) {
 		g.Expect(got.Status.Members).To(HaveLen(3))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	g.Expect(etcdFake.MembershipChanges()).To(HaveLen(4), "exactly one add and one promote per member")
+
+	// The operator's metrics say the same, and count what it did.
+	g.Eventually(func(g Gomega) {
+		g.Expect(metricValue(g, "etcdpilot_cluster_ready_members", clusterSeries(ns, "grow"))).To(Equal(3.0))
+		g.Expect(metricValue(g, "etcdpilot_cluster_healthy_members", clusterSeries(ns, "grow"))).To(Equal(3.0))
+		g.Expect(metricValue(g, "etcdpilot_cluster_quorum_margin", clusterSeries(ns, "grow"))).To(Equal(1.0))
+		g.Expect(metricValue(g, "etcdpilot_cluster_condition", clusterSeries(ns, "grow", "condition", "Ready"))).To(Equal(1.0))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(metricValue(g, "etcdpilot_cluster_actions_total", clusterSeries(ns, "grow", "action", "AddLearner"))).To(Equal(2.0))
+	g.Expect(metricValue(g, "etcdpilot_cluster_actions_total", clusterSeries(ns, "grow", "action", "Promote"))).To(Equal(2.0))
 }
 
 func must(peer, _ string) string { return peer }
@@ -196,12 +206,18 @@ func TestDeletionAppliesThePVCPolicy(t *testing.T) {
 			g.Expect(k8sClient.Create(ctx, c)).To(Succeed())
 			g.Eventually(func(g Gomega) { get(g, ns, "gone-0-data", &corev1.PersistentVolumeClaim{}) }).
 				WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+			g.Eventually(func(g Gomega) []float64 {
+				return seriesOf(g, "etcdpilot_cluster_desired_members", clusterSeries(ns, "gone"))
+			}).WithTimeout(timeout).WithPolling(interval).Should(Equal([]float64{3}), "the default size")
 
 			g.Expect(k8sClient.Delete(ctx, c)).To(Succeed())
 
 			g.Eventually(func() bool {
 				return apierrors.IsNotFound(k8sClient.Get(ctx, keyOf(c), &etcdv1alpha1.EtcdCluster{}))
 			}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the finalizer must let the cluster go")
+			g.Eventually(func(g Gomega) []float64 {
+				return seriesOf(g, "etcdpilot_cluster_desired_members", clusterSeries(ns, "gone"))
+			}).WithTimeout(timeout).WithPolling(interval).Should(BeEmpty(), "a deleted cluster's series go with it")
 			pvc := get(g, ns, "gone-0-data", &corev1.PersistentVolumeClaim{})
 			if policy == etcdv1alpha1.DeletionPolicyRetain {
 				g.Expect(pvc.OwnerReferences).To(BeEmpty(), "a retained claim must not be garbage-collected")

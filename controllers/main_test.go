@@ -112,13 +112,14 @@ func runWithEnvtest(m *testing.M) int {
 	if err := (&controllers.EtcdClusterReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("etcdpilot"),
 		EtcdImages: versions.Images{Repository: testImageRepository}, ClusterDomain: "cluster.local", NewEtcdClient: fakeEtcd.factory,
-		AgentImage: testAgentImage, CAMinPhase: time.Second,
+		AgentImage: testAgentImage, CAMinPhase: time.Second, Metrics: testMetrics,
 	}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up controller:", err)
 		return 1
 	}
 	if err := (&controllers.EtcdBackupReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("etcdpilot"), AgentImage: testAgentImage,
+		Metrics: testMetrics,
 	}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up the backup controller:", err)
 		return 1

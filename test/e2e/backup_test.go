@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -251,6 +252,22 @@ var _ = Describe("backups", Label("backup"), func() {
 			Expect(b.Status.Artifact).To(BeNil())
 			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "no-credentials-backup"}, &batchv1.Job{})
 			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no backup Job")
+		})
+
+		It("reports the cluster's backups in the operator's metrics", func(ctx SpecContext) {
+			token := metricsReaderToken(ctx, ns)
+			endpoint := metricsEndpoint(ctx)
+			labels := fmt.Sprintf(`name="%s",namespace="%s"`, source.Name, ns)
+			newest := max(toS3.Status.CompletedAt.Unix(), toPVC.Status.CompletedAt.Unix())
+			Eventually(func(g Gomega) {
+				code, body := getMetrics(ctx, endpoint, token)
+				g.Expect(code).To(Equal(http.StatusOK), body)
+				g.Expect(metricSample(body, "etcdpilot_backup_last_success_timestamp_seconds{"+labels+"}")).To(BeNumerically(">=", newest))
+				g.Expect(metricSample(body, "etcdpilot_backup_last_size_bytes{"+labels+"}")).To(BeNumerically(">", 0))
+				g.Expect(metricSample(body, "etcdpilot_backup_last_duration_seconds{"+labels+"}")).To(BeNumerically(">", 0))
+				g.Expect(metricSample(body, "etcdpilot_backups_total{"+labels+`,outcome="succeeded"}`)).To(BeNumerically(">=", 2), "to-s3 and to-pvc")
+				g.Expect(metricSample(body, "etcdpilot_backups_total{"+labels+`,outcome="failed"}`)).To(BeNumerically(">=", 1), "no-credentials")
+			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 		})
 
 		It("reports a schedule whose last backup failed as not Ready, saying which backup and why", func(ctx SpecContext) {

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -52,6 +53,30 @@ var _ = Describe("EtcdCluster", func() {
 				}
 			}
 			Expect(leaders).To(Equal(1))
+		})
+
+		It("is reported in the operator's metrics as it is", func(ctx SpecContext) {
+			token := metricsReaderToken(ctx, ns)
+			endpoint := metricsEndpoint(ctx)
+			labels := fmt.Sprintf(`name="main",namespace="%s"`, ns)
+			Eventually(func(g Gomega) {
+				code, body := getMetrics(ctx, endpoint, token)
+				g.Expect(code).To(Equal(http.StatusOK), body)
+				for _, series := range []string{
+					"etcdpilot_cluster_desired_members{" + labels + "} 3",
+					"etcdpilot_cluster_members{" + labels + "} 3",
+					"etcdpilot_cluster_ready_members{" + labels + "} 3",
+					"etcdpilot_cluster_healthy_members{" + labels + "} 3",
+					"etcdpilot_cluster_quorum_margin{" + labels + "} 1",
+					"etcdpilot_cluster_has_leader{" + labels + "} 1",
+					`etcdpilot_cluster_condition{condition="Ready",` + labels + "} 1",
+					`etcdpilot_cluster_actions_total{action="Promote",` + labels + "} 2",
+				} {
+					g.Expect(body).To(ContainSubstring(series))
+				}
+				g.Expect(body).To(MatchRegexp(`etcdpilot_member_db_size_bytes\{member="main-0",%s\} [1-9]`, labels))
+				g.Expect(body).To(MatchRegexp(`etcdpilot_cluster_last_successful_reconcile_timestamp_seconds\{%s\} [1-9]`, labels))
+			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 		})
 
 		It("serves a client with the client Secret through the client Service", func(ctx SpecContext) {

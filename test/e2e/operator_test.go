@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -61,17 +62,7 @@ var _ = Describe("the operator", func() {
 		})
 
 		It("serves metrics to a ServiceAccount bound to the metrics-reader role", func(ctx SpecContext) {
-			token := serviceAccountToken(ctx, ns, "scraper")
-			binding := &rbacv1.ClusterRoleBinding{
-				ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-metrics-reader-"},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReaderRole},
-				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: ns}},
-			}
-			binding, err := clientset.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func(ctx SpecContext) {
-				_ = clientset.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
-			})
+			token := metricsReaderToken(ctx, ns)
 
 			// RBAC changes reach the authorizer's cache within a moment; retry briefly.
 			Eventually(func(g Gomega) {
@@ -131,6 +122,23 @@ func metricsEndpoint(ctx context.Context) string {
 	return endpoint
 }
 
+// metricsReaderToken creates a ServiceAccount "scraper" in ns bound to the metrics-reader
+// role for the spec, and returns a token for it.
+func metricsReaderToken(ctx context.Context, ns string) string {
+	token := serviceAccountToken(ctx, ns, "scraper")
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-metrics-reader-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReaderRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: ns}},
+	}
+	binding, err := clientset.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx SpecContext) {
+		_ = clientset.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
+	})
+	return token
+}
+
 // serviceAccountToken creates a ServiceAccount and returns a short-lived token for it.
 func serviceAccountToken(ctx context.Context, ns, name string) string {
 	_, err := clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{
@@ -142,6 +150,19 @@ func serviceAccountToken(ctx context.Context, ns, name string) string {
 	}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	return tr.Status.Token
+}
+
+// metricSample is the value of one series (its name and labels as the exposition writes
+// them, labels sorted by name) in a /metrics body; -1 when the series is absent.
+func metricSample(body, series string) float64 {
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }
 
 // getMetrics GETs /metrics over HTTPS (the operator's certificate is self-signed) with an

@@ -1,0 +1,266 @@
+// Package metrics holds the operator's metrics about the EtcdClusters it manages, served
+// with controller-runtime's on the operator's metrics endpoint. Every series is labelled by
+// the cluster's namespace and name; per-member series add the member (at most seven per
+// cluster), and the few label values besides (condition types, Progressing reasons, action
+// kinds) come from fixed lists, so the number of series grows with the clusters and nothing
+// else.
+//
+// The values are those of the status the operator computed in the same pass: what it
+// observed, never what it assumes. A pass that could not observe the members leaves the
+// member series as the last observation set them.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/membership"
+)
+
+// Prefix starts every metric name.
+const Prefix = "etcdpilot_"
+
+var (
+	clusterLabels = []string{"namespace", "name"}
+	memberLabels  = []string{"namespace", "name", "member"}
+	// conditionTypes are the EtcdCluster conditions exported.
+	conditionTypes = []string{etcdv1alpha1.ConditionReady, etcdv1alpha1.ConditionAvailable, etcdv1alpha1.ConditionProgressing, etcdv1alpha1.ConditionDegraded}
+)
+
+// Clusters are the metrics about EtcdClusters. A nil *Clusters records nothing.
+type Clusters struct {
+	desired, members, ready, healthy, learners, updated *prometheus.GaugeVec
+	quorumMargin, hasLeader                             *prometheus.GaugeVec
+	condition, progressing                              *prometheus.GaugeVec
+	memberHealthy, memberLeader, memberDBSize           *prometheus.GaugeVec
+	caNotAfter, lastSuccess                             *prometheus.GaugeVec
+	actions                                             *prometheus.CounterVec
+	backupLastSuccess, backupDuration, backupSize       *prometheus.GaugeVec
+	backups                                             *prometheus.CounterVec
+}
+
+// New creates the metrics and registers them with reg.
+func New(reg prometheus.Registerer) *Clusters {
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: Prefix + name, Help: help}, labels)
+		reg.MustRegister(g)
+		return g
+	}
+	m := &Clusters{
+		desired:  gauge("cluster_desired_members", "Members the EtcdCluster asks for (spec.size).", clusterLabels...),
+		members:  gauge("cluster_members", "Members in etcd's member list, learners included, as last observed.", clusterLabels...),
+		ready:    gauge("cluster_ready_members", "Members whose pod is Ready: etcd answers /readyz (status.readyMembers).", clusterLabels...),
+		healthy:  gauge("cluster_healthy_members", "Members that answered the operator's health check, as last observed.", clusterLabels...),
+		learners: gauge("cluster_learner_members", "Members that are learners (not voting yet), as last observed.", clusterLabels...),
+		updated:  gauge("cluster_updated_members", "Members whose pod runs the current spec (status.updatedMembers).", clusterLabels...),
+		quorumMargin: gauge("cluster_quorum_margin",
+			"Healthy voting members beyond the quorum of the voting members: 0 means one more loss stops writes, below 0 the quorum is lost.", clusterLabels...),
+		hasLeader: gauge("cluster_has_leader", "1 when an observed member is the leader, else 0.", clusterLabels...),
+		condition: gauge("cluster_condition",
+			"1 when the EtcdCluster's condition (Ready, Available, Progressing, Degraded) is True, else 0.", append(clusterLabels, "condition")...),
+		progressing: gauge("cluster_progressing_reason",
+			"1 for the reason of the Progressing condition while it is True (Upgrading, RollingOut, RotatingCA, AddingMember...); no series otherwise.", append(clusterLabels, "reason")...),
+		memberHealthy: gauge("member_healthy", "1 when the member answered the operator's health check, else 0.", memberLabels...),
+		memberLeader:  gauge("member_leader", "1 for the member that is the leader, else 0.", memberLabels...),
+		memberDBSize:  gauge("member_db_size_bytes", "Size of the member's database file as the member reported it.", memberLabels...),
+		caNotAfter: gauge("cluster_ca_not_after_timestamp_seconds",
+			"When the CA the operator created for the cluster expires (TLS mode OperatorCA); the operator rotates it a year before.", clusterLabels...),
+		lastSuccess: gauge("cluster_last_successful_reconcile_timestamp_seconds",
+			"When a reconcile of the EtcdCluster last ended without error: an alert can trust its age more than a condition.", clusterLabels...),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "cluster_actions_total",
+			Help: "Actions the operator carried out on the cluster, by kind (AddLearner, Promote, RemoveMember, RestartMember, MoveLeader...)."},
+			append(clusterLabels, "action")),
+	}
+	reg.MustRegister(m.actions)
+	m.backupLastSuccess = gauge("backup_last_success_timestamp_seconds",
+		"When the newest successful EtcdBackup of the cluster completed.", clusterLabels...)
+	m.backupDuration = gauge("backup_last_duration_seconds",
+		"How long the newest successful EtcdBackup of the cluster took, from its pod's start to completion.", clusterLabels...)
+	m.backupSize = gauge("backup_last_size_bytes",
+		"Size of the stored artifact of the newest successful EtcdBackup of the cluster.", clusterLabels...)
+	m.backups = prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "backups_total",
+		Help: "EtcdBackups of the cluster that ended, by outcome (succeeded, failed)."}, append(clusterLabels, "outcome"))
+	reg.MustRegister(m.backups)
+	return m
+}
+
+// RecordBackup records a backup whose status went from old to updated in one pass: once,
+// when the backup ends. The last-success series move only forward in time, so a backup
+// that ended before the newest one (seen again after a restart) changes nothing.
+func (m *Clusters) RecordBackup(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1alpha1.EtcdBackupStatus) {
+	if m == nil || ended(old) != "" {
+		return
+	}
+	outcome := ended(updated)
+	if outcome == "" {
+		return
+	}
+	l := prometheus.Labels{"namespace": b.Namespace, "name": b.Spec.ClusterName}
+	m.backups.With(withLabel(l, "outcome", outcome)).Inc()
+	if outcome != "succeeded" || updated.CompletedAt == nil {
+		return
+	}
+	done := float64(updated.CompletedAt.Unix())
+	if last := m.backupLastSuccess.With(l); valueOf(last) > done {
+		return
+	}
+	m.backupLastSuccess.With(l).Set(done)
+	if updated.StartedAt != nil {
+		m.backupDuration.With(l).Set(updated.CompletedAt.Sub(updated.StartedAt.Time).Seconds())
+	}
+	if updated.Artifact != nil {
+		m.backupSize.With(l).Set(float64(updated.Artifact.Size))
+	}
+}
+
+// ended is "succeeded" or "failed" once the backup's Succeeded condition says it ended,
+// else empty.
+func ended(st etcdv1alpha1.EtcdBackupStatus) string {
+	switch c := meta.FindStatusCondition(st.Conditions, etcdv1alpha1.ConditionSucceeded); {
+	case c == nil:
+		return ""
+	case c.Status == metav1.ConditionTrue:
+		return "succeeded"
+	case c.Status == metav1.ConditionFalse:
+		return "failed"
+	}
+	return ""
+}
+
+// valueOf reads a gauge's current value.
+func valueOf(g prometheus.Gauge) float64 {
+	var out dto.Metric
+	if err := g.Write(&out); err != nil {
+		return 0
+	}
+	return out.GetGauge().GetValue()
+}
+
+// Pass is what one reconcile of an EtcdCluster leaves for the metrics.
+type Pass struct {
+	// Cluster is the EtcdCluster with the status this pass computed.
+	Cluster *etcdv1alpha1.EtcdCluster
+	// Seen is true when the pass observed the members (status.Input.Seen).
+	Seen bool
+	// Action is what the pass did; Acted is true when it was carried out without error.
+	Action membership.Action
+	Acted  bool
+	// Succeeded is true when the reconcile ended without error, at Now.
+	Succeeded bool
+	Now       time.Time
+}
+
+// Record sets the cluster's series from a pass.
+func (m *Clusters) Record(p Pass) {
+	if m == nil {
+		return
+	}
+	c := p.Cluster
+	l := prometheus.Labels{"namespace": c.Namespace, "name": c.Name}
+	m.desired.With(l).Set(float64(c.Spec.Size))
+	m.ready.With(l).Set(float64(c.Status.ReadyMembers))
+	m.updated.With(l).Set(float64(c.Status.UpdatedMembers))
+	for _, t := range conditionTypes {
+		m.condition.With(withLabel(l, "condition", t)).Set(boolValue(meta.IsStatusConditionTrue(c.Status.Conditions, t)))
+	}
+	m.progressing.DeletePartialMatch(l)
+	if p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionProgressing); p != nil && p.Status == metav1.ConditionTrue {
+		m.progressing.With(withLabel(l, "reason", p.Reason)).Set(1)
+	}
+	if r := c.Status.CARotation; r != nil && r.CANotAfter != nil {
+		m.caNotAfter.With(l).Set(float64(r.CANotAfter.Unix()))
+	}
+	if p.Acted && countsAsAction(p.Action.Kind) {
+		m.actions.With(withLabel(l, "action", string(p.Action.Kind))).Inc()
+	}
+	if p.Succeeded {
+		m.lastSuccess.With(l).Set(float64(p.Now.Unix()))
+	}
+	if p.Seen {
+		m.recordMembers(l, c.Status.Members)
+	}
+}
+
+// recordMembers sets the member series from the observed members, removing those of
+// members that are gone.
+func (m *Clusters) recordMembers(l prometheus.Labels, members []etcdv1alpha1.MemberStatus) {
+	var healthy, learners, voters, healthyVoters, leader int
+	for _, g := range []*prometheus.GaugeVec{m.memberHealthy, m.memberLeader, m.memberDBSize} {
+		g.DeletePartialMatch(l)
+	}
+	for _, s := range members {
+		ml := withLabel(l, "member", s.Name)
+		m.memberHealthy.With(ml).Set(boolValue(s.Healthy))
+		m.memberLeader.With(ml).Set(boolValue(s.Leader))
+		if s.DBSize > 0 {
+			m.memberDBSize.With(ml).Set(float64(s.DBSize))
+		}
+		if s.Healthy {
+			healthy++
+		}
+		if s.Leader {
+			leader = 1
+		}
+		if s.Learner {
+			learners++
+			continue
+		}
+		voters++
+		if s.Healthy {
+			healthyVoters++
+		}
+	}
+	m.members.With(l).Set(float64(len(members)))
+	m.healthy.With(l).Set(float64(healthy))
+	m.learners.With(l).Set(float64(learners))
+	m.hasLeader.With(l).Set(float64(leader))
+	margin := 0
+	if voters > 0 {
+		margin = healthyVoters - (voters/2 + 1)
+	}
+	m.quorumMargin.With(l).Set(float64(margin))
+}
+
+// Forget removes every series of a cluster that is gone.
+func (m *Clusters) Forget(namespace, name string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"namespace": namespace, "name": name}
+	for _, g := range []*prometheus.GaugeVec{m.desired, m.members, m.ready, m.healthy, m.learners, m.updated,
+		m.quorumMargin, m.hasLeader, m.condition, m.progressing, m.memberHealthy, m.memberLeader, m.memberDBSize,
+		m.caNotAfter, m.lastSuccess, m.backupLastSuccess, m.backupDuration, m.backupSize} {
+		g.DeletePartialMatch(l)
+	}
+	m.actions.DeletePartialMatch(l)
+	m.backups.DeletePartialMatch(l)
+}
+
+// countsAsAction is false for the plans that change nothing.
+func countsAsAction(k membership.Kind) bool {
+	switch k {
+	case "", membership.None, membership.Wait, membership.Blocked:
+		return false
+	}
+	return true
+}
+
+func withLabel(l prometheus.Labels, key, value string) prometheus.Labels {
+	out := prometheus.Labels{key: value}
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

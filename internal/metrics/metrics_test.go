@@ -1,0 +1,206 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/membership"
+)
+
+var now = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+
+func cluster(members ...etcdv1alpha1.MemberStatus) *etcdv1alpha1.EtcdCluster {
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "main"}}
+	c.Spec.Size = 3
+	c.Status.Members = members
+	c.Status.ReadyMembers = 2
+	c.Status.UpdatedMembers = 1
+	c.Status.Conditions = []metav1.Condition{
+		{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonQuorumAvailable},
+		{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonRollingOut},
+		{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: etcdv1alpha1.ReasonProgressing},
+	}
+	return c
+}
+
+func healthy(name string) etcdv1alpha1.MemberStatus {
+	return etcdv1alpha1.MemberStatus{Name: name, Healthy: true, DBSize: 1 << 20}
+}
+
+// gather returns the registry's series of the metrics named, in the text format.
+func gather(t *testing.T, reg *prometheus.Registry, names ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, n := range names {
+		count, err := testutil.GatherAndCount(reg, Prefix+n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(n)
+		b.WriteString("=")
+		b.WriteString(strings.Repeat("|", count))
+		b.WriteString(" ")
+	}
+	return b.String()
+}
+
+func TestRecordAClusterMidRollout(t *testing.T) {
+	g := NewWithT(t)
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	leader := healthy("main-0")
+	leader.Leader = true
+	sick := healthy("main-2")
+	sick.Healthy = false
+	c := cluster(leader, healthy("main-1"), sick)
+	c.Status.CARotation = &etcdv1alpha1.CARotationStatus{CANotAfter: &metav1.Time{Time: now.AddDate(10, 0, 0)}}
+	m.Record(Pass{Cluster: c, Seen: true, Action: membership.Action{Kind: membership.RestartMember}, Acted: true, Succeeded: true, Now: now})
+
+	l := prometheus.Labels{"namespace": "ns", "name": "main"}
+	value := func(v *prometheus.GaugeVec, extra ...string) float64 {
+		ls := prometheus.Labels{}
+		for k, v := range l {
+			ls[k] = v
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			ls[extra[i]] = extra[i+1]
+		}
+		return testutil.ToFloat64(v.With(ls))
+	}
+	g.Expect(value(m.desired)).To(Equal(3.0))
+	g.Expect(value(m.members)).To(Equal(3.0))
+	g.Expect(value(m.ready)).To(Equal(2.0))
+	g.Expect(value(m.healthy)).To(Equal(2.0))
+	g.Expect(value(m.updated)).To(Equal(1.0))
+	g.Expect(value(m.quorumMargin)).To(Equal(0.0), "2 healthy of 3 voters: one more loss stops writes")
+	g.Expect(value(m.hasLeader)).To(Equal(1.0))
+	g.Expect(value(m.memberHealthy, "member", "main-2")).To(Equal(0.0))
+	g.Expect(value(m.memberLeader, "member", "main-0")).To(Equal(1.0))
+	g.Expect(value(m.memberDBSize, "member", "main-1")).To(Equal(float64(1 << 20)))
+	g.Expect(value(m.condition, "condition", "Available")).To(Equal(1.0))
+	g.Expect(value(m.condition, "condition", "Ready")).To(Equal(0.0))
+	g.Expect(value(m.condition, "condition", "Degraded")).To(Equal(0.0), "a condition not set is not True")
+	g.Expect(value(m.progressing, "reason", "RollingOut")).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(m.actions.WithLabelValues("ns", "main", "RestartMember"))).To(Equal(1.0))
+	g.Expect(value(m.lastSuccess)).To(Equal(float64(now.Unix())))
+	g.Expect(value(m.caNotAfter)).To(Equal(float64(now.AddDate(10, 0, 0).Unix())))
+}
+
+func TestRecordKeepsWhatWasLastObserved(t *testing.T) {
+	g := NewWithT(t)
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	c := cluster(healthy("main-0"), healthy("main-1"), healthy("main-2"))
+	m.Record(Pass{Cluster: c, Seen: true, Succeeded: true, Now: now})
+
+	why := "a pass that failed before observing: member series unchanged, no success time, no action"
+	c.Status.Members = nil
+	m.Record(Pass{Cluster: c, Seen: false, Action: membership.Action{Kind: membership.RemoveMember}, Acted: false, Now: now.Add(time.Minute)})
+	g.Expect(testutil.ToFloat64(m.healthy.WithLabelValues("ns", "main"))).To(Equal(3.0), why)
+	g.Expect(testutil.ToFloat64(m.quorumMargin.WithLabelValues("ns", "main"))).To(Equal(1.0), why)
+	g.Expect(testutil.ToFloat64(m.lastSuccess.WithLabelValues("ns", "main"))).To(Equal(float64(now.Unix())), why)
+	n, err := testutil.GatherAndCount(reg, Prefix+"cluster_actions_total")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(BeZero(), why)
+}
+
+func TestRecordDropsGoneMembersAndEndedProgress(t *testing.T) {
+	g := NewWithT(t)
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	c := cluster(healthy("main-0"), healthy("main-1"), healthy("main-2"))
+	m.Record(Pass{Cluster: c, Seen: true})
+
+	c.Status.Members = c.Status.Members[:1]
+	c.Status.Conditions[1].Status = metav1.ConditionFalse
+	m.Record(Pass{Cluster: c, Seen: true})
+	g.Expect(gather(t, reg, "member_healthy", "cluster_progressing_reason")).To(Equal("member_healthy=| cluster_progressing_reason= "))
+	g.Expect(testutil.ToFloat64(m.quorumMargin.WithLabelValues("ns", "main"))).To(Equal(0.0), "one voter, healthy: its own quorum")
+}
+
+func TestQuorumMarginBelowZeroWhenLost(t *testing.T) {
+	g := NewWithT(t)
+	m := New(prometheus.NewRegistry())
+	learner := healthy("main-3")
+	learner.Learner = true
+	sick := func(n string) etcdv1alpha1.MemberStatus { s := healthy(n); s.Healthy = false; return s }
+	m.Record(Pass{Cluster: cluster(healthy("main-0"), sick("main-1"), sick("main-2"), learner), Seen: true})
+	g.Expect(testutil.ToFloat64(m.quorumMargin.WithLabelValues("ns", "main"))).To(Equal(-1.0), "1 healthy of 3 voters; the healthy learner does not vote")
+	g.Expect(testutil.ToFloat64(m.learners.WithLabelValues("ns", "main"))).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(m.hasLeader.WithLabelValues("ns", "main"))).To(Equal(0.0))
+}
+
+func TestForgetRemovesEverySeries(t *testing.T) {
+	g := NewWithT(t)
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	other := cluster(healthy("other-0"))
+	other.Name = "other"
+	m.Record(Pass{Cluster: cluster(healthy("main-0")), Seen: true, Action: membership.Action{Kind: membership.AddLearner}, Acted: true, Succeeded: true, Now: now})
+	m.Record(Pass{Cluster: other, Seen: true, Succeeded: true, Now: now})
+	m.Forget("ns", "main")
+	families, err := reg.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "name" {
+					g.Expect(l.GetValue()).To(Equal("other"), f.GetName())
+				}
+			}
+		}
+	}
+	var nilMetrics *Clusters
+	nilMetrics.Record(Pass{Cluster: other})
+	nilMetrics.Forget("ns", "other")
+}
+
+func backupStatus(outcome metav1.ConditionStatus, started, completed time.Time, size int64) etcdv1alpha1.EtcdBackupStatus {
+	st := etcdv1alpha1.EtcdBackupStatus{Conditions: []metav1.Condition{{Type: etcdv1alpha1.ConditionSucceeded, Status: outcome}}}
+	if outcome != metav1.ConditionUnknown {
+		st.StartedAt, st.CompletedAt = &metav1.Time{Time: started}, &metav1.Time{Time: completed}
+	}
+	if outcome == metav1.ConditionTrue {
+		st.Artifact = &etcdv1alpha1.BackupArtifact{Size: size}
+	}
+	return st
+}
+
+func TestRecordBackupOnceWhenItEnds(t *testing.T) {
+	g := NewWithT(t)
+	m := New(prometheus.NewRegistry())
+	b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nightly-1"}}
+	b.Spec.ClusterName = "main"
+	running := backupStatus(metav1.ConditionUnknown, time.Time{}, time.Time{}, 0)
+	done := backupStatus(metav1.ConditionTrue, now, now.Add(90*time.Second), 4096)
+
+	m.RecordBackup(b, etcdv1alpha1.EtcdBackupStatus{}, running)
+	g.Expect(testutil.CollectAndCount(m.backups)).To(BeZero(), "still running")
+	m.RecordBackup(b, running, done)
+	m.RecordBackup(b, done, done) // a later pass over the same backup
+	g.Expect(testutil.ToFloat64(m.backups.WithLabelValues("ns", "main", "succeeded"))).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(m.backupLastSuccess.WithLabelValues("ns", "main"))).To(Equal(float64(now.Add(90 * time.Second).Unix())))
+	g.Expect(testutil.ToFloat64(m.backupDuration.WithLabelValues("ns", "main"))).To(Equal(90.0))
+	g.Expect(testutil.ToFloat64(m.backupSize.WithLabelValues("ns", "main"))).To(Equal(4096.0))
+
+	why := "an older backup that ends later (seen after a restart) counts, but does not move the last success back"
+	older := backupStatus(metav1.ConditionTrue, now.Add(-time.Hour), now.Add(-time.Hour+time.Second), 1)
+	m.RecordBackup(b, running, older)
+	g.Expect(testutil.ToFloat64(m.backups.WithLabelValues("ns", "main", "succeeded"))).To(Equal(2.0), why)
+	g.Expect(testutil.ToFloat64(m.backupSize.WithLabelValues("ns", "main"))).To(Equal(4096.0), why)
+
+	m.RecordBackup(b, running, backupStatus(metav1.ConditionFalse, now, now.Add(time.Minute), 0))
+	g.Expect(testutil.ToFloat64(m.backups.WithLabelValues("ns", "main", "failed"))).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(m.backupLastSuccess.WithLabelValues("ns", "main"))).To(Equal(float64(now.Add(90*time.Second).Unix())), "a failure is no success")
+
+	m.Forget("ns", "main")
+	g.Expect(testutil.CollectAndCount(m.backups)).To(BeZero())
+	g.Expect(testutil.CollectAndCount(m.backupSize)).To(BeZero())
+}
