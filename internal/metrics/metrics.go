@@ -59,7 +59,7 @@ func New(reg prometheus.Registerer) *Clusters {
 		learners: gauge("cluster_learner_members", "Members that are learners (not voting yet), as last observed.", clusterLabels...),
 		updated:  gauge("cluster_updated_members", "Members whose pod runs the current spec (status.updatedMembers).", clusterLabels...),
 		quorumMargin: gauge("cluster_quorum_margin",
-			"Healthy voting members beyond the quorum of the voting members: 0 means one more loss stops writes, below 0 the quorum is lost.", clusterLabels...),
+			"Healthy voting members beyond the quorum of the voting members: 0 means one more loss stops writes, below 0 the quorum is lost; no series before any member is known.", clusterLabels...),
 		hasLeader: gauge("cluster_has_leader", "1 when an observed member is the leader, else 0.", clusterLabels...),
 		condition: gauge("cluster_condition",
 			"1 when the EtcdCluster's condition (Ready, Available, Progressing, Degraded) is True, else 0.", append(clusterLabels, "condition")...),
@@ -219,11 +219,11 @@ func (m *Clusters) recordMembers(l prometheus.Labels, members []etcdv1alpha1.Mem
 	m.healthy.With(l).Set(float64(healthy))
 	m.learners.With(l).Set(float64(learners))
 	m.hasLeader.With(l).Set(float64(leader))
-	margin := 0
-	if voters > 0 {
-		margin = healthyVoters - (voters/2 + 1)
+	if voters == 0 { // no member known yet: there is no quorum to speak of
+		m.quorumMargin.Delete(l)
+		return
 	}
-	m.quorumMargin.With(l).Set(float64(margin))
+	m.quorumMargin.With(l).Set(float64(healthyVoters - (voters/2 + 1)))
 }
 
 // Forget removes every series of a cluster that is gone.

@@ -135,6 +135,9 @@ func TestQuorumMarginBelowZeroWhenLost(t *testing.T) {
 	g.Expect(testutil.ToFloat64(m.quorumMargin.WithLabelValues("ns", "main"))).To(Equal(-1.0), "1 healthy of 3 voters; the healthy learner does not vote")
 	g.Expect(testutil.ToFloat64(m.learners.WithLabelValues("ns", "main"))).To(Equal(1.0))
 	g.Expect(testutil.ToFloat64(m.hasLeader.WithLabelValues("ns", "main"))).To(Equal(0.0))
+
+	m.Record(Pass{Cluster: cluster(), Seen: true})
+	g.Expect(testutil.CollectAndCount(m.quorumMargin)).To(BeZero(), "no member known: no margin, rather than a made-up one")
 }
 
 func TestForgetRemovesEverySeries(t *testing.T) {
