@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -32,6 +33,10 @@ const (
 	// statusTimeout bounds the first call to the member: a member that does not answer it
 	// is not available, however long the backup may take.
 	statusTimeout = 30 * time.Second
+	// probeTimeout bounds the status call to each member when the agent chooses one: as
+	// strict as the operator's health check, so that a member that is down costs the
+	// backup seconds, not minutes. The members are asked at the same time.
+	probeTimeout = 5 * time.Second
 	// memberListTimeout bounds the call that finds the member's name, which is optional.
 	memberListTimeout = 10 * time.Second
 	// dialTimeout bounds each connection attempt to the member.
@@ -331,9 +336,10 @@ func clientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// chooseMember asks every member of list (name=clientURL,...) for its status and returns
-// the one the snapshot should come from (backup.ChooseMember): a healthy, current follower
-// rather than the leader. A member that does not answer within statusTimeout is unhealthy.
+// chooseMember asks every member of list (name=clientURL,...) for its status, all at once,
+// and returns the one the snapshot should come from (backup.ChooseMember): a healthy,
+// current follower rather than the leader. A member that does not answer within
+// probeTimeout is unhealthy.
 func chooseMember(ctx context.Context, tlsConfig *tls.Config, list string) (backuppkg.Candidate, error) {
 	var candidates []backuppkg.Candidate
 	var urls []string
@@ -350,18 +356,22 @@ func chooseMember(ctx context.Context, tlsConfig *tls.Config, list string) (back
 		return backuppkg.Candidate{}, failf(etcdv1alpha1.ReasonClusterNotAvailable, "etcd client for %s: %w", list, err)
 	}
 	defer func() { _ = cli.Close() }()
+	var wg sync.WaitGroup
 	for i := range candidates {
-		c := &candidates[i]
-		sctx, cancel := context.WithTimeout(ctx, statusTimeout)
-		st, err := cli.Status(sctx, c.ClientURL)
-		cancel()
-		if err != nil {
-			continue
-		}
-		c.ID, c.Healthy = st.Header.MemberId, len(st.Errors) == 0
-		c.Leader, c.Learner = st.Leader == st.Header.MemberId, st.IsLearner
-		c.RaftIndex, c.DBSize = st.RaftIndex, st.DbSize
+		c := &candidates[i] // each goroutine writes its own candidate only
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			defer cancel()
+			st, err := cli.Status(sctx, c.ClientURL)
+			if err != nil {
+				return
+			}
+			c.ID, c.Healthy = st.Header.MemberId, len(st.Errors) == 0
+			c.Leader, c.Learner = st.Leader == st.Header.MemberId, st.IsLearner
+			c.RaftIndex, c.DBSize = st.RaftIndex, st.DbSize
+		})
 	}
+	wg.Wait()
 	chosen, err := backuppkg.ChooseMember(candidates)
 	if err != nil {
 		return backuppkg.Candidate{}, fail(etcdv1alpha1.ReasonClusterNotAvailable, err)
