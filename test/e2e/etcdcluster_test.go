@@ -272,16 +272,27 @@ var _ = Describe("EtcdCluster", func() {
 	})
 })
 
-// The operator restarts while a cluster bootstraps: it must pick up where it left off. Serial,
-// so that no other spec sees the operator go away.
-var _ = Describe("operator restart during bootstrap", Serial, func() {
-	It("still ends with a Ready cluster", func(ctx SpecContext) {
-		ns := newTestNamespace(ctx, "e2e-restart-")
-		cluster := createCluster(ctx, ns, "boot", 3)
+// The operator goes away at the worst moments, one after another on one cluster (one
+// bootstrap instead of three while the other process idles). Serial, so that no other spec
+// sees the operator go away; Ordered, because each step starts from the cluster the one
+// before left Ready.
+var _ = Describe("the operator going away", Serial, Ordered, func() {
+	var (
+		ns      string
+		cluster *etcdv1alpha1.EtcdCluster
+		keys    = map[string]string{}
+	)
 
+	BeforeAll(func(ctx SpecContext) {
+		ns = newTestNamespace(ctx, "e2e-away-")
+		cluster = createCluster(ctx, ns, "away", 3)
+	})
+
+	// The operator restarts while the cluster bootstraps: it must pick up where it left off.
+	It("restarted during bootstrap, still ends with a Ready cluster", func(ctx SpecContext) {
 		By("waiting until the second member has been added")
 		Eventually(func() error {
-			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "boot-1"}, &corev1.Pod{})
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.Name + "-1"}, &corev1.Pod{})
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 
 		By("deleting the operator pod")
@@ -294,17 +305,11 @@ var _ = Describe("operator restart during bootstrap", Serial, func() {
 		c := waitReady(ctx, cluster)
 		Expect(c.Status.ReadyMembers).To(Equal(int32(3)))
 	})
-})
 
-// The operator dies at the worst moments, right after a membership change in etcd and
-// before the pod and claim work that follows it (controllers/failpoint.go; the e2e deploy
-// turns the hooks on). Serial: the other specs would see the operator go away.
-var _ = Describe("operator crash right after a membership change", Serial, func() {
-	It("finishes the step after its restart: 3 -> 5 crashing after a member add, 5 -> 3 crashing after a member remove", func(ctx SpecContext) {
-		ns := newTestNamespace(ctx, "e2e-crash-")
-		cluster := createCluster(ctx, ns, "crash", 3)
+	// The operator dies right after a membership change in etcd and before the pod and claim
+	// work that follows it (controllers/failpoint.go; the e2e deploy turns the hooks on).
+	It("crashing right after a membership change, finishes the step after its restart: 3 -> 5 crashing after a member add, 5 -> 3 crashing after a member remove", func(ctx SpecContext) {
 		waitReady(ctx, cluster)
-		keys := map[string]string{}
 		cli := etcdClient(ctx, ns, cluster.Name)
 		for i := range 50 {
 			k, v := fmt.Sprintf("/e2e/crash-%02d", i), fmt.Sprintf("value-%d", i)
@@ -343,13 +348,8 @@ var _ = Describe("operator crash right after a membership change", Serial, func(
 			expectKeys(ctx, ns, cluster.Name, keys)
 		}
 	})
-})
 
-// Serial: the other specs need the operator.
-var _ = Describe("operator scaled to zero and back", Serial, func() {
-	It("leaves the cluster serving while it is gone, then adopts it without restarting a member", func(ctx SpecContext) {
-		ns := newTestNamespace(ctx, "e2e-away-")
-		cluster := createCluster(ctx, ns, "away", 3)
+	It("scaled to zero and back, leaves the cluster serving while it is gone, then adopts it without restarting a member", func(ctx SpecContext) {
 		before := waitReady(ctx, cluster)
 		pods := memberPods(ctx, ns, cluster.Name)
 
@@ -362,7 +362,7 @@ var _ = Describe("operator scaled to zero and back", Serial, func() {
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		By("the cluster serves reads and writes with no operator")
-		keys := map[string]string{"/e2e/away": "still here"}
+		keys["/e2e/away"] = "still here"
 		cli := etcdClient(ctx, ns, cluster.Name)
 		Expect(cli.Put(ctx, "/e2e/away", "still here")).To(Succeed())
 		Expect(cli.Close()).To(Succeed())
