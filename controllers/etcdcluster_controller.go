@@ -249,7 +249,11 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 // grow carries out the actions that create or add members.
 func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, a membership.Action) error {
 	switch a.Kind {
-	case membership.CreateSeed, membership.CreatePod:
+	case membership.CreateSeed:
+		if err := r.createInitialMembers(ctx, c, a, obs.trustHash, obs.restore); err != nil {
+			return err
+		}
+	case membership.CreatePod:
 		if err := r.createMember(ctx, c, a, obs.trustHash, obs.restore); err != nil {
 			return fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
 		}
@@ -389,11 +393,65 @@ func (r *EtcdClusterReconciler) expandVolume(ctx context.Context, c *etcdv1alpha
 // createMember creates a member's claim (unless ephemeral, or it exists) and its pod, which
 // starts with the TLS material trustHash names.
 func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, trustHash string, restore *resources.RestoreSource) error {
-	if !c.Spec.Storage.Ephemeral {
-		if err := r.Client.Create(ctx, resources.MemberPVC(c, a.Member)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
+	if err := r.createClaim(ctx, c, a.Member, nil); err != nil {
+		return err
+	}
+	return r.createPod(ctx, c, a, trustHash, restore)
+}
+
+// createInitialMembers starts a new cluster (CreateSeed): every initial member's claim
+// first, each recording the initial cluster when there are several (a static bootstrap),
+// then their pods. The restore source, if any, is the first member's.
+func (r *EtcdClusterReconciler) createInitialMembers(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, trustHash string, restore *resources.RestoreSource) error {
+	members := a.Members
+	if len(members) == 0 {
+		members = []string{a.Member}
+	}
+	var static []string
+	if len(members) > 1 {
+		static = a.InitialCluster
+	}
+	for _, m := range members {
+		if err := r.createClaim(ctx, c, m, static); err != nil {
+			return fmt.Errorf("creating the claim of initial member %s: %w", m, err)
 		}
 	}
+	for i, m := range members {
+		one := a
+		one.Member = m
+		if i > 0 {
+			restore = nil
+		}
+		if err := r.createPod(ctx, c, one, trustHash, restore); err != nil {
+			return fmt.Errorf("creating the pod of initial member %s: %w", m, err)
+		}
+		r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", m, a.Message)
+		r.crashAfter(ctx, c, "CreateInitialMember")
+	}
+	return nil
+}
+
+// createClaim creates a member's claim, unless its data is ephemeral or it exists; a claim
+// of a static bootstrap records the initial cluster.
+func (r *EtcdClusterReconciler) createClaim(ctx context.Context, c *etcdv1alpha1.EtcdCluster, member string, initialCluster []string) error {
+	if c.Spec.Storage.Ephemeral {
+		return nil
+	}
+	pvc := resources.MemberPVC(c, member)
+	if len(initialCluster) > 0 {
+		if pvc.Annotations == nil {
+			pvc.Annotations = map[string]string{}
+		}
+		pvc.Annotations[annotationInitialCluster] = strings.Join(initialCluster, ",")
+	}
+	if err := r.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// createPod creates a member's pod from the action's flags and version.
+func (r *EtcdClusterReconciler) createPod(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, trustHash string, restore *resources.RestoreSource) error {
 	m := resources.MemberConfig{
 		Name: a.Member, InitialCluster: a.InitialCluster, InitialClusterState: a.InitialClusterState,
 		Version: a.Version, Image: r.brokenImage(c, a.Version), TrustHash: trustHash,

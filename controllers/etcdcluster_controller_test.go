@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"crypto/x509"
+	"fmt"
 	"testing"
 	"time"
 
@@ -95,22 +96,30 @@ func TestBootstrapCreatesOwnedObjectsAndTheSeedOnly(t *testing.T) {
 	pdb := get(g, ns, "boot", &policyv1.PodDisruptionBudget{})
 	g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(2))
 
-	By("only the seed member, as a new cluster of one")
+	By("the three initial members together, each with the same static initial cluster")
 	var pods corev1.PodList
 	g.Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
-	g.Expect(pods.Items).To(HaveLen(1))
-	seed := pods.Items[0]
-	g.Expect(seed.Name).To(Equal("boot-0"))
-	ownedByCluster(&seed)
-	g.Expect(seed.Spec.Containers[0].Image).To(Equal(testImageRepository + ":v3.7.3"))
-	g.Expect(seed.Spec.Containers[0].Args).To(ContainElements(
-		"--initial-cluster-state=new",
-		"--initial-cluster=boot-0=https://boot-0.boot-peer."+ns+".svc:2380",
-		"--initial-cluster-token=boot-"+string(owner.UID),
-	))
-	ownedByCluster(get(g, ns, "boot-0-data", &corev1.PersistentVolumeClaim{}))
+	g.Expect(pods.Items).To(HaveLen(3))
+	initial := fmt.Sprintf("boot-0=https://boot-0.boot-peer.%[1]s.svc:2380,boot-1=https://boot-1.boot-peer.%[1]s.svc:2380,boot-2=https://boot-2.boot-peer.%[1]s.svc:2380", ns)
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		g.Expect(pod.Name).To(Equal(fmt.Sprintf("boot-%d", i)))
+		ownedByCluster(pod)
+		g.Expect(pod.Spec.Containers[0].Image).To(Equal(testImageRepository + ":v3.7.3"))
+		g.Expect(pod.Spec.Containers[0].Args).To(ContainElements(
+			"--initial-cluster-state=new",
+			"--initial-cluster="+initial,
+			"--initial-cluster-token=boot-"+string(owner.UID),
+		))
+		pvc := get(g, ns, pod.Name+"-data", &corev1.PersistentVolumeClaim{})
+		ownedByCluster(pvc)
+		g.Expect(pvc.Annotations).To(HaveKeyWithValue("etcd.etcdpilot.io/initial-cluster", initial),
+			"the claim records the initial cluster, so that only its member may start with it")
+	}
 }
 
+// An ephemeral cluster starts from one member, and every other member joins as a learner, as
+// every member added to a running cluster does.
 func TestMembersJoinAsLearnersOneAtATime(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -121,7 +130,8 @@ func TestMembersJoinAsLearnersOneAtATime(t *testing.T) {
 	seedPeer, seedClient := names("grow-0")
 	etcdFake := fake.New(etcd.Member{ID: 1, Name: "grow-0", PeerURLs: []string{seedPeer}, ClientURLs: []string{seedClient}})
 	fakeEtcd.register(ns, etcdFake)
-	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "grow", Namespace: ns}}
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "grow", Namespace: ns},
+		Spec: etcdv1alpha1.EtcdClusterSpec{Storage: etcdv1alpha1.StorageSpec{Ephemeral: true}}}
 	g.Expect(k8sClient.Create(ctx, c)).To(Succeed())
 
 	// The fake answers as soon as the seed pod exists; once that pod is Ready (there is no

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,11 @@ const annotationBootstrapped = "etcd.etcdpilot.io/bootstrapped"
 // annotationRemoved marks the claim of a member removed from the cluster and kept under
 // deletionPolicy Retain: its data must never start a member again.
 const annotationRemoved = "etcd.etcdpilot.io/removed"
+
+// annotationInitialCluster is on the claims a static bootstrap made: the initial cluster
+// (comma-separated name=peerURL) their members start with. Only a member on such a claim
+// may start with initial-cluster-state=new again (internal/membership).
+const annotationInitialCluster = "etcd.etcdpilot.io/initial-cluster"
 
 // observation is everything one reconcile saw, and the etcd client it saw it with.
 type observation struct {
@@ -65,6 +71,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 			Now:                   r.now(),
 			ReplaceUnhealthyAfter: spec.ReplaceUnhealthyMemberAfter.Duration,
 			Upgrade:               upgradeOf(spec, c.Status.Upgrade),
+			StaticBootstrap:       !c.Spec.Storage.Ephemeral && (c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil),
 		},
 		details:   map[string]status.Detail{},
 		pvcs:      map[string]*corev1.PersistentVolumeClaim{},
@@ -100,6 +107,11 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 				Bootstrapped: pvc.Annotations[annotationBootstrapped] == "true",
 				Removed:      pvc.Annotations[annotationRemoved] == "true",
 				Volume:       volumeOf(pvc),
+			}
+			if v := pvc.Annotations[annotationInitialCluster]; v != "" {
+				p := o.planner.PVCs[member]
+				p.InitialCluster = strings.Split(v, ",")
+				o.planner.PVCs[member] = p
 			}
 		}
 	}

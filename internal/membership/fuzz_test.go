@@ -66,6 +66,20 @@ func generated(data []byte) membership.Observed {
 			o.PVCs[name] = membership.PVC{Bootstrapped: !g.chance(2), Removed: g.chance(8)}
 		}
 	}
+	// A static bootstrap: allowed for this cluster, or recorded on some of its claims.
+	o.StaticBootstrap = s.flag()
+	if !g.steady && s.flag() {
+		static := make([]string, o.Size)
+		for i := range static {
+			static[i] = c.MemberName(i) + "=" + c.PeerURL(c.MemberName(i))
+		}
+		for name, pvc := range o.PVCs {
+			if s.flag() {
+				pvc.InitialCluster = static
+				o.PVCs[name] = pvc
+			}
+		}
+	}
 	return o
 }
 
@@ -116,6 +130,17 @@ type view struct {
 	o               membership.Observed
 	byName          map[string]membership.Member
 	voters, healthy int
+}
+
+// liveClaims counts the claims not marked removed.
+func (v view) liveClaims() int {
+	n := 0
+	for _, pvc := range v.o.PVCs {
+		if !pvc.Removed {
+			n++
+		}
+	}
+	return n
 }
 
 func viewOf(o membership.Observed) view {
@@ -181,6 +206,41 @@ var properties = map[membership.Kind]func(v view, a membership.Action) string{
 			}
 		}
 		return "moves leadership to a member that is not another healthy voter"
+	},
+	membership.CreateSeed: func(v view, a membership.Action) string {
+		switch {
+		case v.o.Members != nil:
+			return "starts a new cluster while members answer"
+		case len(v.o.Pods) > 0:
+			return "starts a new cluster beside a member pod"
+		case !v.o.Ephemeral && v.liveClaims() > 0:
+			return "starts a new cluster beside a member's claim"
+		case len(a.Members) > 1 && (v.o.Ephemeral || !v.o.StaticBootstrap || len(a.Members) != v.o.Size):
+			return "starts several members where the cluster may not bootstrap statically"
+		}
+		return ""
+	},
+	membership.CreatePod: func(v view, a membership.Action) string {
+		if a.InitialClusterState != "new" {
+			return ""
+		}
+		pvc, hasPVC := v.o.PVCs[a.Member]
+		switch {
+		case v.o.Members != nil:
+			return "starts a member as a new cluster while members answer"
+		case !hasPVC || pvc.Removed:
+			return "starts a member as a new cluster on a claim that was not made for it"
+		case pvc.Bootstrapped:
+			return "starts a member that once joined as a new cluster"
+		case v.o.Ephemeral:
+			return "starts an ephemeral member as a new cluster beside others"
+		}
+		for name, other := range v.o.PVCs {
+			if other.Bootstrapped && !other.Removed {
+				return "starts a member as a new cluster while member " + name + " holds data"
+			}
+		}
+		return ""
 	},
 	membership.AddLearner: func(v view, _ membership.Action) string {
 		if len(v.o.Members) >= v.o.Size {

@@ -3,15 +3,23 @@
 // add a learner, promote it. It never does I/O; the controller observes, calls Plan, and
 // carries out the single Action it returns, then observes again.
 //
-// Bootstrap is single-seed: the first member starts alone with initial-cluster-state=new,
-// and every other member joins the running cluster as a learner. No member is ever started
-// with "new" while another member may hold data, so a lost or recreated pod can never form
-// a second cluster (split brain).
+// Bootstrap of a brand-new cluster whose members keep their data on claims is static: the
+// initial members are created together, each with initial-cluster-state=new and the same
+// initial cluster, which is how etcd itself starts a cluster of several members. Each of
+// their claims records that initial cluster. Later, a member with such a claim (and only
+// such a claim) may be started with "new" again: the claim holds its data, which etcd
+// prefers to the flag, or it never started. A member of that initial cluster whose claim is
+// gone rejoins with "existing", which never starts a cluster. Otherwise (ephemeral members,
+// a cluster restored from a backup) bootstrap is single-seed: the first member starts alone,
+// and every other member joins the running cluster as a learner, as every member added
+// later does. No member is ever started with "new" while another member may hold data of
+// another start, so a lost or recreated pod can never form a second cluster (split brain).
 package membership
 
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
@@ -44,6 +52,10 @@ type Observed struct {
 	SpecHashes map[string]string
 	// Storage is what spec.storage asks of the members' claims (volumes.go).
 	Storage Storage
+	// StaticBootstrap says that a brand-new cluster starts all its initial members at once
+	// with a static initial cluster: its members keep their data on claims and it is not
+	// restored from a backup (whose data one member restores and the others copy).
+	StaticBootstrap bool
 }
 
 // Pod is a member pod as observed.
@@ -72,6 +84,9 @@ type PVC struct {
 	Removed bool
 	// Volume is the claim's size and resize state (volumes.go).
 	Volume Volume
+	// InitialCluster is the static initial cluster the claim was created for (its
+	// initial-cluster annotation), empty for a claim made any other way.
+	InitialCluster []string
 }
 
 // Member is an etcd member as the cluster reports it, joined with its health.
@@ -112,7 +127,8 @@ const (
 	// Blocked: the spec asks for something this release does not do, or a member's data
 	// is lost; nothing is changed.
 	Blocked Kind = "Blocked"
-	// CreateSeed: create the first member's claim and pod, starting a new cluster.
+	// CreateSeed: create the claims and pods of the initial members (Members), starting a
+	// new cluster: the first member alone, or every initial member of a static bootstrap.
 	CreateSeed Kind = "CreateSeed"
 	// CreatePod: create the claim (when missing) and pod of a member that is in the
 	// membership (or was the seed) but has no pod.
@@ -151,6 +167,8 @@ type Action struct {
 	Kind Kind
 	// Member is the member the action is about.
 	Member string
+	// Members are the members CreateSeed creates, Member first.
+	Members []string
 	// MemberID is the etcd ID of the member to promote.
 	MemberID uint64
 	// PeerURL is the peer URL of the member to add.
@@ -193,24 +211,28 @@ func Plan(o Observed) Action {
 func planUnreachable(o Observed) Action {
 	known := o.knownMembers()
 	if len(known) == 0 {
-		seed := o.Cluster.MemberName(0)
-		return Action{
-			Kind: CreateSeed, Member: seed,
-			InitialCluster:      []string{initialClusterEntry(o.Cluster, seed)},
-			InitialClusterState: "new",
-			Reason:              etcdv1alpha1.ReasonBootstrapping,
-			Message:             fmt.Sprintf("creating the first member %s", seed),
-		}
+		return o.seed()
 	}
+	static := o.staticInitialCluster()
 	for _, name := range known {
 		if _, ok := o.Pods[name]; ok {
 			continue
 		}
+		pvc := o.PVCs[name]
 		// Without a pod, a known member has a claim (ephemeral members are known only by
-		// their pods). A seed that never started holds no data: it may start anew. Any
-		// other member rejoins with its data; "existing" makes etcd refuse to start a new
-		// cluster.
-		if len(known) == 1 && !o.PVCs[name].Bootstrapped {
+		// their pods). A member of a static bootstrap whose claim was made for it starts
+		// with "new" again: its data, if it started, wins over the flag. So does a seed
+		// that never started. Any other member rejoins with its data; "existing" makes
+		// etcd refuse to start a new cluster.
+		if len(static) > 0 && !pvc.Bootstrapped && len(pvc.InitialCluster) > 0 && !o.anyBootstrapped() {
+			return Action{
+				Kind: CreatePod, Member: name,
+				InitialCluster: pvc.InitialCluster, InitialClusterState: "new",
+				Reason:  etcdv1alpha1.ReasonBootstrapping,
+				Message: fmt.Sprintf("creating the pod of initial member %s", name),
+			}
+		}
+		if len(static) == 0 && len(known) == 1 && !pvc.Bootstrapped {
 			return Action{
 				Kind: CreatePod, Member: name,
 				InitialCluster:      []string{initialClusterEntry(o.Cluster, name)},
@@ -219,13 +241,24 @@ func planUnreachable(o Observed) Action {
 				Message:             fmt.Sprintf("recreating the pod of the first member %s, which never started", name),
 			}
 		}
+		initial := initialClusterOf(o.Cluster, known)
+		if len(static) > 0 {
+			initial = static
+		}
 		return Action{
 			Kind: CreatePod, Member: name,
-			InitialCluster:      initialClusterOf(o.Cluster, known),
+			InitialCluster:      initial,
 			InitialClusterState: "existing",
 			Reason:              etcdv1alpha1.ReasonRecreatingPod,
 			Message:             fmt.Sprintf("recreating the pod of member %s with its data", name),
 		}
+	}
+	if a, ok := o.staticMemberWithoutClaim(static); ok {
+		return a
+	}
+	if len(static) > 0 && !o.anyBootstrapped() {
+		return Action{Kind: Wait, Reason: etcdv1alpha1.ReasonBootstrapping,
+			Message: fmt.Sprintf("waiting for the initial members %s to start", strings.Join(known, ", "))}
 	}
 	if len(known) == 1 {
 		return Action{Kind: Wait, Reason: etcdv1alpha1.ReasonBootstrapping,
@@ -233,6 +266,83 @@ func planUnreachable(o Observed) Action {
 	}
 	return Action{Kind: Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers,
 		Message: "no member answers; waiting for the member pods to start"}
+}
+
+// seed starts a cluster of which nothing is left: the first member alone, or, for a static
+// bootstrap, every initial member, each claim recording the initial cluster.
+func (o Observed) seed() Action {
+	first := o.Cluster.MemberName(0)
+	if !o.StaticBootstrap || o.Ephemeral || o.Size <= 1 {
+		return Action{
+			Kind: CreateSeed, Member: first, Members: []string{first},
+			InitialCluster:      []string{initialClusterEntry(o.Cluster, first)},
+			InitialClusterState: "new",
+			Reason:              etcdv1alpha1.ReasonBootstrapping,
+			Message:             fmt.Sprintf("creating the first member %s", first),
+		}
+	}
+	names := make([]string, o.Size)
+	for i := range names {
+		names[i] = o.Cluster.MemberName(i)
+	}
+	return Action{
+		Kind: CreateSeed, Member: first, Members: names,
+		InitialCluster:      initialClusterOf(o.Cluster, names),
+		InitialClusterState: "new",
+		Reason:              etcdv1alpha1.ReasonBootstrapping,
+		Message:             fmt.Sprintf("creating the %d initial members %s together", o.Size, strings.Join(names, ", ")),
+	}
+}
+
+// staticInitialCluster is the initial cluster a static bootstrap recorded on the claims of
+// its members (the first such claim by ordinal), or nil.
+func (o Observed) staticInitialCluster() []string {
+	if o.Ephemeral {
+		return nil
+	}
+	names := make([]string, 0, len(o.PVCs))
+	for n, pvc := range o.PVCs {
+		if len(pvc.InitialCluster) > 0 && !pvc.Removed {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sortByOrdinal(o.Cluster, names)
+	return o.PVCs[names[0]].InitialCluster
+}
+
+// anyBootstrapped says whether a claim's member was ever seen started in the member list.
+func (o Observed) anyBootstrapped() bool {
+	for _, pvc := range o.PVCs {
+		if pvc.Bootstrapped {
+			return true
+		}
+	}
+	return false
+}
+
+// staticMemberWithoutClaim finds a member of the static initial cluster with neither claim
+// nor pod while no member answers (the operator stopped while creating them, or the claim
+// was deleted): its pod is created with "existing", so it joins the members that started
+// and can never start a cluster of its own with empty data.
+func (o Observed) staticMemberWithoutClaim(static []string) (Action, bool) {
+	for _, entry := range static {
+		name, _, _ := strings.Cut(entry, "=")
+		_, hasPod := o.Pods[name]
+		_, hasPVC := o.PVCs[name]
+		if hasPod || hasPVC {
+			continue
+		}
+		return Action{
+			Kind: CreatePod, Member: name,
+			InitialCluster: static, InitialClusterState: "existing",
+			Reason:  etcdv1alpha1.ReasonRecreatingPod,
+			Message: fmt.Sprintf("creating the pod of initial member %s, whose claim is missing, to join the others", name),
+		}, true
+	}
+	return Action{}, false
 }
 
 // planReachable decides from the member list: first bring back members without pods and

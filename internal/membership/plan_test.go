@@ -42,6 +42,22 @@ func pvcs(bootstrapped bool, names ...string) map[string]membership.PVC {
 	return out
 }
 
+// static is the initial cluster of a 3-member static bootstrap.
+var static = []string{
+	c.MemberName(0) + "=" + c.PeerURL(c.MemberName(0)),
+	c.MemberName(1) + "=" + c.PeerURL(c.MemberName(1)),
+	c.MemberName(2) + "=" + c.PeerURL(c.MemberName(2)),
+}
+
+// staticPVCs are claims a static bootstrap of 3 made, none of whose members was seen started.
+func staticPVCs(names ...string) map[string]membership.PVC {
+	out := map[string]membership.PVC{}
+	for _, n := range names {
+		out[n] = membership.PVC{InitialCluster: static}
+	}
+	return out
+}
+
 var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // sick is a started voter first seen unhealthy `ago` before now.
@@ -68,6 +84,71 @@ func TestPlan(t *testing.T) {
 				g.Expect(a.InitialCluster).To(Equal([]string{e0 + "=" + c.PeerURL(e0)}))
 				g.Expect(a.InitialClusterState).To(Equal("new"))
 				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonBootstrapping))
+			},
+		},
+		{
+			name: "empty cluster on claims, not restored: create every initial member together",
+			obs:  membership.Observed{Size: 3, StaticBootstrap: true},
+			want: membership.CreateSeed,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Members).To(Equal([]string{e0, e1, e2}))
+				g.Expect(a.InitialCluster).To(Equal(static))
+				g.Expect(a.InitialClusterState).To(Equal("new"))
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonBootstrapping))
+			},
+		},
+		{
+			name: "static bootstrap allowed but ephemeral: the seed alone",
+			obs:  membership.Observed{Size: 3, StaticBootstrap: true, Ephemeral: true},
+			want: membership.CreateSeed,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Members).To(Equal([]string{e0}))
+				g.Expect(a.InitialCluster).To(HaveLen(1))
+			},
+		},
+		{
+			name: "static bootstrap: the operator stopped after the claims, before a pod: create it as new",
+			obs:  membership.Observed{Size: 3, StaticBootstrap: true, PVCs: staticPVCs(e0, e1, e2), Pods: pods(e0)},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.InitialCluster).To(Equal(static))
+				g.Expect(a.InitialClusterState).To(Equal("new"))
+			},
+		},
+		{
+			name: "static bootstrap: a member's claim is missing: it joins as existing, never new",
+			obs:  membership.Observed{Size: 3, StaticBootstrap: true, PVCs: staticPVCs(e0, e2), Pods: pods(e0, e2)},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.InitialCluster).To(Equal(static))
+				g.Expect(a.InitialClusterState).To(Equal("existing"))
+			},
+		},
+		{
+			name: "static bootstrap: once a member was seen started, a pod comes back as existing",
+			obs: membership.Observed{Size: 3, StaticBootstrap: true, Pods: pods(e0, e2), PVCs: func() map[string]membership.PVC {
+				p := staticPVCs(e0, e1, e2)
+				b := p[e0]
+				b.Bootstrapped = true
+				p[e0] = b
+				return p
+			}()},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.InitialCluster).To(Equal(static))
+				g.Expect(a.InitialClusterState).To(Equal("existing"))
+			},
+		},
+		{
+			name: "static bootstrap: every pod made, none answers yet: wait for them",
+			obs:  membership.Observed{Size: 3, StaticBootstrap: true, PVCs: staticPVCs(e0, e1, e2), Pods: pods(e0, e1, e2)},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonBootstrapping))
+				g.Expect(a.Message).To(ContainSubstring("initial members"))
 			},
 		},
 		{

@@ -154,9 +154,9 @@ func etcdContainer(c *etcdv1alpha1.EtcdCluster, spec etcdv1alpha1.EtcdClusterSpe
 		Env:             etcdctlEnv(tls),
 		Resources:       *spec.Resources.DeepCopy(),
 		VolumeMounts:    volumeMounts(tls),
-		StartupProbe:    probe("/livez", 2, 150, 5),
+		StartupProbe:    probe("/livez", 1, 300, 5),
 		LivenessProbe:   probe("/livez", 10, 6, 5),
-		ReadinessProbe:  probe("/readyz", 5, 3, 5),
+		ReadinessProbe:  probe("/readyz", 2, 5, 5),
 		SecurityContext: containerSecurityContext(),
 	}
 }
@@ -190,7 +190,11 @@ func etcdctlEnv(tls bool) []corev1.EnvVar {
 // probe is an HTTP probe of path on the plain-HTTP metrics port, so the kubelet needs no
 // client certificate. /livez fails only when the local member is wedged, so a lost quorum
 // does not restart every member; /readyz also fails while the member has no leader or is
-// a learner, which keeps it out of the client Service.
+// a learner, which keeps it out of the client Service. The startup and readiness probes ask
+// often (every 1 and 2 s: a request to a local HTTP handler), because a member's start, and
+// every step of a bootstrap, a rollout or an upgrade that waits for it, ends only when the
+// kubelet has seen it. A member leaves the client Service after 10 s of failed /readyz; one
+// that has not started after 300 s is restarted.
 func probe(path string, period, failures, timeout int32) *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{

@@ -169,8 +169,9 @@ func TestMemberPodProbes(t *testing.T) {
 	g.Expect(ct.LivenessProbe.FailureThreshold).To(Equal(int32(6)))
 	g.Expect(ct.LivenessProbe.TimeoutSeconds).To(Equal(int32(5)))
 	g.Expect(ct.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
-	g.Expect(ct.ReadinessProbe.PeriodSeconds).To(Equal(int32(5)))
-	g.Expect(ct.ReadinessProbe.FailureThreshold).To(Equal(int32(3)))
+	g.Expect(ct.StartupProbe.PeriodSeconds).To(Equal(int32(1)), "a started member is seen within a second")
+	g.Expect(ct.ReadinessProbe.PeriodSeconds).To(Equal(int32(2)), "a ready member is seen within two seconds")
+	g.Expect(ct.ReadinessProbe.PeriodSeconds * ct.ReadinessProbe.FailureThreshold).To(Equal(int32(10)))
 	g.Expect(ct.ReadinessProbe.TimeoutSeconds).To(Equal(int32(5)))
 	g.Expect(ct.Args).To(ContainElement("--listen-metrics-urls=http://0.0.0.0:2381"))
 }

@@ -285,25 +285,37 @@ var _ = Describe("the operator going away", Serial, Ordered, func() {
 
 	BeforeAll(func(ctx SpecContext) {
 		ns = newTestNamespace(ctx, "e2e-away-")
-		cluster = createCluster(ctx, ns, "away", 3)
 	})
 
-	// The operator restarts while the cluster bootstraps: it must pick up where it left off.
-	It("restarted during bootstrap, still ends with a Ready cluster", func(ctx SpecContext) {
-		By("waiting until the second member has been added")
-		Eventually(func() error {
-			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.Name + "-1"}, &corev1.Pod{})
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
-
-		By("deleting the operator pod")
-		pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
-		Expect(err).NotTo(HaveOccurred())
-		for _, p := range pods.Items {
-			Expect(clientset.CoreV1().Pods(operatorNamespace).Delete(ctx, p.Name, metav1.DeleteOptions{})).To(Succeed())
+	// The operator dies while it creates the initial members of a static bootstrap, right
+	// after the first member's pod: after its restart, it must create the others, on the
+	// claims it made for them, and end with one cluster of three.
+	It("crashing during bootstrap, right after the first initial member's pod, still ends with one Ready cluster", func(ctx SpecContext) {
+		restartsBefore := operatorRestarts(ctx)
+		cluster = &etcdv1alpha1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "away", Namespace: ns,
+				Annotations: map[string]string{"test.etcdpilot.io/crash-after": "CreateInitialMember"}},
+			Spec: etcdv1alpha1.EtcdClusterSpec{Size: 3, DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete},
 		}
+		Expect(k8sClient.Create(ctx, cluster)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(operatorRestarts(ctx)).To(BeNumerically(">", restartsBefore), "the operator crashed")
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		c := waitReady(ctx, cluster)
 		Expect(c.Status.ReadyMembers).To(Equal(int32(3)))
+		ids := map[string]bool{}
+		for _, m := range c.Status.Members {
+			Expect(m.Learner).To(BeFalse(), m.Name)
+			ids[m.ID] = true
+		}
+		Expect(ids).To(HaveLen(3), "three members of one cluster")
+		for i := range 3 {
+			pod := get(ctx, ns, fmt.Sprintf("away-%d", i), &corev1.Pod{})
+			Expect(pod.Spec.Containers[0].Args).To(ContainElements("--initial-cluster-state=new",
+				fmt.Sprintf("--initial-cluster=away-0=https://away-0.away-peer.%[1]s.svc:2380,away-1=https://away-1.away-peer.%[1]s.svc:2380,away-2=https://away-2.away-peer.%[1]s.svc:2380", ns)),
+				"every initial member starts from the same static initial cluster")
+		}
 	})
 
 	// The operator dies right after a membership change in etcd and before the pod and claim
