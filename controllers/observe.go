@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -248,20 +249,67 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 			logger.Info("Ignoring an etcd member that this operator did not create", "id", m.ID, "peerURLs", m.PeerURLs)
 			continue
 		}
-		member := membership.Member{Name: name, ID: m.ID, PeerURL: m.PeerURLs[0], Started: m.Name != "", Learner: m.IsLearner}
-		if pod, hasPod := o.planner.Pods[name]; hasPod && member.Started {
-			st, err := cli.Status(ctx, names.ClientURL(name))
-			member.Healthy = err == nil && len(st.Errors) == 0
-			member.Ready = pod.Ready
-			if err == nil {
-				member.Leader = st.LeaderID == m.ID
-				member.RaftIndex = st.RaftIndex
-				o.details[name] = status.Detail{Version: st.Version, DBSize: st.DBSize}
-			}
+		members = append(members, membership.Member{Name: name, ID: m.ID, PeerURL: m.PeerURLs[0], Started: m.Name != "", Learner: m.IsLearner})
+	}
+	statuses := askMembers(ctx, cli, names, members, o.planner.Pods)
+	for i := range members {
+		member := &members[i]
+		st, asked := statuses[member.Name]
+		if !asked {
+			continue
 		}
-		members = append(members, member)
+		member.Healthy = st.err == nil && len(st.Errors) == 0
+		member.Ready = o.planner.Pods[member.Name].Ready
+		if st.err == nil {
+			member.Leader = st.LeaderID == member.ID
+			member.RaftIndex = st.RaftIndex
+			o.details[member.Name] = status.Detail{Version: st.Version, DBSize: st.DBSize}
+		}
 	}
 	o.planner.Members = members
+}
+
+// statusTimeout bounds each member's status call: a member that takes longer is not
+// healthy, and a reconcile that waits on it holds back the next one.
+const statusTimeout = etcd.HealthTimeout
+
+// memberStatus is a member's answer to the status call, or why there was none.
+type memberStatus struct {
+	etcd.MemberStatus
+	err error
+}
+
+// askMembers asks every started member that has a pod for its status, all at once, each
+// for at most statusTimeout. A member whose pod is being deleted is not asked: it is going
+// away (not healthy), and a call to it could only wait. The answers are by member name.
+func askMembers(ctx context.Context, cli etcd.Client, names cluster.Cluster, members []membership.Member, pods map[string]membership.Pod) map[string]memberStatus {
+	out := make(map[string]memberStatus, len(members))
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for _, m := range members {
+		pod, hasPod := pods[m.Name]
+		if !hasPod || !m.Started {
+			continue
+		}
+		if pod.Terminating {
+			out[m.Name] = memberStatus{err: fmt.Errorf("the pod of member %s is being deleted", m.Name)}
+			continue
+		}
+		wg.Add(1)
+		go func(name string) {
+			defer wg.Done()
+			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			defer cancel()
+			st, err := cli.Status(sctx, names.ClientURL(name))
+			mu.Lock()
+			out[name] = memberStatus{MemberStatus: st, err: err}
+			mu.Unlock()
+		}(m.Name)
+	}
+	wg.Wait()
+	return out
 }
 
 func podReady(p *corev1.Pod) bool {
