@@ -189,6 +189,12 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		return reconcile.Result{}, in.Err
 	}
 	result, err = r.act(ctx, c, obs, in.Action)
+	var exists *alreadyCreatedError
+	if errors.As(err, &exists) {
+		// The cache had not yet shown what an earlier pass created: nothing was done.
+		in.Action = membership.Action{Kind: membership.Wait, Member: in.Action.Member, Reason: in.Action.Reason, Message: in.Action.Message}
+		result, err = reconcile.Result{RequeueAfter: requeueProgressing}, nil
+	}
 	if err == nil {
 		err = r.advanceCARotation(ctx, c, tlsState, in.Action.Kind == membership.None && obs.planner.Settled(), &result)
 		in.CARotation = tlsState.caStatus()
@@ -254,8 +260,12 @@ func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCl
 			return err
 		}
 	case membership.CreatePod:
-		if err := r.createMember(ctx, c, a, obs.trustHash, obs.restore); err != nil {
+		created, err := r.createMember(ctx, c, a, obs.trustHash, obs.restore)
+		if err != nil {
 			return fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
+		}
+		if !created {
+			return &alreadyCreatedError{what: "the pod of member " + a.Member}
 		}
 		r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", a.Member, a.Message)
 	case membership.AddLearner:
@@ -270,7 +280,7 @@ func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCl
 		}
 		r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "Added member %s as a learner", a.Member)
 		r.crashAfter(ctx, c, a.Kind)
-		if err := r.createMember(ctx, c, a, obs.trustHash, nil); err != nil {
+		if _, err := r.createMember(ctx, c, a, obs.trustHash, nil); err != nil {
 			return fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
 		}
 	case membership.Promote:
@@ -392,12 +402,18 @@ func (r *EtcdClusterReconciler) expandVolume(ctx context.Context, c *etcdv1alpha
 
 // createMember creates a member's claim (unless ephemeral, or it exists) and its pod, which
 // starts with the TLS material trustHash names.
-func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, trustHash string, restore *resources.RestoreSource) error {
+func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, trustHash string, restore *resources.RestoreSource) (created bool, err error) {
 	if err := r.createClaim(ctx, c, a.Member, nil); err != nil {
-		return err
+		return false, err
 	}
 	return r.createPod(ctx, c, a, trustHash, restore)
 }
+
+// alreadyCreatedError says that what an action creates exists already: an earlier pass made
+// it and the cache does not show it yet. Nothing was done; the pass waits.
+type alreadyCreatedError struct{ what string }
+
+func (e *alreadyCreatedError) Error() string { return e.what + " exists already" }
 
 // createInitialMembers starts a new cluster (CreateSeed): every initial member's claim
 // first, each recording the initial cluster when there are several (a static bootstrap),
@@ -416,17 +432,25 @@ func (r *EtcdClusterReconciler) createInitialMembers(ctx context.Context, c *etc
 			return fmt.Errorf("creating the claim of initial member %s: %w", m, err)
 		}
 	}
+	created := 0
 	for i, m := range members {
 		one := a
 		one.Member = m
 		if i > 0 {
 			restore = nil
 		}
-		if err := r.createPod(ctx, c, one, trustHash, restore); err != nil {
+		ok, err := r.createPod(ctx, c, one, trustHash, restore)
+		if err != nil {
 			return fmt.Errorf("creating the pod of initial member %s: %w", m, err)
 		}
-		r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", m, a.Message)
-		r.crashAfter(ctx, c, "CreateInitialMember")
+		if ok {
+			created++
+			r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", m, a.Message)
+			r.crashAfter(ctx, c, "CreateInitialMember")
+		}
+	}
+	if created == 0 {
+		return &alreadyCreatedError{what: "the pods of the initial members"}
 	}
 	return nil
 }
@@ -450,8 +474,9 @@ func (r *EtcdClusterReconciler) createClaim(ctx context.Context, c *etcdv1alpha1
 	return nil
 }
 
-// createPod creates a member's pod from the action's flags and version.
-func (r *EtcdClusterReconciler) createPod(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, trustHash string, restore *resources.RestoreSource) error {
+// createPod creates a member's pod from the action's flags and version; created is false
+// when it exists already.
+func (r *EtcdClusterReconciler) createPod(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, trustHash string, restore *resources.RestoreSource) (created bool, err error) {
 	m := resources.MemberConfig{
 		Name: a.Member, InitialCluster: a.InitialCluster, InitialClusterState: a.InitialClusterState,
 		Version: a.Version, Image: r.brokenImage(c, a.Version), TrustHash: trustHash,
@@ -459,14 +484,16 @@ func (r *EtcdClusterReconciler) createPod(ctx context.Context, c *etcdv1alpha1.E
 	pod := resources.MemberPod(c, m, r.EtcdImages)
 	if restore != nil {
 		if r.AgentImage == "" {
-			return fmt.Errorf("cannot restore: the operator does not know its own image (ETCDPILOT_AGENT_IMAGE)")
+			return false, fmt.Errorf("cannot restore: the operator does not know its own image (ETCDPILOT_AGENT_IMAGE)")
 		}
 		resources.WithRestore(pod, c, m, *restore, r.AgentImage)
 	}
-	if err := r.Client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+	if err := r.Client.Create(ctx, pod); apierrors.IsAlreadyExists(err) {
+		return false, nil
+	} else if err != nil {
+		return false, err
 	}
-	return nil
+	return true, nil
 }
 
 // deleteMember deletes the pod of a member that is no longer in the cluster, and applies the

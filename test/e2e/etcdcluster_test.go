@@ -70,7 +70,7 @@ var _ = Describe("EtcdCluster", func() {
 					"etcdpilot_cluster_quorum_margin{" + labels + "} 1",
 					"etcdpilot_cluster_has_leader{" + labels + "} 1",
 					`etcdpilot_cluster_condition{condition="Ready",` + labels + "} 1",
-					`etcdpilot_cluster_actions_total{action="Promote",` + labels + "} 2",
+					`etcdpilot_cluster_actions_total{action="CreateSeed",` + labels + "} 1", // a static bootstrap: no learner added
 				} {
 					g.Expect(body).To(ContainSubstring(series))
 				}
