@@ -67,6 +67,9 @@ func clusterWithMembers(g Gomega, ns, name string) {
 			PeerURLs: []string{memberURL(ns, name, id, 2380)}, ClientURLs: []string{memberURL(ns, name, id, 2379)}}
 	}
 	f := fake.New(member(0), member(1), member(2))
+	// name-2 answers its status with an error, as a member that lost its leader does: the
+	// operator's health check fails, and so does the agent's.
+	f.SetStatus(memberURL(ns, name, 2, 2379), etcd.MemberStatus{MemberID: 3, Errors: []string{"down"}})
 	f.SetHealthError(memberURL(ns, name, 2, 2379), errors.New("down"))
 	fakeEtcd.register(ns, f)
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}

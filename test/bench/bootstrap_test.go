@@ -60,8 +60,9 @@ func namespace(ctx context.Context, b *testing.B, c client.Client, prefix string
 // BenchmarkBootstrap3TLS reports the time from applying a 3-member TLS EtcdCluster to its
 // Available and Ready conditions, next to the floor: three etcd pods with the same image,
 // flags and certificates, started by hand at once with a static initial cluster, until all
-// three pods are Ready. The ratio is what the operator's single-seed, one-learner-at-a-time
-// bootstrap costs over the fastest possible start on this node.
+// three pods are Ready. The ratio is what the operator's bootstrap (claims, certificates,
+// Services, then the three initial members together) costs over the fastest possible start
+// on this node.
 func BenchmarkBootstrap3TLS(b *testing.B) {
 	ctx := context.Background()
 	c := newClient(b)
