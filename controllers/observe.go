@@ -104,16 +104,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		}
 		if member := pvc.Labels[cluster.LabelMember]; member != "" {
 			o.pvcs[member] = pvc
-			o.planner.PVCs[member] = membership.PVC{
-				Bootstrapped: pvc.Annotations[annotationBootstrapped] == "true",
-				Removed:      pvc.Annotations[annotationRemoved] == "true",
-				Volume:       volumeOf(pvc),
-			}
-			if v := pvc.Annotations[annotationInitialCluster]; v != "" {
-				p := o.planner.PVCs[member]
-				p.InitialCluster = strings.Split(v, ",")
-				o.planner.PVCs[member] = p
-			}
+			o.planner.PVCs[member] = claimOf(pvc)
 		}
 	}
 	r.observeEtcd(ctx, st.config, o)
@@ -143,6 +134,20 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	}
 	r.observeStorage(ctx, c, o)
 	return o, nil
+}
+
+// claimOf reads what the planner needs of a member's claim: the marks the operator put on
+// it, the initial cluster a static bootstrap recorded, and its volume.
+func claimOf(pvc *corev1.PersistentVolumeClaim) membership.PVC {
+	p := membership.PVC{
+		Bootstrapped: pvc.Annotations[annotationBootstrapped] == "true",
+		Removed:      pvc.Annotations[annotationRemoved] == "true",
+		Volume:       volumeOf(pvc),
+	}
+	if v := pvc.Annotations[annotationInitialCluster]; v != "" {
+		p.InitialCluster = strings.Split(v, ",")
+	}
+	return p
 }
 
 // volumeOf reads a claim's requested and provided storage and whether its file system waits

@@ -215,42 +215,8 @@ func planUnreachable(o Observed) Action {
 	}
 	static := o.staticInitialCluster()
 	for _, name := range known {
-		if _, ok := o.Pods[name]; ok {
-			continue
-		}
-		pvc := o.PVCs[name]
-		// Without a pod, a known member has a claim (ephemeral members are known only by
-		// their pods). A member of a static bootstrap whose claim was made for it starts
-		// with "new" again: its data, if it started, wins over the flag. So does a seed
-		// that never started. Any other member rejoins with its data; "existing" makes
-		// etcd refuse to start a new cluster.
-		if len(static) > 0 && !pvc.Bootstrapped && len(pvc.InitialCluster) > 0 && !o.anyBootstrapped() {
-			return Action{
-				Kind: CreatePod, Member: name,
-				InitialCluster: pvc.InitialCluster, InitialClusterState: "new",
-				Reason:  etcdv1alpha1.ReasonBootstrapping,
-				Message: fmt.Sprintf("creating the pod of initial member %s", name),
-			}
-		}
-		if len(static) == 0 && len(known) == 1 && !pvc.Bootstrapped {
-			return Action{
-				Kind: CreatePod, Member: name,
-				InitialCluster:      []string{initialClusterEntry(o.Cluster, name)},
-				InitialClusterState: "new",
-				Reason:              etcdv1alpha1.ReasonBootstrapping,
-				Message:             fmt.Sprintf("recreating the pod of the first member %s, which never started", name),
-			}
-		}
-		initial := initialClusterOf(o.Cluster, known)
-		if len(static) > 0 {
-			initial = static
-		}
-		return Action{
-			Kind: CreatePod, Member: name,
-			InitialCluster:      initial,
-			InitialClusterState: "existing",
-			Reason:              etcdv1alpha1.ReasonRecreatingPod,
-			Message:             fmt.Sprintf("recreating the pod of member %s with its data", name),
+		if _, ok := o.Pods[name]; !ok {
+			return o.recreatePod(name, known, static)
 		}
 	}
 	if a, ok := o.staticMemberWithoutClaim(static); ok {
@@ -266,6 +232,43 @@ func planUnreachable(o Observed) Action {
 	}
 	return Action{Kind: Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers,
 		Message: "no member answers; waiting for the member pods to start"}
+}
+
+// recreatePod brings back the pod of a known member (it has a claim: ephemeral members are
+// known only by their pods) while no member answers. A member of a static bootstrap whose
+// claim was made for it starts with "new" again while no member was ever seen started: its
+// data, if it started, wins over the flag. So does a seed that never started. Any other
+// member rejoins with its data; "existing" makes etcd refuse to start a new cluster.
+func (o Observed) recreatePod(name string, known, static []string) Action {
+	pvc := o.PVCs[name]
+	switch {
+	case len(static) > 0 && !pvc.Bootstrapped && len(pvc.InitialCluster) > 0 && !o.anyBootstrapped():
+		return Action{
+			Kind: CreatePod, Member: name,
+			InitialCluster: pvc.InitialCluster, InitialClusterState: "new",
+			Reason:  etcdv1alpha1.ReasonBootstrapping,
+			Message: fmt.Sprintf("creating the pod of initial member %s", name),
+		}
+	case len(static) == 0 && len(known) == 1 && !pvc.Bootstrapped:
+		return Action{
+			Kind: CreatePod, Member: name,
+			InitialCluster:      []string{initialClusterEntry(o.Cluster, name)},
+			InitialClusterState: "new",
+			Reason:              etcdv1alpha1.ReasonBootstrapping,
+			Message:             fmt.Sprintf("recreating the pod of the first member %s, which never started", name),
+		}
+	}
+	initial := initialClusterOf(o.Cluster, known)
+	if len(static) > 0 {
+		initial = static
+	}
+	return Action{
+		Kind: CreatePod, Member: name,
+		InitialCluster:      initial,
+		InitialClusterState: "existing",
+		Reason:              etcdv1alpha1.ReasonRecreatingPod,
+		Message:             fmt.Sprintf("recreating the pod of member %s with its data", name),
+	}
 }
 
 // seed starts a cluster of which nothing is left: the first member alone, or, for a static
