@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,11 +63,13 @@ func namespace(ctx context.Context, b *testing.B, c client.Client, prefix string
 // flags and certificates, started by hand at once with a static initial cluster, until all
 // three pods are Ready. The ratio is what the operator's bootstrap (claims, certificates,
 // Services, then the three initial members together) costs over the fastest possible start
-// on this node.
+// on this node. Then, on each, the pod of a member is deleted: s-pod-recovery is the time
+// until the operator's new pod is Ready and the cluster Ready again, s-restart-floor the time
+// until a pod created by hand the moment the old one is gone is Ready.
 func BenchmarkBootstrap3TLS(b *testing.B) {
 	ctx := context.Background()
 	c := newClient(b)
-	var operator, available, floor time.Duration
+	var operator, available, floor, recover, restartFloor time.Duration
 	for i := 0; i < b.N; i++ {
 		ns := namespace(ctx, b, c, "bench-operator-")
 		start := time.Now()
@@ -77,15 +80,69 @@ func BenchmarkBootstrap3TLS(b *testing.B) {
 		}
 		available += waitCondition(ctx, b, c, ec, etcdv1alpha1.ConditionAvailable, start)
 		operator += waitCondition(ctx, b, c, ec, etcdv1alpha1.ConditionReady, start)
+		recover += operatorRecovery(ctx, b, c, ec)
 
-		floor += handStartedFloor(ctx, b, c, namespace(ctx, b, c, "bench-floor-"))
+		floorNS := namespace(ctx, b, c, "bench-floor-")
+		floor += handStartedFloor(ctx, b, c, floorNS)
+		restartFloor += handRestartedFloor(ctx, b, c, floorNS)
 	}
 	n := float64(b.N)
 	b.ReportMetric(available.Seconds()/n, "s-to-available")
 	b.ReportMetric(operator.Seconds()/n, "s-to-ready")
 	b.ReportMetric(floor.Seconds()/n, "s-floor")
 	b.ReportMetric(operator.Seconds()/floor.Seconds(), "ready/floor")
+	b.ReportMetric(recover.Seconds()/n, "s-pod-recovery")
+	b.ReportMetric(restartFloor.Seconds()/n, "s-restart-floor")
+	b.ReportMetric(recover.Seconds()/restartFloor.Seconds(), "recovery/floor")
 	b.ReportMetric(0, "ns/op") // wall time per op is the sum above, not a useful figure
+}
+
+// operatorRecovery deletes the pod of a member of a Ready cluster and returns the time until
+// the operator's new pod for it is Ready and the cluster is Ready with three members again.
+func operatorRecovery(ctx context.Context, b *testing.B, c client.Client, ec *etcdv1alpha1.EtcdCluster) time.Duration {
+	b.Helper()
+	old := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: ec.Name + "-1"}, old); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.Delete(ctx, old); err != nil {
+		b.Fatal(err)
+	}
+	waitPodReplacedReady(ctx, b, c, old, start)
+	waitReadyMembers(ctx, b, c, ec, 3, "")
+	return time.Since(start)
+}
+
+// handRestartedFloor is the floor of a member's recovery: the pod of a hand-started member
+// deleted and created again, the same, as soon as the old one is gone (a controller that
+// reacts at once), until the new pod is Ready: termination, start, and etcd rejoining with
+// its data on its volume.
+func handRestartedFloor(ctx context.Context, b *testing.B, c client.Client, ns string) time.Duration {
+	b.Helper()
+	old := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "floor-1"}, old); err != nil {
+		b.Fatal(err)
+	}
+	again := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: ns, Labels: old.Labels, Annotations: old.Annotations},
+		Spec: *old.Spec.DeepCopy()}
+	again.Spec.NodeName = ""
+	start := time.Now()
+	if err := c.Delete(ctx, old); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		err := c.Create(ctx, again.DeepCopy())
+		if err == nil {
+			break
+		}
+		if !apierrors.IsAlreadyExists(err) || time.Now().After(deadline) {
+			b.Fatalf("creating the hand-started member %s again: %v", old.Name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return waitPodReplacedReady(ctx, b, c, old, start)
 }
 
 func waitCondition(ctx context.Context, b *testing.B, c client.Client, ec *etcdv1alpha1.EtcdCluster, condition string, start time.Time) time.Duration {
