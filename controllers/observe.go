@@ -239,7 +239,7 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 		return
 	}
 	o.etcd = cli
-	list, err := cli.MemberList(ctx)
+	list, err := memberList(ctx, cli, o.planner.Pods)
 	if err != nil {
 		logger.Info("No member answered the member list", "error", err.Error())
 		return
@@ -272,6 +272,23 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 		}
 	}
 	o.planner.Members = members
+}
+
+// startingListTimeout bounds the member list while no member pod is Ready: at a bootstrap,
+// or when every member is down, an answer comes at once or not at all, and a pass that waits
+// longer only holds back the next, which sees the members that have started since.
+const startingListTimeout = 2 * time.Second
+
+// memberList lists the members, for at most startingListTimeout while no member pod is Ready.
+func memberList(ctx context.Context, cli etcd.Client, pods map[string]membership.Pod) ([]etcd.Member, error) {
+	for _, p := range pods {
+		if p.Ready {
+			return cli.MemberList(ctx)
+		}
+	}
+	lctx, cancel := context.WithTimeout(ctx, startingListTimeout)
+	defer cancel()
+	return cli.MemberList(lctx)
 }
 
 // statusTimeout bounds each member's status call: a member that takes longer is not
