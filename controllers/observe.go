@@ -292,8 +292,13 @@ func memberList(ctx context.Context, cli etcd.Client, pods map[string]membership
 }
 
 // statusTimeout bounds each member's status call: a member that takes longer is not
-// healthy, and a reconcile that waits on it holds back the next one.
-const statusTimeout = etcd.HealthTimeout
+// healthy, and a reconcile that waits on it holds back the next one. A member whose pod is
+// not Ready (starting, or a learner) gets startingStatusTimeout: one that runs answers in
+// milliseconds, one that does not yet listen would only keep the pass from seeing it Ready.
+const (
+	statusTimeout         = etcd.HealthTimeout
+	startingStatusTimeout = 2 * time.Second
+)
 
 // memberStatus is a member's answer to the status call, or why there was none.
 type memberStatus struct {
@@ -302,7 +307,7 @@ type memberStatus struct {
 }
 
 // askMembers asks every started member that has a pod for its status, all at once, each
-// for at most statusTimeout. A member whose pod is being deleted is not asked: it is going
+// for at most statusTimeout (startingStatusTimeout while its pod is not Ready). A member whose pod is being deleted is not asked: it is going
 // away (not healthy), and a call to it could only wait. The answers are by member name.
 func askMembers(ctx context.Context, cli etcd.Client, names cluster.Cluster, members []membership.Member, pods map[string]membership.Pod) map[string]memberStatus {
 	out := make(map[string]memberStatus, len(members))
@@ -319,10 +324,14 @@ func askMembers(ctx context.Context, cli etcd.Client, names cluster.Cluster, mem
 			out[m.Name] = memberStatus{err: fmt.Errorf("the pod of member %s is being deleted", m.Name)}
 			continue
 		}
+		timeout := statusTimeout
+		if !pod.Ready {
+			timeout = startingStatusTimeout
+		}
 		wg.Add(1)
 		go func(name string) {
 			defer wg.Done()
-			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			sctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			st, err := cli.Status(sctx, names.ClientURL(name))
 			mu.Lock()
