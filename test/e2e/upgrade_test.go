@@ -327,6 +327,10 @@ func startWriter(ctx context.Context, ns, name string) *writer {
 			pending = w.try(wctx, cli, pending, i)
 		}
 	}()
+	// The change under test starts only once writes flow: a spec that checks what a change
+	// did to the data (a snapshot's revision, every acknowledged write) needs data.
+	EventuallyWithOffset(1, w.count).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).
+		Should(BeNumerically(">=", 3), "the writer's first writes are acknowledged")
 	return w
 }
 
