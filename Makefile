@@ -62,6 +62,8 @@ LOCAL_PATH_PROVISIONER_VERSION := $(call modver,local-path-provisioner,github.co
 # The S3 server of the backup tests (a local process in the integration tests, make s3-up in
 # the cluster).
 VERSITYGW_VERSION := $(call modver,versitygw,github.com/versity/versitygw)
+# promtool, which checks the alerting rules and runs their unit tests (internal/monitoring).
+PROMETHEUS_VERSION := $(call modver,prometheus,github.com/prometheus/prometheus)
 # Kubernetes release of the local cluster and envtest.
 K8S_VERSION := $(call modver,kubernetes,k8s.io/kubernetes)
 # etcd releases the operator supports, one pinned module each: hack/tools/etcd-vX.Y holds the
@@ -83,6 +85,7 @@ OPM ?= $(LOCALBIN)/opm-$(OPM_VERSION)
 COREDNS ?= $(LOCALBIN)/coredns-$(COREDNS_VERSION)
 LOCAL_PATH_PROVISIONER ?= $(LOCALBIN)/local-path-provisioner-$(LOCAL_PATH_PROVISIONER_VERSION)
 VERSITYGW ?= $(LOCALBIN)/versitygw-$(VERSITYGW_VERSION)
+PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 K8S_BIN ?= $(LOCALBIN)/k8s-$(K8S_VERSION)
 K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
 KUBECTL ?= $(K8S_BIN)/kubectl
@@ -159,8 +162,13 @@ $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml:
 	mkdir -p $(CERT_MANAGER_CRDS) && cp $$dir/deploy/crds/cert-manager.io_certificates.yaml $@ && chmod 644 $@
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(VERSITYGW) ## Run unit and integration tests.
+test: manifests generate fmt vet envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(VERSITYGW) test-rules ## Run unit and integration tests, and the alerting rules' tests.
 	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" VERSITYGW="$(VERSITYGW)" go test $$(go list ./... | grep -v /test/) -coverprofile cover.out
+
+.PHONY: test-rules
+test-rules: $(PROMTOOL) ## Check the alerting rules (every expression parses) and run their promtool unit tests.
+	$(PROMTOOL) check rules internal/monitoring/rules.yaml
+	cd internal/monitoring && $(PROMTOOL) test rules rules_test.yaml
 
 # How long `make fuzz` looks for an observation the planner mishandles.
 FUZZTIME ?= 5m
@@ -468,7 +476,7 @@ capabilities: $(SCORECARD_DEPS) ## Run every scorecard test, set the CSV's capab
 ##@ Tools
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(VERSITYGW) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(VERSITYGW) $(PROMTOOL) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
 
 # go-install-tool installs package $(2) at version $(3) as $(1) (a versioned file name).
 define go-install-tool
@@ -517,6 +525,9 @@ $(LOCAL_PATH_PROVISIONER):
 
 $(VERSITYGW):
 	$(call go-build-module,$@,versitygw,github.com/versity/versitygw/cmd/versitygw,-ldflags "-s -w -X main.Version=$(VERSITYGW_VERSION)")
+
+$(PROMTOOL):
+	$(call go-build-module,$@,prometheus,github.com/prometheus/prometheus/cmd/promtool,-ldflags "-s -w")
 
 K8S_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
