@@ -175,6 +175,12 @@ func (m *Clusters) Record(p Pass) {
 	if r := c.Status.CARotation; r != nil && r.CANotAfter != nil {
 		m.caNotAfter.With(l).Set(float64(r.CANotAfter.Unix()))
 	}
+	// The counters alerts read with increase() exist at 0 from a cluster's first pass:
+	// increase() cannot see the increment that creates a series.
+	m.actions.With(withLabel(l, "action", string(membership.RemoveMember))).Add(0)
+	for _, outcome := range []string{"succeeded", "failed"} {
+		m.backups.With(withLabel(l, "outcome", outcome)).Add(0)
+	}
 	if p.Acted && countsAsAction(p.Action.Kind) {
 		m.actions.With(withLabel(l, "action", string(p.Action.Kind))).Inc()
 	}
