@@ -222,7 +222,7 @@ func planUnreachable(o Observed) Action {
 	if a, ok := o.staticMemberWithoutClaim(static); ok {
 		return a
 	}
-	if len(static) > 0 && !o.anyBootstrapped() {
+	if len(static) > 0 {
 		return Action{Kind: Wait, Reason: etcdv1alpha1.ReasonBootstrapping,
 			Message: fmt.Sprintf("waiting for the initial members %s to start", strings.Join(known, ", "))}
 	}
@@ -242,7 +242,7 @@ func planUnreachable(o Observed) Action {
 func (o Observed) recreatePod(name string, known, static []string) Action {
 	pvc := o.PVCs[name]
 	switch {
-	case len(static) > 0 && !pvc.Bootstrapped && len(pvc.InitialCluster) > 0 && !o.anyBootstrapped():
+	case len(static) > 0 && len(pvc.InitialCluster) > 0:
 		return Action{
 			Kind: CreatePod, Member: name,
 			InitialCluster: pvc.InitialCluster, InitialClusterState: "new",
@@ -298,9 +298,11 @@ func (o Observed) seed() Action {
 }
 
 // staticInitialCluster is the initial cluster a static bootstrap recorded on the claims of
-// its members (the first such claim by ordinal), or nil.
+// its members (the first such claim by ordinal), while the bootstrap is under way: once a
+// member was seen started, the cluster has formed, and the membership has the last word
+// (members removed since, members added since), so it is nil, as it is without such claims.
 func (o Observed) staticInitialCluster() []string {
-	if o.Ephemeral {
+	if o.Ephemeral || o.anyBootstrapped() {
 		return nil
 	}
 	names := make([]string, 0, len(o.PVCs))
@@ -327,9 +329,9 @@ func (o Observed) anyBootstrapped() bool {
 }
 
 // staticMemberWithoutClaim finds a member of the static initial cluster with neither claim
-// nor pod while no member answers (the operator stopped while creating them, or the claim
-// was deleted): its pod is created with "existing", so it joins the members that started
-// and can never start a cluster of its own with empty data.
+// nor pod while no member answers during the bootstrap (the operator stopped while creating
+// them, or the claim was deleted): its pod is created with "existing", so it joins the
+// members that started and can never start a cluster of its own with empty data.
 func (o Observed) staticMemberWithoutClaim(static []string) (Action, bool) {
 	for _, entry := range static {
 		name, _, _ := strings.Cut(entry, "=")

@@ -127,6 +127,33 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "static cluster scaled down to one, every pod down: the removed members are not brought back",
+			obs: membership.Observed{Size: 1, StaticBootstrap: true, PVCs: func() map[string]membership.PVC {
+				p := staticPVCs(e0)
+				b := p[e0]
+				b.Bootstrapped = true
+				p[e0] = b
+				return p
+			}()},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e0))
+				g.Expect(a.InitialClusterState).To(Equal("existing"))
+				g.Expect(a.InitialCluster).To(Equal([]string{e0 + "=" + c.PeerURL(e0)}), "the members known now, not the initial ones")
+			},
+		},
+		{
+			name: "static cluster scaled down to one, its pod back but not answering yet: wait, nothing for the removed members",
+			obs: membership.Observed{Size: 1, StaticBootstrap: true, Pods: pods(e0), PVCs: func() map[string]membership.PVC {
+				p := staticPVCs(e0)
+				b := p[e0]
+				b.Bootstrapped = true
+				p[e0] = b
+				return p
+			}()},
+			want: membership.Wait,
+		},
+		{
 			name: "static bootstrap: once a member was seen started, a pod comes back as existing",
 			obs: membership.Observed{Size: 3, StaticBootstrap: true, Pods: pods(e0, e2), PVCs: func() map[string]membership.PVC {
 				p := staticPVCs(e0, e1, e2)
@@ -138,7 +165,7 @@ func TestPlan(t *testing.T) {
 			want: membership.CreatePod,
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Member).To(Equal(e1))
-				g.Expect(a.InitialCluster).To(Equal(static))
+				g.Expect(a.InitialCluster).To(HaveLen(3))
 				g.Expect(a.InitialClusterState).To(Equal("existing"))
 			},
 		},
