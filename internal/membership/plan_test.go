@@ -49,6 +49,25 @@ var static = []string{
 	c.MemberName(2) + "=" + c.PeerURL(c.MemberName(2)),
 }
 
+// staticPVCsStarted are the claims of staticPVCs, the first of them marked bootstrapped: its
+// member was seen started, so the cluster has formed.
+func staticPVCsStarted(names ...string) map[string]membership.PVC {
+	out := staticPVCs(names...)
+	first := out[names[0]]
+	first.Bootstrapped = true
+	out[names[0]] = first
+	return out
+}
+
+// createsPod checks a CreatePod of member with the initial cluster and state given.
+func createsPod(member string, initial []string, state string) func(Gomega, membership.Action) {
+	return func(g Gomega, a membership.Action) {
+		g.Expect(a.Member).To(Equal(member))
+		g.Expect(a.InitialCluster).To(Equal(initial))
+		g.Expect(a.InitialClusterState).To(Equal(state))
+	}
+}
+
 // staticPVCs are claims a static bootstrap of 3 made, none of whose members was seen started.
 func staticPVCs(names ...string) map[string]membership.PVC {
 	out := map[string]membership.PVC{}
@@ -107,34 +126,20 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
-			name: "static bootstrap: the operator stopped after the claims, before a pod: create it as new",
-			obs:  membership.Observed{Size: 3, StaticBootstrap: true, PVCs: staticPVCs(e0, e1, e2), Pods: pods(e0)},
-			want: membership.CreatePod,
-			check: func(g Gomega, a membership.Action) {
-				g.Expect(a.Member).To(Equal(e1))
-				g.Expect(a.InitialCluster).To(Equal(static))
-				g.Expect(a.InitialClusterState).To(Equal("new"))
-			},
+			name:  "static bootstrap: the operator stopped after the claims, before a pod: create it as new",
+			obs:   membership.Observed{Size: 3, StaticBootstrap: true, PVCs: staticPVCs(e0, e1, e2), Pods: pods(e0)},
+			want:  membership.CreatePod,
+			check: createsPod(e1, static, "new"),
 		},
 		{
-			name: "static bootstrap: a member's claim is missing: it joins as existing, never new",
-			obs:  membership.Observed{Size: 3, StaticBootstrap: true, PVCs: staticPVCs(e0, e2), Pods: pods(e0, e2)},
-			want: membership.CreatePod,
-			check: func(g Gomega, a membership.Action) {
-				g.Expect(a.Member).To(Equal(e1))
-				g.Expect(a.InitialCluster).To(Equal(static))
-				g.Expect(a.InitialClusterState).To(Equal("existing"))
-			},
+			name:  "static bootstrap: a member's claim is missing: it joins as existing, never new",
+			obs:   membership.Observed{Size: 3, StaticBootstrap: true, PVCs: staticPVCs(e0, e2), Pods: pods(e0, e2)},
+			want:  membership.CreatePod,
+			check: createsPod(e1, static, "existing"),
 		},
 		{
 			name: "static cluster scaled down to one, every pod down: the removed members are not brought back",
-			obs: membership.Observed{Size: 1, StaticBootstrap: true, PVCs: func() map[string]membership.PVC {
-				p := staticPVCs(e0)
-				b := p[e0]
-				b.Bootstrapped = true
-				p[e0] = b
-				return p
-			}()},
+			obs:  membership.Observed{Size: 1, StaticBootstrap: true, PVCs: staticPVCsStarted(e0)},
 			want: membership.CreatePod,
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Member).To(Equal(e0))
@@ -144,24 +149,12 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "static cluster scaled down to one, its pod back but not answering yet: wait, nothing for the removed members",
-			obs: membership.Observed{Size: 1, StaticBootstrap: true, Pods: pods(e0), PVCs: func() map[string]membership.PVC {
-				p := staticPVCs(e0)
-				b := p[e0]
-				b.Bootstrapped = true
-				p[e0] = b
-				return p
-			}()},
+			obs:  membership.Observed{Size: 1, StaticBootstrap: true, Pods: pods(e0), PVCs: staticPVCsStarted(e0)},
 			want: membership.Wait,
 		},
 		{
 			name: "static bootstrap: once a member was seen started, a pod comes back as existing",
-			obs: membership.Observed{Size: 3, StaticBootstrap: true, Pods: pods(e0, e2), PVCs: func() map[string]membership.PVC {
-				p := staticPVCs(e0, e1, e2)
-				b := p[e0]
-				b.Bootstrapped = true
-				p[e0] = b
-				return p
-			}()},
+			obs:  membership.Observed{Size: 3, StaticBootstrap: true, Pods: pods(e0, e2), PVCs: staticPVCsStarted(e0, e1, e2)},
 			want: membership.CreatePod,
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Member).To(Equal(e1))
