@@ -307,39 +307,39 @@ type memberStatus struct {
 }
 
 // askMembers asks every started member that has a pod for its status, all at once, each
-// for at most statusTimeout (startingStatusTimeout while its pod is not Ready). A member whose pod is being deleted is not asked: it is going
-// away (not healthy), and a call to it could only wait. The answers are by member name.
+// for at most statusTimeout (startingStatusTimeout while its pod is not Ready). A member
+// whose pod is being deleted is not asked: it is going away (not healthy), and a call to it
+// could only wait. The answers are by member name.
 func askMembers(ctx context.Context, cli etcd.Client, names cluster.Cluster, members []membership.Member, pods map[string]membership.Pod) map[string]memberStatus {
-	out := make(map[string]memberStatus, len(members))
-	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
-	)
-	for _, m := range members {
+	answers := make([]*memberStatus, len(members)) // each goroutine writes its own slot
+	var wg sync.WaitGroup
+	for i, m := range members {
 		pod, hasPod := pods[m.Name]
-		if !hasPod || !m.Started {
+		switch {
+		case !hasPod || !m.Started:
 			continue
-		}
-		if pod.Terminating {
-			out[m.Name] = memberStatus{err: fmt.Errorf("the pod of member %s is being deleted", m.Name)}
+		case pod.Terminating:
+			answers[i] = &memberStatus{err: fmt.Errorf("the pod of member %s is being deleted", m.Name)}
 			continue
 		}
 		timeout := statusTimeout
 		if !pod.Ready {
 			timeout = startingStatusTimeout
 		}
-		wg.Add(1)
-		go func(name string) {
-			defer wg.Done()
+		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			st, err := cli.Status(sctx, names.ClientURL(name))
-			mu.Lock()
-			out[name] = memberStatus{MemberStatus: st, err: err}
-			mu.Unlock()
-		}(m.Name)
+			st, err := cli.Status(sctx, names.ClientURL(m.Name))
+			answers[i] = &memberStatus{MemberStatus: st, err: err}
+		})
 	}
 	wg.Wait()
+	out := make(map[string]memberStatus, len(members))
+	for i, a := range answers {
+		if a != nil {
+			out[members[i].Name] = *a
+		}
+	}
 	return out
 }
 
