@@ -64,6 +64,8 @@ LOCAL_PATH_PROVISIONER_VERSION := $(call modver,local-path-provisioner,github.co
 VERSITYGW_VERSION := $(call modver,versitygw,github.com/versity/versitygw)
 # promtool, which checks the alerting rules and runs their unit tests (internal/monitoring).
 PROMETHEUS_VERSION := $(call modver,prometheus,github.com/prometheus/prometheus)
+# The Prometheus Operator (and its config reloader) of make monitoring-up; its CRDs for envtest.
+PROMETHEUS_OPERATOR_VERSION := $(call modver,prometheus-operator,github.com/prometheus-operator/prometheus-operator)
 # Kubernetes release of the local cluster and envtest.
 K8S_VERSION := $(call modver,kubernetes,k8s.io/kubernetes)
 # etcd releases the operator supports, one pinned module each: hack/tools/etcd-vX.Y holds the
@@ -86,6 +88,9 @@ COREDNS ?= $(LOCALBIN)/coredns-$(COREDNS_VERSION)
 LOCAL_PATH_PROVISIONER ?= $(LOCALBIN)/local-path-provisioner-$(LOCAL_PATH_PROVISIONER_VERSION)
 VERSITYGW ?= $(LOCALBIN)/versitygw-$(VERSITYGW_VERSION)
 PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
+PROMETHEUS ?= $(LOCALBIN)/prometheus-$(PROMETHEUS_VERSION)
+PROMETHEUS_OPERATOR ?= $(LOCALBIN)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
+PROMETHEUS_CONFIG_RELOADER ?= $(LOCALBIN)/prometheus-config-reloader-$(PROMETHEUS_OPERATOR_VERSION)
 K8S_BIN ?= $(LOCALBIN)/k8s-$(K8S_VERSION)
 K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
 KUBECTL ?= $(K8S_BIN)/kubectl
@@ -160,6 +165,17 @@ $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml:
 	@set -e; dir=$$(go mod download -json github.com/cert-manager/cert-manager@$(CERT_MANAGER_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
 	test -n "$$dir" || { echo "could not download cert-manager $(CERT_MANAGER_VERSION)" >&2; exit 1; }; \
 	mkdir -p $(CERT_MANAGER_CRDS) && cp $$dir/deploy/crds/cert-manager.io_certificates.yaml $@ && chmod 644 $@
+
+# The Prometheus Operator's CRDs (monitoring.coreos.com: PodMonitor, ServiceMonitor,
+# PrometheusRule, Prometheus and the rest), copied from the pinned module. Tests and
+# make monitoring-up use the directory; the PodMonitor file stands for the whole set.
+PROMETHEUS_OPERATOR_CRDS ?= $(LOCALBIN)/crds/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
+.PHONY: prometheus-operator-crds
+prometheus-operator-crds: $(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml ## Copy the Prometheus Operator's CRDs into $(PROMETHEUS_OPERATOR_CRDS).
+$(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml:
+	@set -e; dir=$$(cd hack/tools/prometheus-operator && go mod download -json github.com/prometheus-operator/prometheus-operator | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+	test -n "$$dir" || { echo "could not download prometheus-operator $(PROMETHEUS_OPERATOR_VERSION)" >&2; exit 1; }; \
+	mkdir -p $(PROMETHEUS_OPERATOR_CRDS) && cp $$dir/example/prometheus-operator-crd/*.yaml $(PROMETHEUS_OPERATOR_CRDS)/ && chmod 644 $(PROMETHEUS_OPERATOR_CRDS)/*.yaml
 
 .PHONY: test
 test: manifests generate fmt vet envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(VERSITYGW) test-rules ## Run unit and integration tests, and the alerting rules' tests.
