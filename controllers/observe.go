@@ -268,7 +268,8 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 		if st.err == nil {
 			member.Leader = st.LeaderID == member.ID
 			member.RaftIndex = st.RaftIndex
-			o.details[member.Name] = status.Detail{Version: st.Version, DBSize: st.DBSize}
+			o.details[member.Name] = status.Detail{Version: st.Version, DBSize: st.DBSize, DBSizeInUse: st.DBSizeInUse,
+				Alarms: etcd.Alarms(st.Errors)[member.ID]}
 		}
 	}
 	o.planner.Members = members

@@ -13,8 +13,32 @@ const (
 	// spec asks for something this release cannot do, or the last reconcile failed.
 	ConditionDegraded = "Degraded"
 	// ConditionReady summarises the others: True when the cluster is Available, not
-	// Progressing, not Degraded and every member the spec asks for is healthy.
+	// Progressing, not Degraded and every member the spec asks for is healthy. Monitoring
+	// does not count: the cluster serves whether or not it is watched.
 	ConditionReady = "Ready"
+	// ConditionMonitoring is True when the monitoring objects spec.monitoring asks for (a
+	// PodMonitor, a PrometheusRule and a dashboard ConfigMap) are in place, False when they
+	// are not (the reason says why).
+	ConditionMonitoring = "Monitoring"
+)
+
+// Reasons of the Monitoring condition.
+const (
+	// ReasonMonitoringConfigured (Monitoring=True): the PodMonitor, the PrometheusRule and
+	// the dashboard ConfigMap exist and match the cluster.
+	ReasonMonitoringConfigured = "Configured"
+	// ReasonPrometheusOperatorMissing (Monitoring=False): the Prometheus Operator's CRDs
+	// (monitoring.coreos.com PodMonitor and PrometheusRule) are not installed; nothing is
+	// created, and the operator looks again every minute. Members serve their metrics all
+	// the same.
+	ReasonPrometheusOperatorMissing = "PrometheusOperatorMissing"
+	// ReasonMonitoringDisabled (Monitoring=False): spec.monitoring.mode is Disabled; the
+	// operator keeps no monitoring objects.
+	ReasonMonitoringDisabled = "Disabled"
+	// ReasonMonitoringFailed (Monitoring=False): creating or updating a monitoring object
+	// failed (the message says which and why); the operator retries, and manages the etcd
+	// cluster meanwhile.
+	ReasonMonitoringFailed = "Failed"
 )
 
 // Condition reasons of an EtcdCluster.

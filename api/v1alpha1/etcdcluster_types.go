@@ -65,6 +65,16 @@ type EtcdClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="etcd Options",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Etcd EtcdOptions `json:"etcd,omitempty"`
 
+	// monitoring says which monitoring objects the operator keeps for the cluster. By
+	// default (mode Auto), when the Prometheus Operator's CRDs (monitoring.coreos.com) are
+	// installed, it creates a PodMonitor that scrapes every member's metrics port, a
+	// PrometheusRule with etcd's alerts for this cluster, and a ConfigMap with a Grafana
+	// dashboard; the Monitoring condition says what is in place.
+	// +kubebuilder:default={}
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Monitoring",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Monitoring MonitoringSpec `json:"monitoring,omitempty"`
+
 	// deletionPolicy says what happens to the members' PersistentVolumeClaims when the
 	// EtcdCluster is deleted: Retain keeps them (and the data), Delete removes them.
 	// +kubebuilder:default=Retain
@@ -104,6 +114,47 @@ type EtcdClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Bootstrap",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+}
+
+// MonitoringMode says whether the operator keeps monitoring objects for a cluster.
+// +kubebuilder:validation:Enum=Auto;Disabled
+type MonitoringMode string
+
+const (
+	// MonitoringAuto keeps a PodMonitor, a PrometheusRule and a dashboard ConfigMap for the
+	// cluster whenever the Prometheus Operator's CRDs are installed, and nothing otherwise.
+	MonitoringAuto MonitoringMode = "Auto"
+	// MonitoringDisabled keeps none, and deletes those the operator made before; for users
+	// who manage their own.
+	MonitoringDisabled MonitoringMode = "Disabled"
+)
+
+// MonitoringSpec is how the cluster is monitored. Every member serves etcd's metrics and
+// health over plain HTTP on its port named "metrics" (2381) whatever this says; it carries
+// no keys or values.
+//
+// With mode Auto the operator keeps three objects in the cluster's namespace, owned by the
+// EtcdCluster (deleted with it) and put back in step with it when changed or deleted:
+//   - PodMonitor <name>-members: scrapes every member pod's metrics port and labels the
+//     series namespace, pod and etcd_cluster (the EtcdCluster's name);
+//   - PrometheusRule <name>-alerts: etcd's alerts (members down, no leader, slow disks,
+//     quota, fragmentation and the rest), each limited to this cluster and linking its
+//     runbook;
+//   - ConfigMap <name>-dashboard: a Grafana dashboard of this cluster, labelled
+//     grafana_dashboard: "1" so that Grafana's dashboard sidecar loads it.
+type MonitoringSpec struct {
+	// mode is Auto (the default) or Disabled.
+	// +kubebuilder:default=Auto
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Mode",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Auto","urn:alm:descriptor:com.tectonic.ui:select:Disabled"}
+	Mode MonitoringMode `json:"mode,omitempty"`
+
+	// labels are added to the PodMonitor, the PrometheusRule and the dashboard ConfigMap,
+	// for a Prometheus that selects them by label (for example release: prometheus).
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('app.kubernetes.io/') && !k.startsWith('etcd.etcdpilot.io/') && k != 'grafana_dashboard')",message="monitoring.labels cannot set the operator's own labels (app.kubernetes.io/*, etcd.etcdpilot.io/*, grafana_dashboard)"
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // BootstrapSpec says how a new cluster starts.
@@ -650,6 +701,26 @@ type MemberStatus struct {
 	// dbSize is the size of the member's database file in bytes.
 	// +optional
 	DBSize int64 `json:"dbSize,omitempty"`
+
+	// dbSizeInUse is the part of dbSize that holds data, in bytes; the rest is free pages
+	// that only a defragmentation returns to the file system.
+	// +optional
+	DBSizeInUse int64 `json:"dbSizeInUse,omitempty"`
+
+	// fragmentationPercent is the share of dbSize that is free pages (0 to 100).
+	// +optional
+	FragmentationPercent int32 `json:"fragmentationPercent,omitempty"`
+
+	// raftIndexLag is how many raft entries this member is behind the member with the
+	// highest raft index, as both reported in the same reconcile.
+	// +optional
+	RaftIndexLag int64 `json:"raftIndexLag,omitempty"`
+
+	// alarms are the alarms raised on this member: NOSPACE (its database reached the
+	// quota; the cluster refuses writes) or CORRUPT (its data differs from the others').
+	// +listType=set
+	// +optional
+	Alarms []string `json:"alarms,omitempty"`
 }
 
 // EtcdCluster is an etcd cluster managed by etcdpilot.
@@ -668,7 +739,9 @@ type MemberStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
 // +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedMembers`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdCluster struct {
 	metav1.TypeMeta `json:",inline"`

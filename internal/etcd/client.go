@@ -3,6 +3,9 @@ package etcd
 import (
 	"context"
 	"crypto/tls"
+	"regexp"
+	"slices"
+	"strconv"
 	"time"
 )
 
@@ -142,3 +145,31 @@ type Config struct {
 // Factory creates a Client. The controller holds a Factory rather than calling New, so tests
 // can hand it one that returns a fake.
 type Factory func(cfg Config) (Client, error)
+
+// alarmPattern matches one alarm as the maintenance Status call reports it in Errors: the
+// text form of etcd's AlarmMember, "memberID:1234 alarm:NOSPACE".
+var alarmPattern = regexp.MustCompile(`memberID:(\d+)\s+alarm:([A-Z]+)`)
+
+// Alarms reads the alarms out of a member's reported Errors, by the ID of the member each
+// is raised on. Every member reports every alarm of the cluster; errors that are not alarms
+// are left out.
+func Alarms(errs []string) map[uint64][]string {
+	var out map[uint64][]string
+	for _, e := range errs {
+		m := alarmPattern.FindStringSubmatch(e)
+		if m == nil {
+			continue
+		}
+		id, err := strconv.ParseUint(m[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		if out == nil {
+			out = map[uint64][]string{}
+		}
+		if !slices.Contains(out[id], m[2]) {
+			out[id] = append(out[id], m[2])
+		}
+	}
+	return out
+}

@@ -21,8 +21,11 @@ import (
 // Detail is what a member's status call reported, beyond membership (leadership is on
 // membership.Member).
 type Detail struct {
-	Version string
-	DBSize  int64
+	Version     string
+	DBSize      int64
+	DBSizeInUse int64
+	// Alarms are the alarms raised on this member (NOSPACE, CORRUPT).
+	Alarms []string
 }
 
 // Input is everything one reconcile learned.
@@ -46,6 +49,9 @@ type Input struct {
 	// keeps the last one.
 	TLSSeen    bool
 	CARotation *etcdv1alpha1.CARotationStatus
+	// Monitoring is the Monitoring condition this reconcile found (status, reason and
+	// message); nil when it did not look, and the last one stays.
+	Monitoring *metav1.Condition
 }
 
 // Compute returns the status the cluster should have after this reconcile. Existing
@@ -74,6 +80,11 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	set := func(cond metav1.Condition) {
 		cond.ObservedGeneration = c.Generation
 		meta.SetStatusCondition(&out.Conditions, cond)
+	}
+	if in.Monitoring != nil {
+		cond := *in.Monitoring
+		cond.Type = etcdv1alpha1.ConditionMonitoring
+		set(cond)
 	}
 	if !in.Seen {
 		// Nothing was observed: members, versions and availability stay as last observed,
@@ -132,26 +143,49 @@ func notObserved(conds []metav1.Condition) metav1.Condition {
 
 func members(names cluster.Cluster, in []membership.Member, details map[string]Detail) []etcdv1alpha1.MemberStatus {
 	out := make([]etcdv1alpha1.MemberStatus, 0, len(in))
+	var highest uint64
 	for _, m := range in {
-		d := details[m.Name]
+		if _, answered := details[m.Name]; answered && m.RaftIndex > highest {
+			highest = m.RaftIndex
+		}
+	}
+	for _, m := range in {
+		d, answered := details[m.Name]
+		var lag int64
+		if answered {
+			lag = int64(highest - m.RaftIndex)
+		}
 		var since *metav1.Time
 		if !m.UnhealthySince.IsZero() {
 			since = &metav1.Time{Time: m.UnhealthySince}
 		}
 		out = append(out, etcdv1alpha1.MemberStatus{
-			UnhealthySince: since,
-			Name:           m.Name,
-			ID:             strconv.FormatUint(m.ID, 16),
-			PeerURL:        m.PeerURL,
-			ClientURL:      names.ClientURL(m.Name),
-			Leader:         m.Leader,
-			Learner:        m.Learner,
-			Healthy:        m.Healthy,
-			Version:        d.Version,
-			DBSize:         d.DBSize,
+			UnhealthySince:       since,
+			Name:                 m.Name,
+			ID:                   strconv.FormatUint(m.ID, 16),
+			PeerURL:              m.PeerURL,
+			ClientURL:            names.ClientURL(m.Name),
+			Leader:               m.Leader,
+			Learner:              m.Learner,
+			Healthy:              m.Healthy,
+			Version:              d.Version,
+			DBSize:               d.DBSize,
+			DBSizeInUse:          d.DBSizeInUse,
+			FragmentationPercent: fragmentation(d.DBSize, d.DBSizeInUse),
+			RaftIndexLag:         lag,
+			Alarms:               d.Alarms,
 		})
 	}
 	return out
+}
+
+// fragmentation is the share of a database file that is free pages, in percent; 0 when
+// the member reported no size in use.
+func fragmentation(size, inUse int64) int32 {
+	if size <= 0 || inUse <= 0 || inUse >= size {
+		return 0
+	}
+	return int32((size - inUse) * 100 / size)
 }
 
 func countVoters(ms []etcdv1alpha1.MemberStatus) (voters, healthy int) {

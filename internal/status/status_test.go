@@ -550,3 +550,57 @@ func TestACARotationIsProgressingUntilItsLastPhaseEnds(t *testing.T) {
 		Action: membership.Action{Kind: membership.RestartMember, Reason: etcdv1alpha1.ReasonRollingOut, Message: "rolling out"}, TLSSeen: true, CARotation: rot})
 	g.Expect(cond(g, restart, etcdv1alpha1.ConditionProgressing).Reason).To(Equal(etcdv1alpha1.ReasonRollingOut))
 }
+
+func TestMembersShowTheirSpaceLagAndAlarms(t *testing.T) {
+	g := NewWithT(t)
+	ms := members(true, true, false)
+	ms[0].Leader, ms[0].RaftIndex, ms[1].RaftIndex, ms[2].RaftIndex = true, 120, 100, 7
+	in := status.Input{
+		Cluster:  newCluster(3),
+		Observed: membership.Observed{Members: ms},
+		Details: map[string]status.Detail{
+			"e-0": {Version: "3.6.16", DBSize: 1000, DBSizeInUse: 250},
+			"e-1": {Version: "3.6.16", DBSize: 1000, DBSizeInUse: 1000, Alarms: []string{"NOSPACE"}},
+			// e-2 did not answer: its index is not known, so it shows no lag, and it does
+			// not set the highest index either.
+		},
+		Action: membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"},
+	}
+
+	s := compute(in)
+
+	g.Expect(s.Members[0].DBSizeInUse).To(Equal(int64(250)))
+	g.Expect(s.Members[0].FragmentationPercent).To(Equal(int32(75)))
+	g.Expect(s.Members[0].RaftIndexLag).To(BeZero())
+	g.Expect(s.Members[1].FragmentationPercent).To(BeZero())
+	g.Expect(s.Members[1].RaftIndexLag).To(Equal(int64(20)))
+	g.Expect(s.Members[1].Alarms).To(Equal([]string{"NOSPACE"}))
+	g.Expect(s.Members[2].RaftIndexLag).To(BeZero())
+	g.Expect(s.Members[2].FragmentationPercent).To(BeZero())
+}
+
+func TestMonitoringIsItsOwnConditionAndDoesNotMakeTheClusterUnready(t *testing.T) {
+	g := NewWithT(t)
+	ms := members(true, true, true)
+	ms[0].Leader = true
+	in := status.Input{
+		Cluster:    newCluster(3),
+		Observed:   membership.Observed{Members: ms},
+		Details:    map[string]status.Detail{"e-0": {}, "e-1": {}, "e-2": {}},
+		Action:     membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"},
+		Monitoring: &metav1.Condition{Status: metav1.ConditionFalse, Reason: etcdv1alpha1.ReasonPrometheusOperatorMissing, Message: "no CRDs"},
+	}
+
+	s := compute(in)
+
+	mon := cond(g, s, etcdv1alpha1.ConditionMonitoring)
+	g.Expect(mon.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(mon.Reason).To(Equal(etcdv1alpha1.ReasonPrometheusOperatorMissing))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+
+	// A pass that did not look keeps the last finding.
+	in.Cluster = newCluster(3)
+	in.Cluster.Status = s
+	in.Monitoring = nil
+	g.Expect(cond(g, compute(in), etcdv1alpha1.ConditionMonitoring)).To(Equal(mon))
+}

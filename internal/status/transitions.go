@@ -16,9 +16,10 @@ type Event struct {
 }
 
 // Transitions returns the events that the change from status old to status new deserves:
-// the cluster becoming available or losing quorum, becoming degraded, and each member
-// becoming healthy or unhealthy. Deriving events from status transitions, rather than from
-// each code path, emits each exactly once however the change came about.
+// the cluster becoming available or losing quorum, becoming degraded, its monitoring objects
+// put in place or missing, and each member becoming healthy or unhealthy. Deriving events
+// from status transitions, rather than from each code path, emits each exactly once however
+// the change came about.
 func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	var out []Event
 	if now, changed := flipped(old, updated, etcdv1alpha1.ConditionAvailable); changed {
@@ -30,6 +31,14 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	}
 	if now, changed := flipped(old, updated, etcdv1alpha1.ConditionDegraded); changed && now.Status == metav1.ConditionTrue {
 		out = append(out, Event{corev1.EventTypeWarning, now.Reason, "Observe", now.Message})
+	}
+	if now, changed := flipped(old, updated, etcdv1alpha1.ConditionMonitoring); changed {
+		switch {
+		case now.Status == metav1.ConditionTrue:
+			out = append(out, Event{corev1.EventTypeNormal, "MonitoringConfigured", "Monitoring", now.Message})
+		case now.Reason == etcdv1alpha1.ReasonPrometheusOperatorMissing || now.Reason == etcdv1alpha1.ReasonMonitoringFailed:
+			out = append(out, Event{corev1.EventTypeWarning, "Monitoring" + now.Reason, "Monitoring", now.Message})
+		}
 	}
 	out = append(out, upgradeTransitions(old.Upgrade, updated.Upgrade)...)
 	out = append(out, rolloutTransitions(old, updated)...)

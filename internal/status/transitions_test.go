@@ -37,3 +37,20 @@ func TestTransitions(t *testing.T) {
 		status.Event{Type: "Warning", Reason: "MemberUnhealthy", Action: "Observe", Message: "Member e-0 is not healthy"},
 	))
 }
+
+func TestMonitoringTransitionsAreToldOnce(t *testing.T) {
+	g := NewWithT(t)
+	with := func(s metav1.ConditionStatus, reason string) etcdv1alpha1.EtcdClusterStatus {
+		return etcdv1alpha1.EtcdClusterStatus{Conditions: []metav1.Condition{{Type: etcdv1alpha1.ConditionMonitoring, Status: s, Reason: reason, Message: reason}}}
+	}
+	missing := with(metav1.ConditionFalse, etcdv1alpha1.ReasonPrometheusOperatorMissing)
+	configured := with(metav1.ConditionTrue, etcdv1alpha1.ReasonMonitoringConfigured)
+	disabled := with(metav1.ConditionFalse, etcdv1alpha1.ReasonMonitoringDisabled)
+
+	g.Expect(status.Transitions(etcdv1alpha1.EtcdClusterStatus{}, missing)).To(ConsistOf(
+		status.Event{Type: "Warning", Reason: "MonitoringPrometheusOperatorMissing", Action: "Monitoring", Message: etcdv1alpha1.ReasonPrometheusOperatorMissing}))
+	g.Expect(status.Transitions(missing, missing)).To(BeEmpty(), "said once")
+	g.Expect(status.Transitions(missing, configured)).To(ConsistOf(
+		status.Event{Type: "Normal", Reason: "MonitoringConfigured", Action: "Monitoring", Message: etcdv1alpha1.ReasonMonitoringConfigured}))
+	g.Expect(status.Transitions(configured, disabled)).To(BeEmpty(), "the user's own choice is no news")
+}

@@ -1,0 +1,24 @@
+package etcd_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+)
+
+func TestAlarmsAreReadByMember(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(etcd.Alarms(nil)).To(BeNil())
+	g.Expect(etcd.Alarms([]string{"raft: not leader"})).To(BeNil(), "an error that is not an alarm")
+	g.Expect(etcd.Alarms([]string{
+		"memberID:1311986520163737914 alarm:NOSPACE ",
+		"memberID:1311986520163737914 alarm:NOSPACE ",
+		"memberID:42 alarm:CORRUPT",
+		"memberID:1311986520163737914 alarm:CORRUPT ",
+	})).To(Equal(map[uint64][]string{
+		1311986520163737914: {"NOSPACE", "CORRUPT"},
+		42:                  {"CORRUPT"},
+	}))
+}
