@@ -64,6 +64,8 @@ LOCAL_PATH_PROVISIONER_VERSION := $(call modver,local-path-provisioner,github.co
 VERSITYGW_VERSION := $(call modver,versitygw,github.com/versity/versitygw)
 # promtool, which checks the alerting rules and runs their unit tests (internal/monitoring).
 PROMETHEUS_VERSION := $(call modver,prometheus,github.com/prometheus/prometheus)
+# The Prometheus release that module version is (v0.316.0 is v3.16.0).
+PROMETHEUS_RELEASE := $(shell echo $(PROMETHEUS_VERSION) | sed -E 's/^v0\.([0-9])0?([0-9]+)\.([0-9]+)$$/v\1.\2.\3/')
 # The Prometheus Operator (and its config reloader) of make monitoring-up; its CRDs for envtest.
 PROMETHEUS_OPERATOR_VERSION := $(call modver,prometheus-operator,github.com/prometheus-operator/prometheus-operator)
 # Kubernetes release of the local cluster and envtest.
@@ -366,6 +368,35 @@ s3-up: $(VERSITYGW) $(CRANE) $(KUBECTL) cluster-ensure ## Start (or repair) the 
 s3-down: $(KUBECTL) ## Remove the S3 server, its data and its namespace from the cluster.
 	@$(S3_ENV) hack/s3/s3.sh down
 
+##@ Monitoring: the Prometheus Operator and Prometheus
+
+# Both built from pinned modules (hack/tools/prometheus-operator, hack/tools/prometheus) and
+# run in namespace etcdpilot-monitoring (hack/monitoring/README.md). The Prometheus scrapes
+# every PodMonitor and ServiceMonitor and evaluates every PrometheusRule of the cluster.
+MONITORING_NAMESPACE := etcdpilot-monitoring
+PROMETHEUS_IMAGE ?= $(REGISTRY)/prometheus/prometheus:$(PROMETHEUS_RELEASE)
+PROMETHEUS_OPERATOR_IMAGE ?= $(REGISTRY)/prometheus-operator/prometheus-operator:$(PROMETHEUS_OPERATOR_VERSION)
+PROMETHEUS_CONFIG_RELOADER_IMAGE ?= $(REGISTRY)/prometheus-operator/prometheus-config-reloader:$(PROMETHEUS_OPERATOR_VERSION)
+MONITORING_ENV = KUBECTL=$(KUBECTL) CRANE=$(CRANE) BUILD_IMAGE=$(CURDIR)/hack/build-image.sh \
+	PROMETHEUS=$(PROMETHEUS) PROMETHEUS_OPERATOR=$(PROMETHEUS_OPERATOR) PROMETHEUS_CONFIG_RELOADER=$(PROMETHEUS_CONFIG_RELOADER) \
+	PROMETHEUS_IMAGE=$(PROMETHEUS_IMAGE) PROMETHEUS_OPERATOR_IMAGE=$(PROMETHEUS_OPERATOR_IMAGE) \
+	PROMETHEUS_CONFIG_RELOADER_IMAGE=$(PROMETHEUS_CONFIG_RELOADER_IMAGE) \
+	PROMETHEUS_RELEASE=$(PROMETHEUS_RELEASE) PROMETHEUS_OPERATOR_CRDS=$(PROMETHEUS_OPERATOR_CRDS) \
+	MONITORING_WORK=$(IMAGE_WORK)/monitoring
+MONITORING_BINARIES = $(PROMETHEUS) $(PROMETHEUS_OPERATOR) $(PROMETHEUS_CONFIG_RELOADER)
+
+.PHONY: monitoring-images
+monitoring-images: $(MONITORING_BINARIES) $(CRANE) cluster-ensure ## Build the Prometheus Operator, config reloader and Prometheus images and push those that changed.
+	@$(MONITORING_ENV) hack/monitoring/monitoring.sh images
+
+.PHONY: monitoring-up
+monitoring-up: $(MONITORING_BINARIES) $(CRANE) $(KUBECTL) $(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml cluster-ensure ## Install (or repair) the Prometheus Operator and a Prometheus watching every namespace; returns when Prometheus is ready.
+	@$(MONITORING_ENV) hack/monitoring/monitoring.sh up
+
+.PHONY: monitoring-down
+monitoring-down: $(KUBECTL) ## Remove Prometheus, the Prometheus Operator, their namespace and RBAC, and the monitoring.coreos.com CRDs.
+	@$(MONITORING_ENV) hack/monitoring/monitoring.sh down
+
 ##@ Tests on a cluster
 
 E2E_PROCS ?= 2
@@ -492,7 +523,7 @@ capabilities: $(SCORECARD_DEPS) ## Run every scorecard test, set the CSV's capab
 ##@ Tools
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(VERSITYGW) $(PROMTOOL) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(VERSITYGW) $(PROMTOOL) $(PROMETHEUS) $(PROMETHEUS_OPERATOR) $(PROMETHEUS_CONFIG_RELOADER) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
 
 # go-install-tool installs package $(2) at version $(3) as $(1) (a versioned file name).
 define go-install-tool
@@ -544,6 +575,20 @@ $(VERSITYGW):
 
 $(PROMTOOL):
 	$(call go-build-module,$@,prometheus,github.com/prometheus/prometheus/cmd/promtool,-ldflags "-s -w")
+
+# Prometheus and the Prometheus Operator of make monitoring-up. The version variables of
+# prometheus/common's version package are what /api/v1/status/buildinfo and the operator's
+# --version report. Prometheus is built without the builtinassets tag: its web UI's assets are
+# not part of the module, the HTTP API is complete without them.
+PROM_VERSION_PKG := github.com/prometheus/common/version
+$(PROMETHEUS):
+	$(call go-build-module,$@,prometheus,github.com/prometheus/prometheus/cmd/prometheus,-ldflags "-s -w -X $(PROM_VERSION_PKG).Version=$(PROMETHEUS_RELEASE:v%=%) -X $(PROM_VERSION_PKG).Branch=HEAD")
+
+$(PROMETHEUS_OPERATOR):
+	$(call go-build-module,$@,prometheus-operator,github.com/prometheus-operator/prometheus-operator/cmd/operator,-ldflags "-s -w -X $(PROM_VERSION_PKG).Version=$(PROMETHEUS_OPERATOR_VERSION:v%=%) -X $(PROM_VERSION_PKG).Branch=HEAD")
+
+$(PROMETHEUS_CONFIG_RELOADER):
+	$(call go-build-module,$@,prometheus-operator,github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader,-ldflags "-s -w -X $(PROM_VERSION_PKG).Version=$(PROMETHEUS_OPERATOR_VERSION:v%=%) -X $(PROM_VERSION_PKG).Branch=HEAD")
 
 K8S_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \

@@ -2,7 +2,8 @@
 # demo.sh (`make demo`): bring up the local cluster and OLM, build and push the images, the
 # bundle and the catalog, install the operator the way a user does (CatalogSource,
 # Subscription with manual approval, approve the InstallPlan) and create the sample
-# EtcdCluster. One line per step with its duration, then what was made and where to look.
+# EtcdCluster, with the Prometheus Operator and a Prometheus watching every namespace
+# (make monitoring-up). One line per step with its duration, then what was made and where to look.
 #
 # With USE_EXISTING_CLUSTER=true it uses the cluster of the current kubeconfig, pushes the
 # images to REGISTRY (which that cluster must be able to pull from) and deploys the operator
@@ -47,6 +48,7 @@ else
   export KUBECONFIG
 fi
 step images make_q images
+step monitoring-up make_q monitoring-up
 if [[ $existing == true ]]; then
   step deploy-operator make_q deploy
   operator_ns=etcdpilot-system
@@ -78,6 +80,8 @@ cat <<TEXT
   operator logs:   $kubectl_bin -n $operator_ns logs deploy/etcdpilot-controller-manager
   OperatorHub:     $kubectl_bin get packagemanifests etcdpilot -n olm
   sample cluster:  $kubectl_bin -n default get etcdcluster etcdcluster-sample   (3 members, TLS, Ready)
+  Prometheus:      $kubectl_bin -n etcdpilot-monitoring port-forward svc/prometheus 9090, then
+                   http://127.0.0.1:9090/api/v1/targets (HTTP API; hack/monitoring/README.md)
   etcdctl inside:  $kubectl_bin -n default exec etcdcluster-sample-0 -- etcdctl member list -w table
   clients:         https://etcdcluster-sample-client.default.svc:2379 with the client certificate and CA
                    in secret etcdcluster-sample-client-tls (tls.crt, tls.key, ca.crt)
