@@ -74,6 +74,8 @@ K8S_VERSION := $(call modver,kubernetes,k8s.io/kubernetes)
 # newest patch of a minor, hack/tools/etcd-vX.Y.Z each older patch still supported; an operand
 # image is built for each. internal/versions.Supported lists the same releases (a test checks).
 ETCD_VERSIONS := $(foreach d,$(notdir $(wildcard hack/tools/etcd-v*)),$(call modver,$(d),go.etcd.io/etcd/server/v3))
+# The newest patch of each minor (the modules hack/tools/etcd-vX.Y).
+ETCD_MINOR_VERSIONS := $(foreach d,$(notdir $(wildcard hack/tools/etcd-v*)),$(if $(word 3,$(subst ., ,$(d))),,$(call modver,$(d),go.etcd.io/etcd/server/v3)))
 # The etcd release the local control plane and envtest run on.
 CONTROL_PLANE_ETCD_VERSION := $(call modver,etcd-v3.6,go.etcd.io/etcd/server/v3)
 GINKGO_VERSION := $(shell awk '$$1 == "github.com/onsi/ginkgo/v2" { print $$2 }' go.mod)
@@ -90,6 +92,9 @@ COREDNS ?= $(LOCALBIN)/coredns-$(COREDNS_VERSION)
 LOCAL_PATH_PROVISIONER ?= $(LOCALBIN)/local-path-provisioner-$(LOCAL_PATH_PROVISIONER_VERSION)
 VERSITYGW ?= $(LOCALBIN)/versitygw-$(VERSITYGW_VERSION)
 PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
+# promcheck (hack/tools/prometheus/promcheck, our own code on the pinned Prometheus module)
+# checks the PromQL and metric names of the rules and the dashboard; rebuilt when it changes.
+PROMCHECK ?= $(LOCALBIN)/promcheck
 PROMETHEUS ?= $(LOCALBIN)/prometheus-$(PROMETHEUS_VERSION)
 PROMETHEUS_OPERATOR ?= $(LOCALBIN)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS_CONFIG_RELOADER ?= $(LOCALBIN)/prometheus-config-reloader-$(PROMETHEUS_OPERATOR_VERSION)
@@ -130,8 +135,9 @@ manifests: $(CONTROLLER_GEN) ## Write the version markers and pinned images from
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./controllers/..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.
+generate: $(CONTROLLER_GEN) $(PROMCHECK) ## Generate the DeepCopy methods of the API types, and the list of metric names the alert rules and the dashboard use.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+	$(PROMCHECK) -rules internal/monitoring/rules.yaml -dashboard internal/monitoring/dashboard.json -names internal/monitoring/testdata/metric-names.txt
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -180,13 +186,23 @@ $(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml:
 	mkdir -p $(PROMETHEUS_OPERATOR_CRDS) && cp $$dir/example/prometheus-operator-crd/*.yaml $(PROMETHEUS_OPERATOR_CRDS)/ && chmod 644 $(PROMETHEUS_OPERATOR_CRDS)/*.yaml
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(VERSITYGW) test-rules ## Run unit and integration tests, and the alerting rules' tests.
+test: manifests generate fmt vet envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(VERSITYGW) test-rules test-monitoring ## Run unit and integration tests, the alerting rules' tests, and the check of the rules' and dashboard's metrics against real etcd.
 	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" VERSITYGW="$(VERSITYGW)" go test $$(go list ./... | grep -v /test/) -coverprofile cover.out
 
 .PHONY: test-rules
 test-rules: $(PROMTOOL) ## Check the alerting rules (every expression parses) and run their promtool unit tests.
 	$(PROMTOOL) check rules internal/monitoring/rules.yaml
 	cd internal/monitoring && $(PROMTOOL) test rules rules_test.yaml
+
+# Scrapes of a 3-member cluster of each etcd minor (hack/monitoring/scrape-etcd.sh), which
+# promcheck checks every etcd metric name of the rules and the dashboard against.
+MONITORING_SCRAPES := $(CURDIR)/_output/monitoring-scrapes
+.PHONY: test-monitoring
+test-monitoring: $(PROMCHECK) $(foreach v,$(ETCD_MINOR_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Check that the rules and the dashboard parse, scope the etcd group by etcd_cluster!="", and use only metrics that each etcd minor exports.
+	@rm -rf $(MONITORING_SCRAPES) && mkdir -p $(MONITORING_SCRAPES)
+	@for v in $(ETCD_MINOR_VERSIONS); do ETCD_DIR=$(LOCALBIN)/etcd-$$v hack/monitoring/scrape-etcd.sh $$v $(MONITORING_SCRAPES); done
+	$(PROMCHECK) -rules internal/monitoring/rules.yaml -dashboard internal/monitoring/dashboard.json \
+		$(foreach v,$(ETCD_MINOR_VERSIONS),-etcd '$(MONITORING_SCRAPES)/etcd-$(v)-member*.prom')
 
 # How long `make fuzz` looks for an observation the planner mishandles.
 FUZZTIME ?= 5m
@@ -575,6 +591,9 @@ $(VERSITYGW):
 
 $(PROMTOOL):
 	$(call go-build-module,$@,prometheus,github.com/prometheus/prometheus/cmd/promtool,-ldflags "-s -w")
+
+$(PROMCHECK): $(wildcard hack/tools/prometheus/promcheck/*.go) hack/tools/prometheus/go.mod hack/tools/prometheus/go.sum
+	$(call go-build-module,$@,prometheus,./promcheck,-ldflags "-s -w")
 
 # Prometheus and the Prometheus Operator of make monitoring-up. The version variables of
 # prometheus/common's version package are what /api/v1/status/buildinfo and the operator's

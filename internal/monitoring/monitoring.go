@@ -17,3 +17,9 @@ import _ "embed"
 //
 //go:embed rules.yaml
 var Rules []byte
+
+// Dashboard is the Grafana dashboard of one EtcdCluster (JSON), with the variables namespace
+// and cluster; the operator gives each cluster a copy of its own (ClusterDashboard).
+//
+//go:embed dashboard.json
+var Dashboard []byte

@@ -1,6 +1,7 @@
 package monitoring
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,5 +161,86 @@ func TestEveryAlertIsUnitTested(t *testing.T) {
 		if !known[name] {
 			t.Errorf("rules_test.yaml tests %s, which rules.yaml does not define", name)
 		}
+	}
+}
+
+type dashboardPanel struct {
+	ID      int              `json:"id"`
+	Type    string           `json:"type"`
+	Title   string           `json:"title"`
+	Panels  []dashboardPanel `json:"panels"`
+	Targets []struct {
+		Expr string `json:"expr"`
+	} `json:"targets"`
+}
+
+// TestDashboard checks the dashboard's identity, its variables and that every panel queries
+// something. Rows only group the panels after them and hold no query. That each query
+// parses and names metrics etcd exports is promcheck's part (make test-monitoring).
+func TestDashboard(t *testing.T) {
+	var d struct {
+		UID           string           `json:"uid"`
+		SchemaVersion int              `json:"schemaVersion"`
+		Panels        []dashboardPanel `json:"panels"`
+		Templating    struct {
+			List []struct {
+				Name  string `json:"name"`
+				Type  string `json:"type"`
+				Query any    `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(Dashboard, &d); err != nil {
+		t.Fatalf("dashboard.json: %v", err)
+	}
+	if d.UID != "etcdpilot-etcdcluster" {
+		t.Errorf("uid %q, want etcdpilot-etcdcluster", d.UID)
+	}
+	if d.SchemaVersion < 39 {
+		t.Errorf("schemaVersion %d, want a recent one (39 or later)", d.SchemaVersion)
+	}
+	vars := map[string]string{}
+	for _, v := range d.Templating.List {
+		q, _ := v.Query.(string)
+		vars[v.Name] = v.Type + " " + q
+	}
+	for name, want := range map[string]string{
+		"datasource": "datasource prometheus",
+		"namespace":  "query label_values(",
+		"cluster":    "query label_values(",
+	} {
+		if !strings.HasPrefix(vars[name], want) {
+			t.Errorf("variable %s: %q, want it to start with %q", name, vars[name], want)
+		}
+	}
+	if !strings.HasSuffix(vars["cluster"], ", etcd_cluster)") {
+		t.Errorf("variable cluster: %q, want the values of label etcd_cluster", vars["cluster"])
+	}
+	ids := map[int]bool{}
+	queried := 0
+	var check func([]dashboardPanel)
+	check = func(panels []dashboardPanel) {
+		for _, p := range panels {
+			if ids[p.ID] {
+				t.Errorf("panel %q: id %d is not unique", p.Title, p.ID)
+			}
+			ids[p.ID] = true
+			check(p.Panels)
+			if p.Type == "row" {
+				continue
+			}
+			ok := false
+			for _, tg := range p.Targets {
+				ok = ok || strings.TrimSpace(tg.Expr) != ""
+			}
+			if !ok {
+				t.Errorf("panel %d %q has no target with an expr", p.ID, p.Title)
+			}
+			queried++
+		}
+	}
+	check(d.Panels)
+	if queried < 10 {
+		t.Errorf("%d panels with queries, want the whole dashboard", queried)
 	}
 }
