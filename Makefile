@@ -130,9 +130,10 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Write the version markers and pinned images from internal/versions (hack/versions), then the CRDs and RBAC from the Go markers.
+manifests: $(CONTROLLER_GEN) ## Write the version markers and pinned images from internal/versions (hack/versions), then the CRDs and RBAC from the Go markers, and the operator's alert rules (config/prometheus).
 	go run ./hack/versions
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./controllers/..." output:crd:artifacts:config=config/crd/bases
+	go run ./hack/rulesgen config/prometheus/rules.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) $(PROMCHECK) ## Generate the DeepCopy methods of the API types, and the list of metric names the alert rules and the dashboard use.
@@ -186,8 +187,8 @@ $(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml:
 	mkdir -p $(PROMETHEUS_OPERATOR_CRDS) && cp $$dir/example/prometheus-operator-crd/*.yaml $(PROMETHEUS_OPERATOR_CRDS)/ && chmod 644 $(PROMETHEUS_OPERATOR_CRDS)/*.yaml
 
 .PHONY: test
-test: manifests generate fmt vet envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(VERSITYGW) test-rules test-monitoring ## Run unit and integration tests, the alerting rules' tests, and the check of the rules' and dashboard's metrics against real etcd.
-	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" VERSITYGW="$(VERSITYGW)" go test $$(go list ./... | grep -v /test/) -coverprofile cover.out
+test: manifests generate fmt vet envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml $(VERSITYGW) $(PROMTOOL) test-rules test-monitoring ## Run unit and integration tests, the alerting rules' tests, and the check of the rules' and dashboard's metrics against real etcd.
+	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" PROMETHEUS_OPERATOR_CRDS="$(PROMETHEUS_OPERATOR_CRDS)" PROMTOOL="$(PROMTOOL)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" VERSITYGW="$(VERSITYGW)" go test $$(go list ./... | grep -v /test/) -coverprofile cover.out
 
 .PHONY: test-rules
 test-rules: $(PROMTOOL) ## Check the alerting rules (every expression parses) and run their promtool unit tests.

@@ -77,6 +77,9 @@ type EtcdClusterReconciler struct {
 	// AgentImage is the operator's own image, which restores a backup into the first member
 	// of a restored cluster (spec.bootstrap.restore).
 	AgentImage string
+
+	// monitoring is what passes remember of the clusters' monitoring objects (monitoring.go).
+	monitoring monitoringState
 }
 
 // RBAC: each verb is what the reconciler does, and nothing more (controllers/rbac_test.go
@@ -114,7 +117,9 @@ type EtcdClusterReconciler struct {
 //  2. Add the finalizer, before anything is created.
 //  3. Ensure the TLS secrets: the member and client certificates, issued by the operator's
 //     CA, by cert-manager, or given by the user; wait while cert-manager issues them.
-//  4. Ensure the peer and client Services and the PodDisruptionBudget.
+//  4. Ensure the peer and client Services and the PodDisruptionBudget, and the monitoring
+//     objects spec.monitoring asks for (monitoring.go): a failure there is reported in the
+//     Monitoring condition and does not stop the pass.
 //  5. Observe the member pods and claims, and the etcd membership and health; which spec
 //     each member's pod should run (its spec hash), and, when a claim must grow, whether
 //     its StorageClass allows it.
@@ -167,6 +172,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		in.Err = err
 		return reconcile.Result{}, err
 	}
+	in.Monitoring = r.ensureMonitoring(ctx, c)
 	obs, err := r.observe(ctx, c, tlsState)
 	if err != nil {
 		in.Err = fmt.Errorf("observing members: %w", err)
@@ -553,6 +559,7 @@ func (r *EtcdClusterReconciler) finalize(ctx context.Context, c *etcdv1alpha1.Et
 	if !controllerutil.ContainsFinalizer(c, Finalizer) {
 		return nil
 	}
+	r.monitoring.forget(c.UID)
 	var pvcs corev1.PersistentVolumeClaimList
 	if err := r.Client.List(ctx, &pvcs, client.InNamespace(c.Namespace), client.MatchingLabels(cluster.For(c).SelectorLabels())); err != nil {
 		return err

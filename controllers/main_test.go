@@ -85,9 +85,17 @@ func runWithEnvtest(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "CERT_MANAGER_CRDS is not set: run these tests with `make test`, which fetches cert-manager's Certificate CRD")
 		return 1
 	}
+	// The Prometheus Operator's PodMonitor and PrometheusRule: the operator creates them for
+	// every cluster (monitoring_test.go; monitoring_internal_test.go covers their absence).
+	promCRDs := os.Getenv("PROMETHEUS_OPERATOR_CRDS")
+	if promCRDs == "" {
+		fmt.Fprintln(os.Stderr, "PROMETHEUS_OPERATOR_CRDS is not set: run these tests with `make test`, which copies the Prometheus Operator's CRDs")
+		return 1
+	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases"), certManagerCRDs},
+		CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases"), certManagerCRDs,
+			filepath.Join(promCRDs, "monitoring.coreos.com_podmonitors.yaml"), filepath.Join(promCRDs, "monitoring.coreos.com_prometheusrules.yaml")},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()

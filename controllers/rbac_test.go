@@ -16,6 +16,9 @@ import (
 // right added to a marker fails this test until it is added here too, next to the reason the
 // marker's comment gives: the role only grows on purpose.
 var grantedRights = map[string]string{
+	// The dashboard ConfigMap of spec.monitoring: read by name (never listed or cached),
+	// created, replaced, deleted when monitoring is disabled.
+	"/configmaps":                   "create delete get update",
 	"/persistentvolumeclaims":       "create delete get list patch watch",
 	"/pods":                         "create delete get list patch watch",
 	"/pods/exec":                    "create",
@@ -34,6 +37,9 @@ var grantedRights = map[string]string{
 	"events.k8s.io/events":                         "create patch",
 	"policy/poddisruptionbudgets":                  "create get list patch watch",
 	"storage.k8s.io/storageclasses":                "get",
+	// The PodMonitor and PrometheusRule of spec.monitoring, as the ConfigMap above.
+	"monitoring.coreos.com/podmonitors":     "create delete get update",
+	"monitoring.coreos.com/prometheusrules": "create delete get update",
 }
 
 // The generated role (config/rbac/role.yaml, from the markers) grants exactly grantedRights,

@@ -38,6 +38,7 @@ func TestDefaults(t *testing.T) {
 		QuotaBackendBytes: ptr.To(resource.MustParse("2Gi")), SnapshotCount: 10000,
 		HeartbeatIntervalMillis: 100, ElectionTimeoutMillis: 1000,
 	}))
+	g.Expect(c.Spec.Monitoring).To(Equal(etcdv1alpha1.MonitoringSpec{Mode: etcdv1alpha1.MonitoringAuto}))
 }
 
 func TestCreateValidation(t *testing.T) {
@@ -59,6 +60,17 @@ func TestCreateValidation(t *testing.T) {
 			c.Spec.ReplaceUnhealthyMemberAfter = &metav1.Duration{Duration: 10 * time.Second}
 		}, "spec.replaceUnhealthyMemberAfter: Invalid value: \"10s\": replaceUnhealthyMemberAfter must be 0s (never replace) or at least 30s"},
 		{"size 7", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 7 }, ""},
+		{"monitoring disabled, with labels", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Monitoring = etcdv1alpha1.MonitoringSpec{Mode: etcdv1alpha1.MonitoringDisabled, Labels: map[string]string{"release": "prometheus"}}
+		}, ""},
+		{"unknown monitoring mode", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Monitoring.Mode = "Always" },
+			`spec.monitoring.mode: Unsupported value: "Always": supported values: "Auto", "Disabled"`},
+		{"monitoring label of the operator's", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Monitoring.Labels = map[string]string{"app.kubernetes.io/name": "x"}
+		}, "monitoring.labels cannot set the operator's own labels (app.kubernetes.io/*, etcd.etcdpilot.io/*, grafana_dashboard)"},
+		{"monitoring label grafana_dashboard", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Monitoring.Labels = map[string]string{"grafana_dashboard": "0"}
+		}, "monitoring.labels cannot set the operator's own labels"},
 		{"even size", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 4 },
 			`spec.size: Unsupported value: 4: supported values: "1", "3", "5", "7"`},
 		{"size above 7", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 9 }, `spec.size: Unsupported value: 9`},

@@ -78,6 +78,9 @@ func EtcdArgs(c *etcdv1alpha1.EtcdCluster, m MemberConfig) []string {
 		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", s, cluster.PeerPort),
 		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", s, cluster.ClientPort),
 		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", cluster.MetricsPort),
+		// The gRPC latency histograms (grpc_server_handling_seconds), which the alert
+		// etcdGRPCRequestsSlow and the dashboard's gRPC latency panel read.
+		"--metrics=extensive",
 		"--advertise-client-urls=" + cl.ClientURL(m.Name),
 		"--initial-advertise-peer-urls=" + cl.PeerURL(m.Name),
 		"--initial-cluster=" + strings.Join(m.InitialCluster, ","),

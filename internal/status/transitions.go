@@ -32,14 +32,7 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	if now, changed := flipped(old, updated, etcdv1alpha1.ConditionDegraded); changed && now.Status == metav1.ConditionTrue {
 		out = append(out, Event{corev1.EventTypeWarning, now.Reason, "Observe", now.Message})
 	}
-	if now, changed := flipped(old, updated, etcdv1alpha1.ConditionMonitoring); changed {
-		switch {
-		case now.Status == metav1.ConditionTrue:
-			out = append(out, Event{corev1.EventTypeNormal, "MonitoringConfigured", "Monitoring", now.Message})
-		case now.Reason == etcdv1alpha1.ReasonPrometheusOperatorMissing || now.Reason == etcdv1alpha1.ReasonMonitoringFailed:
-			out = append(out, Event{corev1.EventTypeWarning, "Monitoring" + now.Reason, "Monitoring", now.Message})
-		}
-	}
+	out = append(out, monitoringTransitions(old, updated)...)
 	out = append(out, upgradeTransitions(old.Upgrade, updated.Upgrade)...)
 	out = append(out, rolloutTransitions(old, updated)...)
 	wasHealthy := map[string]bool{}
@@ -55,6 +48,23 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 		}
 	}
 	return out
+}
+
+// monitoringTransitions: the monitoring objects put in place, unavailable without the
+// Prometheus Operator, or failing. Disabling them is the user's own doing, and no news.
+func monitoringTransitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
+	now, changed := flipped(old, updated, etcdv1alpha1.ConditionMonitoring)
+	switch {
+	case !changed:
+		return nil
+	case now.Status == metav1.ConditionTrue:
+		return []Event{{corev1.EventTypeNormal, "MonitoringConfigured", "Monitoring", now.Message}}
+	case now.Reason == etcdv1alpha1.ReasonPrometheusOperatorMissing:
+		return []Event{{corev1.EventTypeNormal, "MonitoringUnavailable", "Monitoring", now.Message}}
+	case now.Reason == etcdv1alpha1.ReasonMonitoringFailed:
+		return []Event{{corev1.EventTypeWarning, "MonitoringFailed", "Monitoring", now.Message}}
+	}
+	return nil
 }
 
 // flipped returns the new condition of type t when its status or reason changed.

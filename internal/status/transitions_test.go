@@ -48,9 +48,12 @@ func TestMonitoringTransitionsAreToldOnce(t *testing.T) {
 	disabled := with(metav1.ConditionFalse, etcdv1alpha1.ReasonMonitoringDisabled)
 
 	g.Expect(status.Transitions(etcdv1alpha1.EtcdClusterStatus{}, missing)).To(ConsistOf(
-		status.Event{Type: "Warning", Reason: "MonitoringPrometheusOperatorMissing", Action: "Monitoring", Message: etcdv1alpha1.ReasonPrometheusOperatorMissing}))
+		status.Event{Type: "Normal", Reason: "MonitoringUnavailable", Action: "Monitoring", Message: etcdv1alpha1.ReasonPrometheusOperatorMissing}))
 	g.Expect(status.Transitions(missing, missing)).To(BeEmpty(), "said once")
 	g.Expect(status.Transitions(missing, configured)).To(ConsistOf(
 		status.Event{Type: "Normal", Reason: "MonitoringConfigured", Action: "Monitoring", Message: etcdv1alpha1.ReasonMonitoringConfigured}))
 	g.Expect(status.Transitions(configured, disabled)).To(BeEmpty(), "the user's own choice is no news")
+	failed := with(metav1.ConditionFalse, etcdv1alpha1.ReasonMonitoringFailed)
+	g.Expect(status.Transitions(configured, failed)).To(ConsistOf(
+		status.Event{Type: "Warning", Reason: "MonitoringFailed", Action: "Monitoring", Message: etcdv1alpha1.ReasonMonitoringFailed}))
 }

@@ -1,0 +1,222 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/monitoring"
+)
+
+// The monitoring objects (PodMonitor, PrometheusRule, dashboard ConfigMap) are read from the
+// API server, not the cache, and only when they may need a change: the first pass after a
+// start, a change of what they are made from, and every monitoringRecheck to put back what a
+// user changed or deleted. While the Prometheus Operator's CRDs are missing, the API server
+// is asked about them at most every monitoringCRDRecheck.
+const (
+	monitoringRecheck    = 10 * time.Minute
+	monitoringCRDRecheck = time.Minute
+)
+
+// RBAC of the monitoring objects: read by name, created, replaced when they differ from what
+// the cluster asks for, deleted when spec.monitoring.mode becomes Disabled (the owner
+// reference deletes them with their EtcdCluster).
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors;prometheusrules,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;update;delete
+
+// monitoringState is what the reconciler remembers between passes about monitoring.
+type monitoringState struct {
+	mu sync.Mutex
+	// crdsCheckedAt and crdsPresent: the last look at the Prometheus Operator's CRDs.
+	crdsCheckedAt time.Time
+	crdsPresent   bool
+	// done: by EtcdCluster UID, the hash of the objects last put in place (or "disabled")
+	// and when.
+	done map[types.UID]monitoringDone
+}
+
+type monitoringDone struct {
+	hash string
+	at   time.Time
+}
+
+// upToDate says whether cluster uid's objects were put in place from hash recently enough.
+func (s *monitoringState) upToDate(uid types.UID, hash string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.done[uid]
+	return ok && d.hash == hash && now.Sub(d.at) < monitoringRecheck
+}
+
+func (s *monitoringState) record(uid types.UID, hash string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		s.done = map[types.UID]monitoringDone{}
+	}
+	if hash == "" {
+		delete(s.done, uid)
+		return
+	}
+	s.done[uid] = monitoringDone{hash: hash, at: now}
+}
+
+// Forget drops what is remembered about a deleted cluster.
+func (s *monitoringState) forget(uid types.UID) { s.record(uid, "", time.Time{}) }
+
+// crds says whether the Prometheus Operator's PodMonitor and PrometheusRule kinds are served.
+func (r *EtcdClusterReconciler) crds(now time.Time) bool {
+	s := &r.monitoring
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.crdsCheckedAt.IsZero() && !s.crdsPresent && now.Sub(s.crdsCheckedAt) < monitoringCRDRecheck {
+		return false
+	}
+	present := true
+	for _, gvk := range []schema.GroupVersionKind{monitoring.PodMonitorKind, monitoring.PrometheusRuleKind} {
+		if _, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			present = false
+		}
+	}
+	s.crdsCheckedAt, s.crdsPresent = now, present
+	return present
+}
+
+// ensureMonitoring keeps the cluster's monitoring objects as spec.monitoring asks and returns
+// the Monitoring condition it found, or nil when nothing needed a look (the last condition
+// stays). A failure is reported in the condition, not returned: the etcd cluster is managed
+// whatever happens to its monitoring.
+func (r *EtcdClusterReconciler) ensureMonitoring(ctx context.Context, c *etcdv1alpha1.EtcdCluster) *metav1.Condition {
+	now := r.now()
+	if c.Spec.Monitoring.Mode == etcdv1alpha1.MonitoringDisabled {
+		if r.monitoring.upToDate(c.UID, "disabled", now) {
+			return nil
+		}
+		if err := r.deleteMonitoring(ctx, c, now); err != nil {
+			return monitoringFailed(err)
+		}
+		r.monitoring.record(c.UID, "disabled", now)
+		return &metav1.Condition{Status: metav1.ConditionFalse, Reason: etcdv1alpha1.ReasonMonitoringDisabled,
+			Message: "spec.monitoring.mode is Disabled: the operator keeps no PodMonitor, PrometheusRule or dashboard for this cluster"}
+	}
+	if !r.crds(now) {
+		r.monitoring.forget(c.UID)
+		return &metav1.Condition{Status: metav1.ConditionFalse, Reason: etcdv1alpha1.ReasonPrometheusOperatorMissing,
+			Message: "the Prometheus Operator's CRDs (monitoring.coreos.com/v1 PodMonitor and PrometheusRule) are not installed: no monitoring objects are created; every member serves its metrics on port 2381 (named metrics) all the same"}
+	}
+	objs, err := monitoring.For(c, monitoring.Dashboard)
+	if err != nil {
+		return monitoringFailed(err)
+	}
+	hash := objs.PodMonitor.GetAnnotations()[monitoring.AnnotationHash] + objs.PrometheusRule.GetAnnotations()[monitoring.AnnotationHash] +
+		objs.Dashboard.Annotations[monitoring.AnnotationHash]
+	if r.monitoring.upToDate(c.UID, hash, now) {
+		return nil
+	}
+	for _, obj := range []client.Object{objs.PodMonitor, objs.PrometheusRule, objs.Dashboard} {
+		if err := r.applyMonitoringObject(ctx, c, obj); err != nil {
+			if meta.IsNoMatchError(err) {
+				// The CRDs went away since they were looked at.
+				r.monitoring.mu.Lock()
+				r.monitoring.crdsCheckedAt = time.Time{}
+				r.monitoring.mu.Unlock()
+			}
+			return monitoringFailed(err)
+		}
+	}
+	r.monitoring.record(c.UID, hash, now)
+	return &metav1.Condition{Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonMonitoringConfigured,
+		Message: fmt.Sprintf("PodMonitor %s, PrometheusRule %s and ConfigMap %s (a Grafana dashboard) are in place",
+			objs.PodMonitor.GetName(), objs.PrometheusRule.GetName(), objs.Dashboard.Name)}
+}
+
+func monitoringFailed(err error) *metav1.Condition {
+	return &metav1.Condition{Status: metav1.ConditionFalse, Reason: etcdv1alpha1.ReasonMonitoringFailed, Message: err.Error()}
+}
+
+// applyMonitoringObject creates obj, owned by c, or replaces the existing one when its hash
+// differs. An object of that name that c does not own is left alone, and is an error.
+func (r *EtcdClusterReconciler) applyMonitoringObject(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obj client.Object) error {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if err := controllerutil.SetControllerReference(c, obj, r.Scheme); err != nil {
+		return err
+	}
+	current, err := r.readMonitoringObject(ctx, obj)
+	if apierrors.IsNotFound(err) {
+		if err := r.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %s %s: %w", kind, obj.GetName(), err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s %s: %w", kind, obj.GetName(), err)
+	}
+	if !metav1.IsControlledBy(current, c) {
+		return fmt.Errorf("%s %s exists and does not belong to this EtcdCluster: delete or rename it, or set spec.monitoring.mode to Disabled", kind, obj.GetName())
+	}
+	if current.GetAnnotations()[monitoring.AnnotationHash] == obj.GetAnnotations()[monitoring.AnnotationHash] {
+		return nil
+	}
+	obj.SetResourceVersion(current.GetResourceVersion())
+	if err := r.Client.Update(ctx, obj); err != nil {
+		return fmt.Errorf("updating %s %s: %w", kind, obj.GetName(), err)
+	}
+	return nil
+}
+
+// readMonitoringObject reads the object of obj's kind and name from the API server (the
+// cache holds none of these kinds).
+func (r *EtcdClusterReconciler) readMonitoringObject(ctx context.Context, obj client.Object) (client.Object, error) {
+	var current client.Object
+	if _, ok := obj.(*corev1.ConfigMap); ok {
+		current = &corev1.ConfigMap{}
+	} else {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+		current = u
+	}
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), current)
+	return current, err
+}
+
+// deleteMonitoring deletes the monitoring objects the cluster owns.
+func (r *EtcdClusterReconciler) deleteMonitoring(ctx context.Context, c *etcdv1alpha1.EtcdCluster, now time.Time) error {
+	objs, err := monitoring.For(c, monitoring.Dashboard)
+	if err != nil {
+		return err
+	}
+	candidates := []client.Object{objs.Dashboard}
+	if r.crds(now) {
+		candidates = append(candidates, objs.PodMonitor, objs.PrometheusRule)
+	}
+	for _, obj := range candidates {
+		current, err := r.readMonitoringObject(ctx, obj)
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		}
+		if !metav1.IsControlledBy(current, c) {
+			continue
+		}
+		if err := r.Client.Delete(ctx, current, client.Preconditions{UID: ptrTo(current.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func ptrTo[T any](v T) *T { return &v }

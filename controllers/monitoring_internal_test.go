@@ -1,0 +1,81 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+)
+
+// countingMapper is a RESTMapper that knows only core and etcdpilot kinds, like an API
+// server without the Prometheus Operator, and counts the questions about other kinds.
+type countingMapper struct {
+	meta.RESTMapper
+	asked int
+}
+
+func (m *countingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if gk.Group == "monitoring.coreos.com" {
+		m.asked++
+	}
+	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+// Without the Prometheus Operator's CRDs nothing is created, the condition says so, and the
+// API server is asked about the CRDs at most once a minute, however many passes run.
+func TestMonitoringWithoutThePrometheusOperator(t *testing.T) {
+	g := NewWithT(t)
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(etcdv1alpha1.AddToScheme(scheme)).To(Succeed())
+	base := meta.NewDefaultRESTMapper(nil)
+	base.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	mapper := &countingMapper{RESTMapper: base}
+	writes := 0
+	cli := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			writes++
+			return c.Create(ctx, obj, opts...)
+		},
+	}).Build()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	r := &EtcdClusterReconciler{Client: cli, APIReader: cli, Scheme: scheme, Now: func() time.Time { return now }}
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns", UID: "u1"}}
+	c.Spec.Monitoring.Mode = etcdv1alpha1.MonitoringAuto
+
+	cond := r.ensureMonitoring(context.Background(), c)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(cond.Reason).To(Equal(etcdv1alpha1.ReasonPrometheusOperatorMissing))
+	g.Expect(cond.Message).To(ContainSubstring("port 2381"))
+	g.Expect(writes).To(BeZero(), "nothing is created, not even the dashboard")
+	asked := mapper.asked
+	g.Expect(asked).To(BeNumerically(">", 0))
+
+	for range 10 {
+		now = now.Add(5 * time.Second)
+		g.Expect(r.ensureMonitoring(context.Background(), c).Reason).To(Equal(etcdv1alpha1.ReasonPrometheusOperatorMissing))
+	}
+	g.Expect(mapper.asked).To(Equal(asked), "not asked again within a minute")
+	now = now.Add(time.Minute)
+	r.ensureMonitoring(context.Background(), c)
+	g.Expect(mapper.asked).To(BeNumerically(">", asked), "asked again after a minute")
+
+	// Disabled needs no CRDs either.
+	c.Spec.Monitoring.Mode = etcdv1alpha1.MonitoringDisabled
+	g.Expect(r.ensureMonitoring(context.Background(), c).Reason).To(Equal(etcdv1alpha1.ReasonMonitoringDisabled))
+	g.Expect(r.ensureMonitoring(context.Background(), c)).To(BeNil(), "nothing to look at again right away")
+	g.Expect(writes).To(BeZero())
+}
