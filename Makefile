@@ -320,8 +320,11 @@ uninstall: manifests $(KUSTOMIZE) $(KUBECTL) ## Remove the CRDs from the cluster
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: deploy
-deploy: manifests $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Deploy the operator (LOCAL_IMG) and wait until it is available.
+deploy: manifests $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Deploy the operator (LOCAL_IMG) and wait until it is available; with the Prometheus Operator's CRDs, its ServiceMonitor and alert rules too (config/prometheus).
 	$(KUSTOMIZE) build $(DEPLOY_OVERLAY) | $(KUBECTL) apply --server-side --force-conflicts -f -
+	@if $(KUBECTL) get crd servicemonitors.monitoring.coreos.com prometheusrules.monitoring.coreos.com >/dev/null 2>&1; then \
+		$(KUSTOMIZE) build config/prometheus | $(KUBECTL) apply --server-side --force-conflicts -f -; \
+	else echo "deploy: the Prometheus Operator's CRDs are not installed: config/prometheus (the operator's ServiceMonitor and alert rules) is left out"; fi
 	$(KUBECTL) -n etcdpilot-system rollout status deployment/etcdpilot-controller-manager --timeout=180s
 
 .PHONY: undeploy
@@ -426,7 +429,7 @@ PREVIOUS_VERSION = $(shell hack/catalog.sh releases | tail -n 1 | cut -d' ' -f1)
 test-e2e: test-e2e-deploy test-e2e-olm test-e2e-scorecard ## Run the whole e2e suite on the local cluster: with make deploy, through OLM, then the scorecard tests of the claimed levels.
 
 .PHONY: test-e2e-deploy
-test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up ## Run the e2e specs on the operator `make deploy` installs.
+test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up monitoring-up ## Run the e2e specs on the operator `make deploy` installs.
 	KUBECTL=$(KUBECTL) LOCAL_IMG=$(LOCAL_IMG) $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --label-filter='!olm' ./test/e2e
 
 # The OLM specs install the operator themselves, from the catalog image (the committed

@@ -1,0 +1,310 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+)
+
+// The Prometheus of `make monitoring-up` (hack/monitoring), reached through the API server's
+// Service proxy: no port is forwarded and no address outside the cluster is used.
+const (
+	prometheusNamespace = "etcdpilot-monitoring"
+	prometheusService   = "prometheus:web"
+)
+
+var _ = Describe("Monitoring with a real Prometheus", Label("monitoring"), func() {
+	It("scrapes the members and the operator, loads the cluster's alerts, fires and resolves them", func(ctx SpecContext) {
+		store := newS3Store(ctx)
+		ns := newBackupNamespace(ctx, "monitoring-", store)
+		c := createCluster(ctx, ns, "watched", 3)
+		c = waitReady(ctx, c)
+		scope := fmt.Sprintf(`namespace=%q, etcd_cluster=%q`, ns, c.Name)
+		operatorScope := fmt.Sprintf(`namespace=%q, name=%q`, ns, c.Name)
+
+		By("the operator puts the cluster's PodMonitor, PrometheusRule and dashboard in place")
+		Eventually(func(g Gomega) {
+			cur := get(ctx, ns, c.Name, &etcdv1alpha1.EtcdCluster{})
+			mon := meta.FindStatusCondition(cur.Status.Conditions, etcdv1alpha1.ConditionMonitoring)
+			g.Expect(mon).NotTo(BeNil())
+			g.Expect(mon.Reason).To(Equal(etcdv1alpha1.ReasonMonitoringConfigured), mon.Message)
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		Expect(get(ctx, ns, c.Name+"-dashboard", &corev1.ConfigMap{}).Labels).To(HaveKeyWithValue("grafana_dashboard", "1"))
+
+		By("Prometheus scrapes every member and the operator, with the labels the rules read")
+		Eventually(func(g Gomega) {
+			g.Expect(promValues(ctx, g, `up{`+scope+`}`)).To(Equal([]float64{1, 1, 1}), "three members scraped")
+			g.Expect(promValues(ctx, g, `etcd_server_has_leader{`+scope+`}`)).To(Equal([]float64{1, 1, 1}))
+			g.Expect(promValues(ctx, g, `up{job="etcdpilot-controller-manager-metrics-service"}`)).To(Equal([]float64{1}), "the operator scraped through its authorized endpoint")
+			g.Expect(promValues(ctx, g, `etcdpilot_cluster_condition{`+operatorScope+`, condition="Available"}`)).To(Equal([]float64{1}),
+				"the operator's series keep the cluster's namespace (honorLabels)")
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+
+		By("Prometheus evaluates the cluster's own rules and the operator's")
+		Eventually(func(g Gomega) {
+			groups := promRuleGroups(ctx, g)
+			g.Expect(groups).To(HaveKey(ContainSubstring(ns+"-"+c.Name+"-alerts")), "the cluster's PrometheusRule")
+			g.Expect(groups).To(HaveKey(ContainSubstring("etcdpilot-operator-alerts")), "the operator's PrometheusRule")
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+
+		By("a copy of the cluster's etcdMembersDown rule without its 20 minutes' wait, to see it fire here")
+		fast := fastCopy(ctx, ns, c.Name+"-alerts", "etcdMembersDown")
+		Expect(k8sClient.Create(ctx, fast)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(promRuleGroups(ctx, g)).To(HaveKey(ContainSubstring(ns + "-e2e-fast")))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(promAlerts(ctx, g, "etcdMembersDown", ns)).To(BeEmpty(), "a healthy cluster raises no alert")
+		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(5 * time.Second).Should(Succeed())
+
+		By("stopping a member: its peers fail to reach it, and the alert fires")
+		follower := ""
+		for _, m := range get(ctx, ns, c.Name, &etcdv1alpha1.EtcdCluster{}).Status.Members {
+			if !m.Leader {
+				follower = m.Name
+			}
+		}
+		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: follower}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			alerts := promAlerts(ctx, g, "etcdMembersDown", ns)
+			g.Expect(alerts).To(HaveKeyWithValue("e2e-fast", "firing"), "the copy without a wait")
+			g.Expect(alerts).To(HaveKeyWithValue("operator", "pending"), "the operator's rule, waiting out its 20 minutes")
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+
+		By("the member is back: the alert resolves")
+		waitReady(ctx, c)
+		Eventually(func(g Gomega) {
+			g.Expect(promAlerts(ctx, g, "etcdMembersDown", ns)).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+
+		By("a backup that fails: EtcdBackupFailing fires for the cluster")
+		createBackup(ctx, ns, "doomed", c.Name, etcdv1alpha1.BackupDestination{S3: store.destination("e2e-doomed", "missing")},
+			etcdv1alpha1.BackupDeletionPolicyRetain)
+		Eventually(func(g Gomega) {
+			g.Expect(promAlertStates(ctx, g, "EtcdBackupFailing", operatorScope)).To(ContainElement("firing"))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+
+		By("a backup that succeeds: the alert resolves, and the backup metrics exist")
+		createClaim(ctx, ns, "backups")
+		createBackup(ctx, ns, "saved", c.Name, etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "backups", Path: "etcd"}},
+			etcdv1alpha1.BackupDeletionPolicyRetain)
+		expectBackupSucceeded(waitBackupFinished(ctx, ns, "saved", 2*time.Minute))
+		Eventually(func(g Gomega) {
+			g.Expect(promAlertStates(ctx, g, "EtcdBackupFailing", operatorScope)).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+
+		By("every metric the rules and the dashboard read exists in this cluster's real scrapes")
+		expectMetricNamesScraped(ctx, scope)
+	})
+})
+
+// fastCopy returns a PrometheusRule in ns with the rule alert of PrometheusRule from, its
+// wait (for) removed and the label e2e-fast added.
+func fastCopy(ctx context.Context, ns, from, alert string) *unstructured.Unstructured {
+	src := &unstructured.Unstructured{}
+	src.SetAPIVersion("monitoring.coreos.com/v1")
+	src.SetKind("PrometheusRule")
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: from}, src)).To(Succeed())
+	groups, _, _ := unstructured.NestedSlice(src.Object, "spec", "groups")
+	var rule map[string]any
+	for _, g := range groups {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			if r.(map[string]any)["alert"] == alert {
+				rule = r.(map[string]any)
+			}
+		}
+	}
+	Expect(rule).NotTo(BeNil(), "rule %s in PrometheusRule %s", alert, from)
+	delete(rule, "for")
+	labels, _ := rule["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+	}
+	labels["e2e"] = "fast"
+	rule["labels"] = labels
+	out := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{"groups": []any{map[string]any{"name": "e2e-fast", "rules": []any{rule}}}},
+	}}
+	out.SetAPIVersion("monitoring.coreos.com/v1")
+	out.SetKind("PrometheusRule")
+	out.SetNamespace(ns)
+	out.SetName("e2e-fast")
+	return out
+}
+
+// promGet GETs a path of Prometheus's HTTP API and returns its data.
+func promGet(ctx context.Context, g Gomega, path string, params map[string]string) json.RawMessage {
+	req := clientset.CoreV1().RESTClient().Get().
+		AbsPath("/api/v1/namespaces", prometheusNamespace, "services", prometheusService, "proxy", path)
+	for k, v := range params {
+		req = req.Param(k, v)
+	}
+	body, err := req.DoRaw(ctx)
+	g.ExpectWithOffset(2, err).NotTo(HaveOccurred(), "Prometheus %s: %s", path, body)
+	var resp struct {
+		Status string          `json:"status"`
+		Data   json.RawMessage `json:"data"`
+	}
+	g.ExpectWithOffset(2, json.Unmarshal(body, &resp)).To(Succeed())
+	g.ExpectWithOffset(2, resp.Status).To(Equal("success"), string(body))
+	return resp.Data
+}
+
+// promValues runs an instant query and returns its sample values, sorted.
+func promValues(ctx context.Context, g Gomega, query string) []float64 {
+	var data struct {
+		Result []struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		} `json:"result"`
+	}
+	g.ExpectWithOffset(1, json.Unmarshal(promGet(ctx, g, "/api/v1/query", map[string]string{"query": query}), &data)).To(Succeed())
+	out := make([]float64, 0, len(data.Result))
+	for _, r := range data.Result {
+		f, err := strconv.ParseFloat(fmt.Sprint(r.Value[1]), 64)
+		g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		out = append(out, f)
+	}
+	return out
+}
+
+// promRuleGroups returns the rule groups Prometheus evaluates, as "file/group": health of
+// each rule.
+func promRuleGroups(ctx context.Context, g Gomega) map[string][]string {
+	var data struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			File  string `json:"file"`
+			Rules []struct {
+				Name   string `json:"name"`
+				Health string `json:"health"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	g.ExpectWithOffset(1, json.Unmarshal(promGet(ctx, g, "/api/v1/rules", nil), &data)).To(Succeed())
+	out := map[string][]string{}
+	for _, grp := range data.Groups {
+		for _, r := range grp.Rules {
+			g.ExpectWithOffset(1, r.Health).NotTo(Equal("err"), "rule %s of %s", r.Name, grp.File)
+			out[filepath.Base(grp.File)+"/"+grp.Name] = append(out[filepath.Base(grp.File)+"/"+grp.Name], r.Name)
+		}
+	}
+	return out
+}
+
+type promAlert struct {
+	Labels map[string]string `json:"labels"`
+	State  string            `json:"state"`
+}
+
+func allAlerts(ctx context.Context, g Gomega) []promAlert {
+	var data struct {
+		Alerts []promAlert `json:"alerts"`
+	}
+	g.ExpectWithOffset(2, json.Unmarshal(promGet(ctx, g, "/api/v1/alerts", nil), &data)).To(Succeed())
+	return data.Alerts
+}
+
+// promAlerts returns the states of the alerts named name about namespace ns: "e2e-fast"
+// for the test's copy of a rule, "operator" for the operator's own.
+func promAlerts(ctx context.Context, g Gomega, name, ns string) map[string]string {
+	out := map[string]string{}
+	for _, a := range allAlerts(ctx, g) {
+		if a.Labels["alertname"] != name || a.Labels["namespace"] != ns {
+			continue
+		}
+		if a.Labels["e2e"] == "fast" {
+			out["e2e-fast"] = a.State
+		} else {
+			out["operator"] = a.State
+		}
+	}
+	return out
+}
+
+// promAlertStates returns the states of the alerts named name whose labels include every
+// label=value pair of matchers (written as in PromQL: a="x", b="y").
+func promAlertStates(ctx context.Context, g Gomega, name, matchers string) []string {
+	want := map[string]string{}
+	for _, m := range strings.Split(matchers, ", ") {
+		k, v, _ := strings.Cut(m, "=")
+		want[k] = strings.Trim(v, `"`)
+	}
+	var out []string
+	for _, a := range allAlerts(ctx, g) {
+		if a.Labels["alertname"] != name {
+			continue
+		}
+		match := true
+		for k, v := range want {
+			match = match && a.Labels[k] == v
+		}
+		if match {
+			out = append(out, a.State)
+		}
+	}
+	return out
+}
+
+// expectMetricNamesScraped checks every metric name the rules and the dashboard use
+// (internal/monitoring/testdata/metric-names.txt, written by promcheck) against what
+// Prometheus scraped: etcd's from the cluster's members (scope), the operator's from the
+// operator, at any moment of the run. A renamed metric fails here.
+func expectMetricNamesScraped(ctx context.Context, scope string) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(), "internal", "monitoring", "testdata", "metric-names.txt"))
+	Expect(err).NotTo(HaveOccurred())
+	var member, operator []string
+	for _, name := range strings.Fields(string(b)) {
+		switch {
+		case name == "up":
+		case strings.HasPrefix(name, "etcd_"), strings.HasPrefix(name, "grpc_"):
+			member = append(member, name)
+		default:
+			operator = append(operator, name)
+		}
+	}
+	Eventually(func(g Gomega) {
+		seen := func(query string) map[string]bool {
+			var data struct {
+				Result []struct {
+					Metric map[string]string `json:"metric"`
+				} `json:"result"`
+			}
+			g.Expect(json.Unmarshal(promGet(ctx, g, "/api/v1/query", map[string]string{"query": query}), &data)).To(Succeed())
+			out := map[string]bool{}
+			for _, r := range data.Result {
+				out[r.Metric["__name__"]] = true
+			}
+			return out
+		}
+		members := seen(fmt.Sprintf(`count by (__name__) (last_over_time({__name__=~"%s", %s}[30m]))`, strings.Join(member, "|"), scope))
+		ops := seen(fmt.Sprintf(`count by (__name__) (last_over_time({__name__=~"%s", job="etcdpilot-controller-manager-metrics-service"}[30m]))`, strings.Join(operator, "|")))
+		var missing []string
+		for _, n := range member {
+			if !members[n] {
+				missing = append(missing, n+" (members)")
+			}
+		}
+		for _, n := range operator {
+			if !ops[n] {
+				missing = append(missing, n+" (operator)")
+			}
+		}
+		g.Expect(missing).To(BeEmpty(), "metrics the rules or the dashboard read that no scrape had")
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+}
