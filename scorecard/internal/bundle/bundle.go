@@ -11,7 +11,9 @@ import (
 
 	"github.com/operator-framework/api/pkg/manifests"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 )
@@ -151,39 +153,32 @@ func UpgradePair(supported []Version) (from, to Version, err error) {
 	return from, to, nil
 }
 
-// Kinds of the monitoring objects of the Prometheus operator (monitoring.coreos.com).
-const (
-	KindPrometheusRule = "PrometheusRule"
-	KindServiceMonitor = "ServiceMonitor"
-	KindPodMonitor     = "PodMonitor"
-)
+// MetricsPortName is the name of the port of the operator's metrics Service: HTTPS, for
+// callers whose token may get /metrics.
+const MetricsPortName = "https"
 
-// AlertRules returns the PrometheusRules the bundle ships, as kind/name.
-func AlertRules(objs []*unstructured.Unstructured) []string {
-	var out []string
+// MetricsService returns the operator's metrics Service the bundle ships (OLM creates it
+// in the operator's namespace): the Service with a port named https. The bundle must ship
+// exactly one.
+func MetricsService(objs []*unstructured.Unstructured) (*corev1.Service, error) {
+	var found []*corev1.Service
 	for _, o := range objs {
-		if o.GetKind() == KindPrometheusRule {
-			out = append(out, o.GetKind()+"/"+o.GetName())
-		}
-	}
-	return out
-}
-
-// OperandMonitors returns the ServiceMonitors and PodMonitors the bundle ships that can
-// scrape etcd members, as kind/name. A monitor that selects the operator's own pod
-// (label control-plane: controller-manager, as the kubebuilder scaffold's does) scrapes
-// the operator, not etcd, and does not count.
-func OperandMonitors(objs []*unstructured.Unstructured) []string {
-	var out []string
-	for _, o := range objs {
-		if o.GetKind() != KindServiceMonitor && o.GetKind() != KindPodMonitor {
+		if o.GetKind() != "Service" {
 			continue
 		}
-		selects, _, _ := unstructured.NestedString(o.Object, "spec", "selector", "matchLabels", "control-plane")
-		if selects == "controller-manager" {
-			continue
+		svc := &corev1.Service{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, svc); err != nil {
+			return nil, fmt.Errorf("the bundle's Service %s: %w", o.GetName(), err)
 		}
-		out = append(out, o.GetKind()+"/"+o.GetName())
+		for _, p := range svc.Spec.Ports {
+			if p.Name == MetricsPortName {
+				found = append(found, svc)
+				break
+			}
+		}
 	}
-	return out
+	if len(found) != 1 {
+		return nil, fmt.Errorf("the bundle ships %d Services with a port named %s; the operator's metrics Service must be the one", len(found), MetricsPortName)
+	}
+	return found[0], nil
 }

@@ -31,8 +31,10 @@ func TestTheRepositoryBundle(t *testing.T) {
 	}
 	g.Expect(got).To(Equal(versions.Supported))
 
-	g.Expect(bundle.AlertRules(b.Objects)).To(BeEmpty())
-	g.Expect(bundle.OperandMonitors(b.Objects)).To(BeEmpty())
+	svc, err := bundle.MetricsService(b.Objects)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(svc.Name).To(Equal("etcdpilot-controller-manager-metrics-service"))
+	g.Expect(svc.Spec.Ports).To(ConsistOf(HaveField("Port", BeEquivalentTo(8443))))
 }
 
 func TestLoadMissingBundle(t *testing.T) {
@@ -143,28 +145,33 @@ func TestSupportedVersionsAndUpgradePair(t *testing.T) {
 	}
 }
 
-func object(kind, name string, matchLabels map[string]any) *unstructured.Unstructured {
-	o := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
-	o.SetKind(kind)
-	o.SetName(name)
-	if matchLabels != nil {
-		o.Object["spec"] = map[string]any{"selector": map[string]any{"matchLabels": matchLabels}}
+func service(name string, ports ...string) *unstructured.Unstructured {
+	var ps []any
+	for _, p := range ports {
+		ps = append(ps, map[string]any{"name": p, "port": int64(8443)})
 	}
+	o := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"ports": ps}}}
+	o.SetAPIVersion("v1")
+	o.SetKind("Service")
+	o.SetName(name)
+	o.SetLabels(map[string]string{"control-plane": "controller-manager"})
 	return o
 }
 
-func TestMonitoringObjects(t *testing.T) {
+func TestMetricsService(t *testing.T) {
 	g := NewWithT(t)
-	objs := []*unstructured.Unstructured{
-		object("ClusterServiceVersion", "csv", nil),
-		object("PrometheusRule", "etcd-alerts", nil),
-		object("ServiceMonitor", "operator-metrics", map[string]any{"control-plane": "controller-manager"}),
-		object("PodMonitor", "etcd-members", map[string]any{"app.kubernetes.io/name": "etcd"}),
-		object("Service", "metrics", nil),
-	}
-	g.Expect(bundle.AlertRules(objs)).To(Equal([]string{"PrometheusRule/etcd-alerts"}))
-	g.Expect(bundle.OperandMonitors(objs)).To(Equal([]string{"PodMonitor/etcd-members"}))
-	g.Expect(bundle.OperandMonitors(objs[:3])).To(BeEmpty())
+	csv := &unstructured.Unstructured{}
+	csv.SetKind("ClusterServiceVersion")
+	svc, err := bundle.MetricsService([]*unstructured.Unstructured{csv, service("webhook", "webhook"), service("metrics", "https")})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(svc.Name).To(Equal("metrics"))
+	g.Expect(svc.Labels).To(Equal(map[string]string{"control-plane": "controller-manager"}))
+	g.Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(8443))
+
+	_, err = bundle.MetricsService([]*unstructured.Unstructured{csv, service("webhook", "webhook")})
+	g.Expect(err).To(MatchError("the bundle ships 0 Services with a port named https; the operator's metrics Service must be the one"))
+	_, err = bundle.MetricsService([]*unstructured.Unstructured{service("a", "https"), service("b", "https")})
+	g.Expect(err).To(MatchError(ContainSubstring("ships 2 Services")))
 }
 
 // The example is the typed object, so the tests can change it with the API's own types.

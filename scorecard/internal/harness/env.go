@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +30,8 @@ const (
 const defaultPoll = 2 * time.Second
 
 // Env is one test's view of the Kubernetes cluster: the namespace it works in, its
-// clients, and the objects it created (EtcdClusters, EtcdBackups and their claims).
+// clients, the way it reaches metrics endpoints, and the objects it created (EtcdClusters,
+// EtcdBackups and their claims).
 type Env struct {
 	// Client reads and writes objects, uncached.
 	Client client.Client
@@ -43,6 +45,12 @@ type Env struct {
 	NewEtcdClient etcd.Factory
 	// Poll is how often waits look again; 2s when zero.
 	Poll time.Duration
+	// HTTP carries the GETs of metrics endpoints (GetMetrics); when nil, a transport that
+	// does not verify the operator's self-signed certificate. Tests hand in fakes.
+	HTTP http.RoundTripper
+	// Token returns the bearer token GetMetrics sends to the operator's metrics endpoint:
+	// the test pod's ServiceAccount token.
+	Token func() (string, error)
 
 	// created are the objects to delete, oldest first: *EtcdCluster, *EtcdBackup or
 	// *PersistentVolumeClaim.
@@ -79,7 +87,7 @@ func NewEnv(cfg *rest.Config, namespace string, r *report.Report) (*Env, error) 
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the API server's discovery: %w", err)
 	}
-	return &Env{Client: c, Discovery: dc, Namespace: namespace, Report: r}, nil
+	return &Env{Client: c, Discovery: dc, Namespace: namespace, Report: r, HTTP: newTransport(), Token: tokenOf(cfg)}, nil
 }
 
 func (e *Env) poll() time.Duration {

@@ -3,6 +3,9 @@ package levels_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -29,6 +33,10 @@ const backupFinalizer = "etcd.etcdpilot.io/delete-artifact"
 // one event per cluster, and deletes the pods and claims of deleted clusters (the garbage
 // collector's part). It takes a backup at once: a pod for its Job, a copy of the cluster's
 // keys and a made-up artifact; a cluster restored from it starts with that copy.
+//
+// Level 4's insights are options, off by default (an operator without them): its
+// transport answers the GETs of member metrics and of the operator's metrics endpoint, and
+// it keeps monitoring objects and the Monitoring condition.
 type fakeOperator struct {
 	c     client.Client
 	ns    string
@@ -36,6 +44,18 @@ type fakeOperator struct {
 
 	// events makes the operator record an event about every cluster.
 	events bool
+	// memberMetrics gives member pods a metrics port that answers etcd_server_has_leader 1.
+	memberMetrics bool
+	// operatorMetrics makes the operator's metrics endpoint describe every cluster; without
+	// it, the endpoint answers only metrics of its own workings.
+	operatorMetrics bool
+	// refuseMetrics makes the operator's metrics endpoint refuse the test's token (403).
+	refuseMetrics bool
+	// monitoring makes the operator keep the Monitoring condition, and the monitoring
+	// objects when crds.
+	monitoring bool
+	// crds says whether the Prometheus Operator's CRDs are installed (discovery serves them).
+	crds bool
 	// backupFailure, when set, fails every backup with its reason and message.
 	backupFailure *metav1.Condition
 	// restoreLive makes a broken restore: the restored cluster gets the backed-up
@@ -45,6 +65,7 @@ type fakeOperator struct {
 	mu        sync.Mutex
 	ids       map[string]string // member name -> etcd ID
 	nextID    int
+	nextIP    int
 	snapshots map[string]map[string]string // backup name -> keys
 	sources   map[string]string            // backup name -> endpoint of the backed-up cluster
 	restored  map[string]bool              // UIDs of restored clusters
@@ -63,12 +84,22 @@ func failBackups(reason, message string) fakeOption {
 // restoreLive makes the operator start restored clusters from the live data.
 func restoreLive(o *fakeOperator) { o.restoreLive = true }
 
+// insightful makes an operator with everything level 4 looks for: member metrics, its own
+// metrics of every cluster, the Monitoring condition and monitoring objects.
+func insightful(o *fakeOperator) { o.memberMetrics, o.operatorMetrics, o.monitoring = true, true, true }
+
+// prometheusCRDs installs the Prometheus Operator's CRDs.
+func prometheusCRDs(o *fakeOperator) { o.crds = true }
+
 func startFakeOperator(t *testing.T, c client.Client, ns string, etcds *fakeEtcds, events bool, opts ...fakeOption) *fakeOperator {
 	t.Helper()
 	o := &fakeOperator{c: c, ns: ns, etcds: etcds, events: events, ids: map[string]string{},
 		snapshots: map[string]map[string]string{}, sources: map[string]string{}, restored: map[string]bool{}}
 	for _, opt := range opts {
 		opt(o)
+	}
+	if err := c.Create(context.Background(), metricsService()); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -154,15 +185,23 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 			InvolvedObject: corev1.ObjectReference{Kind: "EtcdCluster", Name: c.Name, UID: c.UID},
 			Type:           corev1.EventTypeNormal, Reason: "MemberPodCreated", Count: 1})
 	}
+	conditions := []metav1.Condition{
+		cond(etcdv1alpha1.ConditionAvailable, metav1.ConditionTrue, etcdv1alpha1.ReasonAsExpected),
+		cond(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, etcdv1alpha1.ReasonAsExpected),
+		cond(etcdv1alpha1.ConditionDegraded, metav1.ConditionFalse, etcdv1alpha1.ReasonAsExpected),
+		cond(etcdv1alpha1.ConditionReady, metav1.ConditionTrue, etcdv1alpha1.ReasonAsExpected),
+	}
+	switch {
+	case o.monitoring && o.crds:
+		o.ensureMonitoring(ctx, c)
+		conditions = append(conditions, cond(etcdv1alpha1.ConditionMonitoring, metav1.ConditionTrue, etcdv1alpha1.ReasonMonitoringConfigured))
+	case o.monitoring:
+		conditions = append(conditions, cond(etcdv1alpha1.ConditionMonitoring, metav1.ConditionFalse, etcdv1alpha1.ReasonPrometheusOperatorMissing))
+	}
 	c.Status = etcdv1alpha1.EtcdClusterStatus{
 		ObservedGeneration: c.Generation,
-		Conditions: []metav1.Condition{
-			cond(etcdv1alpha1.ConditionAvailable, metav1.ConditionTrue, etcdv1alpha1.ReasonAsExpected),
-			cond(etcdv1alpha1.ConditionProgressing, metav1.ConditionFalse, etcdv1alpha1.ReasonAsExpected),
-			cond(etcdv1alpha1.ConditionDegraded, metav1.ConditionFalse, etcdv1alpha1.ReasonAsExpected),
-			cond(etcdv1alpha1.ConditionReady, metav1.ConditionTrue, etcdv1alpha1.ReasonAsExpected),
-		},
-		Members: members, ReadyMembers: c.Spec.Size, CurrentVersion: c.Spec.Version,
+		Conditions:         conditions,
+		Members:            members, ReadyMembers: c.Spec.Size, CurrentVersion: c.Spec.Version,
 		ClientService: names.ClientService(), ClientSecret: "", // plain http: the fake etcd needs no certificate
 	}
 	_ = o.c.Status().Update(ctx, c) // a conflict is retried on the next round
@@ -266,8 +305,111 @@ func (o *fakeOperator) ensureMember(ctx context.Context, c *etcdv1alpha1.EtcdClu
 	}
 	pod := &corev1.Pod{ObjectMeta: *om.DeepCopy()}
 	pod.Name = member
-	_ = o.c.Create(ctx, pod)
+	pod.Spec.Containers = []corev1.Container{{Name: "etcd", Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: cluster.ClientPort}}}}
+	if o.memberMetrics {
+		pod.Spec.Containers[0].Ports = append(pod.Spec.Containers[0].Ports, corev1.ContainerPort{Name: "metrics", ContainerPort: cluster.MetricsPort})
+	}
+	pod.Status.PodIP = fmt.Sprintf("10.0.0.%d", o.nextIP+1)
+	if o.c.Create(ctx, pod) == nil {
+		o.nextIP++
+	}
 	return o.ids[member]
+}
+
+// ensureMonitoring creates c's PodMonitor, PrometheusRule and dashboard ConfigMap, each
+// controlled by c.
+func (o *fakeOperator) ensureMonitoring(ctx context.Context, c *etcdv1alpha1.EtcdCluster) {
+	owner := []metav1.OwnerReference{*metav1.NewControllerRef(c, etcdv1alpha1.GroupVersion.WithKind("EtcdCluster"))}
+	for _, kind := range []string{"PodMonitor", "PrometheusRule"} {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("monitoring.coreos.com/v1")
+		u.SetKind(kind)
+		u.SetNamespace(c.Namespace)
+		u.SetName(map[string]string{"PodMonitor": c.Name + "-members", "PrometheusRule": c.Name + "-alerts"}[kind])
+		u.SetOwnerReferences(owner)
+		_ = o.c.Create(ctx, u)
+	}
+	_ = o.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-dashboard",
+		Labels: map[string]string{"grafana_dashboard": "1"}, OwnerReferences: owner}})
+}
+
+// The operator's metrics Service, as OLM creates it from the bundle, and the token of the
+// test's ServiceAccount.
+const (
+	operatorNamespace   = "etcdpilot-system"
+	operatorMetricsHost = "etcdpilot-controller-manager-metrics-service.etcdpilot-system.svc:8443"
+	testToken           = "scorecard-token"
+)
+
+func metricsService() *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "etcdpilot-controller-manager-metrics-service",
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "kustomize", "app.kubernetes.io/name": "etcdpilot", "control-plane": "controller-manager"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 8443}}},
+	}
+}
+
+// roundTripper answers GETs in-process, without a network.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// transport answers the GETs of the operator's metrics endpoint and of member pods' metrics
+// ports; any other address is refused, as a dial would be.
+func (o *fakeOperator) transport() http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		w := httptest.NewRecorder()
+		switch {
+		case req.URL.Scheme == "https" && req.URL.Host == operatorMetricsHost && req.URL.Path == "/metrics":
+			o.serveOperatorMetrics(w, req)
+		case req.URL.Scheme == "http" && req.URL.Path == "/metrics" && o.servesMemberMetrics(req.Context(), req.URL.Host):
+			_, _ = w.WriteString("# TYPE etcd_server_has_leader gauge\netcd_server_has_leader 1\n" +
+				"etcd_server_version{server_version=\"3.6.16\"} 1\n")
+		default:
+			return nil, fmt.Errorf("dial tcp %s: connect: connection refused", req.URL.Host)
+		}
+		return w.Result(), nil
+	})
+}
+
+// servesMemberMetrics says whether host is the metrics port of a member pod.
+func (o *fakeOperator) servesMemberMetrics(ctx context.Context, host string) bool {
+	var pods corev1.PodList
+	if !o.memberMetrics || o.c.List(ctx, &pods, client.InNamespace(o.ns), client.HasLabels{cluster.LabelMember}) != nil {
+		return false
+	}
+	for _, p := range pods.Items {
+		if host == fmt.Sprintf("%s:%d", p.Status.PodIP, cluster.MetricsPort) {
+			return true
+		}
+	}
+	return false
+}
+
+func (o *fakeOperator) serveOperatorMetrics(w http.ResponseWriter, req *http.Request) {
+	switch {
+	case req.Header.Get("Authorization") != "Bearer "+testToken:
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		return
+	case o.refuseMetrics:
+		http.Error(w, "Forbidden (user=system:serviceaccount:scorecard:etcdpilot-scorecard, verb=get, resource=, subresource=)", http.StatusForbidden)
+		return
+	}
+	_, _ = io.WriteString(w, "controller_runtime_reconcile_total{controller=\"etcdcluster\",result=\"success\"} 7\n")
+	var list etcdv1alpha1.EtcdClusterList
+	if !o.operatorMetrics || o.c.List(req.Context(), &list) != nil {
+		return
+	}
+	for _, c := range list.Items {
+		for _, cond := range c.Status.Conditions {
+			v := 0
+			if cond.Status == metav1.ConditionTrue {
+				v = 1
+			}
+			_, _ = fmt.Fprintf(w, "etcdpilot_cluster_condition{condition=%q,name=%q,namespace=%q} %d\n", cond.Type, c.Name, c.Namespace, v)
+		}
+		_, _ = fmt.Fprintf(w, "etcdpilot_cluster_members{name=%q,namespace=%q} %d\n", c.Name, c.Namespace, len(c.Status.Members))
+	}
 }
 
 func (o *fakeOperator) String() string { return fmt.Sprintf("fake operator in %s", o.ns) }

@@ -2,6 +2,7 @@ package levels
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,55 +10,282 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/bundle"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
 )
 
-// eventsWait is how long level 4 waits, after the cluster became Available, for an event
-// about it: events are sent asynchronously, after the status they describe.
-const eventsWait = 30 * time.Second
+// insightsWait is how long level 4 gives each check, after the cluster became Available,
+// and insightsPoll how often it looks again within it: events, the operator's gauges and
+// the monitoring objects all follow the status they describe, a little later.
+var (
+	insightsWait = time.Minute
+	insightsPoll = 2 * time.Second
+)
 
-// deepInsights (level 4): the bundle ships alert rules (a PrometheusRule) and scraping of
-// the etcd members' metrics (a ServiceMonitor or PodMonitor), and the operator records
-// Kubernetes events about an EtcdCluster it creates. It fails listing what is missing.
+const (
+	// operatorMetricPrefix starts the names of the operator's own metrics.
+	operatorMetricPrefix = "etcdpilot_"
+	// leaderMetric is 1 on an etcd member that knows a leader.
+	leaderMetric = "etcd_server_has_leader"
+)
+
+// deepInsights (level 4): a 1-member cluster, once Available, is observable. Its member
+// serves etcd's metrics on its pod's metrics port; the operator's authorized metrics
+// endpoint describes it; with the Prometheus Operator's CRDs installed, the operator keeps
+// a PodMonitor, a PrometheusRule and a dashboard ConfigMap for it (without them, the
+// Monitoring condition says so); and the operator records events about it. Every check
+// runs, and each one that fails is named as missing.
 func deepInsights(ctx context.Context, in Input, r *report.Report) {
-	alerts := bundle.AlertRules(in.Bundle.Objects)
-	monitors := bundle.OperandMonitors(in.Bundle.Objects)
-	r.Logf("alert rules in the bundle: %s", orNone(alerts))
-	r.Logf("etcd metrics monitors in the bundle: %s", orNone(monitors))
-
-	events, checked := clusterEvents(ctx, in, r)
-	for _, m := range DeepInsightsMissing(alerts, monitors, len(events), checked) {
-		r.Fail("missing: " + m)
+	svc, err := bundle.MetricsService(in.Bundle.Objects)
+	if err != nil {
+		r.Fail(err.Error())
+		return
 	}
-	if len(alerts) == 0 || len(monitors) == 0 {
-		r.Suggest("Ship a PrometheusRule with etcd's alerts (no leader, frequent leader changes, NOSPACE, slow fsync) and a PodMonitor for the members' metrics port 2381.")
+	c, ok := newCluster(in, r, "sc-l4-", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Size = 1
+		c.Spec.Monitoring.Mode = etcdv1alpha1.MonitoringAuto
+	})
+	if !ok || !runSteps(r, createStep(ctx, in, c), settleStep(ctx, in, c, 1)) {
+		return
+	}
+	insights := []Insight{
+		{What: "etcd's metrics from the member pods", Step: "scrape the member pods' metrics port",
+			Suggestion: "Declare a container port named metrics on every member and serve etcd's /metrics there (--listen-metrics-urls).",
+			check:      func() error { return memberMetrics(ctx, in, r, c) }},
+		{What: "the operator's metrics of the cluster", Step: "scrape the operator's metrics endpoint with the test's token",
+			Suggestion: "Export gauges per EtcdCluster (labels namespace and name) on the operator's metrics endpoint, readable by identities that may get /metrics.",
+			check:      func() error { return operatorMetrics(ctx, in, r, c, svc) }},
+		{What: "the cluster's monitoring objects", Step: "check the PodMonitor, PrometheusRule and dashboard ConfigMap",
+			Suggestion: "Keep a PodMonitor, a PrometheusRule and a dashboard ConfigMap per cluster when the Prometheus Operator's CRDs exist, and say in a Monitoring condition when they do not.",
+			check:      func() error { return monitoringObjects(ctx, in, r, c) }},
+		{What: "Kubernetes events about the EtcdCluster", Step: "look for events about EtcdCluster " + c.Name,
+			Suggestion: "Record events about what the operator does to a cluster.",
+			check:      func() error { return clusterEvents(ctx, in, r, c) }},
+	}
+	for i := range insights {
+		insights[i].Problem = r.Step(insights[i].Step, insights[i].check)
+		if insights[i].Problem != nil {
+			r.Suggest(insights[i].Suggestion)
+		}
+	}
+	for _, m := range DeepInsightsMissing(insights) {
+		r.Fail("missing: " + m)
 	}
 }
 
-// clusterEvents creates a 1-member cluster, waits until it is Available, and returns the
-// events about it. checked is false when the cluster never became Available; the test
-// has failed then.
-func clusterEvents(ctx context.Context, in Input, r *report.Report) (events []corev1.Event, checked bool) {
-	c, ok := newCluster(in, r, "sc-l4-", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 1 })
-	if !ok || !runSteps(r, createStep(ctx, in, c), settleStep(ctx, in, c, 1)) {
-		return nil, false
-	}
-	err := r.Step("look for events about EtcdCluster "+c.Name, func() error {
-		return wait.PollUntilContextTimeout(ctx, time.Second, eventsWait, true, func(ctx context.Context) (bool, error) {
-			var err error
-			events, err = in.Env.EventsFor(ctx, c)
-			return err == nil && len(events) > 0, nil
-		})
+// eventually runs check every insightsPoll until it passes or insightsWait is over, and
+// returns its last error. The operator's metrics endpoint refusing the test's token is
+// final: waiting does not change RBAC.
+func eventually(ctx context.Context, check func(context.Context) error) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, insightsPoll, insightsWait, true, func(ctx context.Context) (bool, error) {
+		last = check(ctx)
+		var se *harness.StatusError
+		if errors.As(last, &se) && se.Refused() {
+			return false, last
+		}
+		return last == nil, nil
 	})
-	if err != nil && len(events) == 0 {
-		r.Logf("no events about EtcdCluster %s", c.Name)
-		return nil, true
+	if last != nil {
+		return last
+	}
+	return err
+}
+
+// memberMetrics GETs http://<pod IP>:<metrics port>/metrics of every member pod of c and
+// requires etcd_server_has_leader 1.
+func memberMetrics(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) error {
+	var found []string
+	err := eventually(ctx, func(ctx context.Context) error {
+		found = found[:0]
+		pods, err := in.Env.MemberPods(ctx, c)
+		if err != nil {
+			return err
+		}
+		if len(pods) == 0 {
+			return fmt.Errorf("EtcdCluster %s has no member pods", c.Name)
+		}
+		for i := range pods {
+			u, err := harness.MemberMetricsURL(&pods[i])
+			if err != nil {
+				return err
+			}
+			body, err := in.Env.GetMetrics(ctx, u, false)
+			if err != nil {
+				return err
+			}
+			samples := harness.ParseSamples(body)
+			leader := harness.Select(samples, leaderMetric, nil)
+			if len(leader) != 1 || leader[0].Value != 1 {
+				return fmt.Errorf("member %s: %s answers %d samples but not %s 1", pods[i].Name, u, len(samples), leaderMetric)
+			}
+			found = append(found, fmt.Sprintf("member %s: %s answers %s 1 (%d samples%s)",
+				pods[i].Name, u, leaderMetric, len(samples), etcdVersion(samples)))
+		}
+		return nil
+	})
+	for _, f := range found {
+		r.Logf("%s", f)
+	}
+	return err
+}
+
+func etcdVersion(samples []harness.Sample) string {
+	for _, s := range harness.Select(samples, "etcd_server_version", nil) {
+		if v := s.Labels["server_version"]; v != "" {
+			return ", etcd " + v
+		}
+	}
+	return ""
+}
+
+// operatorMetrics finds the operator's metrics Service (the bundle's, in whichever
+// namespace the operator runs), GETs its /metrics over HTTPS with the test pod's token, and
+// requires the operator's series of c, with etcdpilot_cluster_condition{condition=
+// "Available"} 1.
+func operatorMetrics(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, svc *corev1.Service) error {
+	u, err := in.Env.OperatorMetricsURL(ctx, svc, bundle.MetricsPortName)
+	if err != nil {
+		return err
+	}
+	r.Logf("the operator's metrics endpoint: %s", u)
+	of := map[string]string{"namespace": c.Namespace, "name": c.Name}
+	var series []harness.Sample
+	err = eventually(ctx, func(ctx context.Context) error {
+		body, err := in.Env.GetMetrics(ctx, u, true)
+		if err != nil {
+			var se *harness.StatusError
+			if errors.As(err, &se) && se.Refused() {
+				return fmt.Errorf("%w (the test's ServiceAccount must be bound to a ClusterRole that may get /metrics: "+
+					"config/scorecard/rbac binds etcdpilot-metrics-reader)", err)
+			}
+			return err
+		}
+		all := harness.ParseSamples(body)
+		series = series[:0]
+		for _, s := range harness.Select(all, "", of) {
+			if strings.HasPrefix(s.Name, operatorMetricPrefix) {
+				series = append(series, s)
+			}
+		}
+		if len(series) == 0 {
+			return fmt.Errorf("%s answers %d samples, none of EtcdCluster %s/%s (%s* with namespace=%q, name=%q)",
+				u, len(all), c.Namespace, c.Name, operatorMetricPrefix, c.Namespace, c.Name)
+		}
+		avail := harness.Select(series, operatorMetricPrefix+"cluster_condition", map[string]string{"condition": etcdv1alpha1.ConditionAvailable})
+		if len(avail) != 1 || avail[0].Value != 1 {
+			return fmt.Errorf("%s answers %d series of EtcdCluster %s but not %scluster_condition{condition=%q} 1",
+				u, len(series), c.Name, operatorMetricPrefix, etcdv1alpha1.ConditionAvailable)
+		}
+		return nil
+	})
+	if err == nil {
+		r.Logf("%d series of EtcdCluster %s/%s with the test's token: %s", len(series), c.Namespace, c.Name, seriesNames(series))
+	}
+	return err
+}
+
+// seriesNames lists the distinct names of samples, sorted.
+func seriesNames(samples []harness.Sample) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range samples {
+		if !seen[s.Name] {
+			seen[s.Name] = true
+			out = append(out, s.Name)
+		}
+	}
+	sort.Strings(out)
+	return orNone(out)
+}
+
+// monitoringObjects checks c's monitoring: with the Prometheus Operator's CRDs served, its
+// PodMonitor, PrometheusRule and dashboard ConfigMap exist, controlled by c, and its
+// Monitoring condition is True; without them, the condition is False with reason
+// PrometheusOperatorMissing, and the objects cannot be checked.
+func monitoringObjects(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) error {
+	crds, err := in.Env.ServesPrometheusOperator()
+	if err != nil {
+		return err
+	}
+	r.Logf("the Prometheus Operator's PodMonitor and PrometheusRule kinds are served: %t", crds)
+	cur := &etcdv1alpha1.EtcdCluster{}
+	err = eventually(ctx, func(ctx context.Context) error {
+		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), cur); err != nil {
+			return fmt.Errorf("reading EtcdCluster %s: %w", c.Name, err)
+		}
+		var problems []error
+		if crds {
+			problems = append(problems, in.Env.CheckMonitoringObjects(ctx, cur))
+		}
+		problems = append(problems, harness.CheckMonitoringCondition(cur, crds))
+		return joinProblems(problems)
+	})
+	if err != nil {
+		return err
+	}
+	if crds {
+		r.Logf("%s exist, controlled by EtcdCluster %s; %s", joinObjects(harness.MonitoringObjects(cur)), c.Name, monitoringCondition(cur))
+	} else {
+		r.Logf("%s could not be checked: the Prometheus Operator's CRDs are not installed, and %s says so",
+			joinObjects(harness.MonitoringObjects(cur)), monitoringCondition(cur))
+	}
+	return nil
+}
+
+// joinProblems joins the non-nil errors with "; ", or returns nil.
+func joinProblems(errs []error) error {
+	var msgs []string
+	for _, err := range errs {
+		if err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+func joinObjects(objs []harness.MonitoringObject) string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.String()
+	}
+	return strings.Join(out, ", ")
+}
+
+func monitoringCondition(c *etcdv1alpha1.EtcdCluster) string {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == etcdv1alpha1.ConditionMonitoring {
+			return fmt.Sprintf("%s=%s (%s: %s)", cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+	}
+	return "no " + etcdv1alpha1.ConditionMonitoring + " condition"
+}
+
+// clusterEvents waits for events about c and logs them.
+func clusterEvents(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) error {
+	var events []corev1.Event
+	err := eventually(ctx, func(ctx context.Context) error {
+		var err error
+		if events, err = in.Env.EventsFor(ctx, c); err != nil {
+			return err
+		}
+		if len(events) == 0 {
+			return fmt.Errorf("none within %s of it becoming Available", insightsWait)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	r.Logf("events about EtcdCluster %s: %s", c.Name, SummarizeEvents(events))
-	return events, true
+	return nil
 }
 
 // SummarizeEvents lists the type and reason of events with how often each occurred, such

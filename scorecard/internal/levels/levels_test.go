@@ -72,13 +72,15 @@ func TestMissing(t *testing.T) {
 	g.Expect(levels.FullLifecycleMissing(false)).To(Equal([]string{"backup and restore (EtcdBackup is not served; issue 8)"}))
 	g.Expect(levels.FullLifecycleMissing(true)).To(BeEmpty(), "served: the test exercises backup and restore")
 
-	g.Expect(levels.DeepInsightsMissing(nil, nil, 0, true)).To(Equal([]string{
-		"alert rules (no PrometheusRule in the bundle)",
-		"operand metrics scraping (no ServiceMonitor or PodMonitor for etcd members in the bundle)",
-		"Kubernetes events about the EtcdCluster (none within 30s of it becoming Available)",
+	g.Expect(levels.DeepInsightsMissing([]levels.Insight{
+		{What: "etcd's metrics from the member pods", Problem: errors.New("pod c-0 has no container port named metrics")},
+		{What: "the operator's metrics of the cluster"},
+		{What: "Kubernetes events about the EtcdCluster", Problem: errors.New("none within 1m0s of it becoming Available")},
+	})).To(Equal([]string{
+		"etcd's metrics from the member pods (pod c-0 has no container port named metrics)",
+		"Kubernetes events about the EtcdCluster (none within 1m0s of it becoming Available)",
 	}))
-	g.Expect(levels.DeepInsightsMissing(nil, nil, 0, false)).To(HaveLen(2), "events unchecked: the cluster's own failure is reported")
-	g.Expect(levels.DeepInsightsMissing([]string{"PrometheusRule/a"}, []string{"PodMonitor/b"}, 3, true)).To(BeEmpty())
+	g.Expect(levels.DeepInsightsMissing([]levels.Insight{{What: "a"}, {What: "b"}})).To(BeEmpty())
 
 	g.Expect(levels.AutoPilotMissing()).To(HaveLen(3))
 }
@@ -133,8 +135,9 @@ func TestRunWithoutCluster(t *testing.T) {
 
 // fakeCluster is a fake API server with a fake operator and fake etcd clusters behind it.
 type fakeCluster struct {
-	client client.Client
-	etcds  *fakeEtcds
+	client   client.Client
+	etcds    *fakeEtcds
+	operator *fakeOperator
 	// backup says whether discovery lists EtcdBackup.
 	backup bool
 }
@@ -152,8 +155,8 @@ func newFakeCluster(t *testing.T, events bool, funcs interceptor.Funcs, opts ...
 		}).
 		WithInterceptorFuncs(funcs).Build()
 	etcds := newFakeEtcds()
-	startFakeOperator(t, c, ns, etcds, events, opts...)
-	return &fakeCluster{client: c, etcds: etcds}
+	o := startFakeOperator(t, c, ns, etcds, events, opts...)
+	return &fakeCluster{client: c, etcds: etcds, operator: o}
 }
 
 func (f *fakeCluster) deps() levels.Deps {
@@ -162,10 +165,16 @@ func (f *fakeCluster) deps() levels.Deps {
 		if f.backup {
 			resources = append(resources, metav1.APIResource{Name: "etcdbackups", Kind: "EtcdBackup"})
 		}
+		lists := []*metav1.APIResourceList{{GroupVersion: "etcd.etcdpilot.io/v1alpha1", APIResources: resources}}
+		if f.operator.crds {
+			lists = append(lists, &metav1.APIResourceList{GroupVersion: "monitoring.coreos.com/v1", APIResources: []metav1.APIResource{
+				{Name: "podmonitors", Kind: "PodMonitor"}, {Name: "prometheusrules", Kind: "PrometheusRule"}, {Name: "servicemonitors", Kind: "ServiceMonitor"}}})
+		}
 		return &harness.Env{
 			Client: f.client, Namespace: namespace, Report: r, NewEtcdClient: f.etcds.factory(), Poll: 10 * time.Millisecond,
-			Discovery: &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
-				{GroupVersion: "etcd.etcdpilot.io/v1alpha1", APIResources: resources}}}},
+			Discovery: &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: lists}},
+			HTTP:      f.operator.transport(),
+			Token:     func() (string, error) { return testToken, nil },
 		}, nil
 	}}
 }
@@ -324,16 +333,100 @@ func TestFullLifecycleScalingFails(t *testing.T) {
 	g.Expect(res.Log).To(ContainSubstring("backup and restore not tried: the cluster did not get through scaling and member replacement"))
 }
 
+// The steps of level 4 after its cluster is Available, each followed by "done" when it
+// passes.
+var insightSteps = []string{"scrape the member pods' metrics port", "scrape the operator's metrics endpoint with the test's token",
+	"check the PodMonitor, PrometheusRule and dashboard ConfigMap", "look for events about EtcdCluster sc-l4-[a-z0-9]{5}"}
+
+// runDeepInsights runs level 4 against a fake cluster with short waits.
+func runDeepInsights(t *testing.T, events bool, opts ...fakeOption) scapiv1alpha3.TestResult {
+	t.Helper()
+	t.Cleanup(levels.SetInsightsWait(300*time.Millisecond, 10*time.Millisecond))
+	return newFakeCluster(t, events, interceptor.Funcs{}, opts...).run(t, "level-4-deep-insights")
+}
+
 func TestDeepInsights(t *testing.T) {
 	g := NewWithT(t)
-	f := newFakeCluster(t, true, interceptor.Funcs{})
-	res := f.run(t, "level-4-deep-insights")
+	res := runDeepInsights(t, true, insightful, prometheusCRDs)
+	g.Expect(res.State).To(Equal(scapiv1alpha3.PassState), res.Log)
+	g.Expect(res.Errors).To(BeEmpty())
+	g.Expect(res.Suggestions).To(BeEmpty())
+	for _, line := range []string{
+		`created EtcdCluster scorecard/sc-l4-[a-z0-9]{5}: size 1`,
+		`member sc-l4-[a-z0-9]{5}-0: http://10\.0\.0\.1:2381/metrics answers etcd_server_has_leader 1 \(2 samples, etcd 3\.6\.16\)`,
+		`the operator's metrics endpoint: https://etcdpilot-controller-manager-metrics-service\.etcdpilot-system\.svc:8443/metrics`,
+		`6 series of EtcdCluster scorecard/sc-l4-[a-z0-9]{5} with the test's token: etcdpilot_cluster_condition, etcdpilot_cluster_members`,
+		`the Prometheus Operator's PodMonitor and PrometheusRule kinds are served: true`,
+		`PodMonitor sc-l4-[a-z0-9]{5}-members, PrometheusRule sc-l4-[a-z0-9]{5}-alerts, ConfigMap sc-l4-[a-z0-9]{5}-dashboard exist, ` +
+			`controlled by EtcdCluster sc-l4-[a-z0-9]{5}; Monitoring=True \(Configured: \)`,
+		`events about EtcdCluster sc-l4-[a-z0-9]{5}: Normal MemberPodCreated x1`,
+	} {
+		g.Expect(res.Log).To(MatchRegexp(line), line)
+	}
+	for _, step := range insightSteps {
+		g.Expect(res.Log).To(MatchRegexp(step+": done in"), step)
+	}
+}
+
+// Without the Prometheus Operator's CRDs there are no objects to check; the Monitoring
+// condition must say why.
+func TestDeepInsightsWithoutPrometheusOperator(t *testing.T) {
+	g := NewWithT(t)
+	res := runDeepInsights(t, true, insightful)
+	g.Expect(res.State).To(Equal(scapiv1alpha3.PassState), res.Log)
+	g.Expect(res.Log).To(ContainSubstring("the Prometheus Operator's PodMonitor and PrometheusRule kinds are served: false"))
+	g.Expect(res.Log).To(MatchRegexp(`PodMonitor sc-l4-[a-z0-9]{5}-members, PrometheusRule sc-l4-[a-z0-9]{5}-alerts, ConfigMap sc-l4-[a-z0-9]{5}-dashboard ` +
+		`could not be checked: the Prometheus Operator's CRDs are not installed, and Monitoring=False \(PrometheusOperatorMissing: \) says so`))
+}
+
+// Each piece missing fails the test, naming it, while the other pieces pass.
+func TestDeepInsightsMissing(t *testing.T) {
+	cases := []struct {
+		name   string
+		events bool
+		opts   []fakeOption
+		want   string
+	}{
+		{name: "no member metrics", events: true, opts: []fakeOption{insightful, prometheusCRDs, func(o *fakeOperator) { o.memberMetrics = false }},
+			want: `^missing: etcd's metrics from the member pods \(pod sc-l4-[a-z0-9]{5}-0 has no container port named metrics\)$`},
+		{name: "operator metrics without the cluster", events: true, opts: []fakeOption{insightful, prometheusCRDs, func(o *fakeOperator) { o.operatorMetrics = false }},
+			want: `^missing: the operator's metrics of the cluster \(https://etcdpilot-controller-manager-metrics-service\.etcdpilot-system\.svc:8443/metrics ` +
+				`answers 1 samples, none of EtcdCluster scorecard/sc-l4-[a-z0-9]{5} \(etcdpilot_\* with namespace="scorecard", name="sc-l4-[a-z0-9]{5}"\)\)$`},
+		{name: "operator metrics refused", events: true, opts: []fakeOption{insightful, prometheusCRDs, func(o *fakeOperator) { o.refuseMetrics = true }},
+			want: `^missing: the operator's metrics of the cluster \(GET https://etcdpilot-controller-manager-metrics-service\.etcdpilot-system\.svc:8443/metrics: ` +
+				`403 Forbidden: Forbidden \(user=system:serviceaccount:scorecard:etcdpilot-scorecard.*\) \(the test's ServiceAccount must be bound to a ClusterRole ` +
+				`that may get /metrics: config/scorecard/rbac binds etcdpilot-metrics-reader\)\)$`},
+		{name: "objects missing with the CRDs", events: true, opts: []fakeOption{insightful, prometheusCRDs, func(o *fakeOperator) { o.monitoring = false }},
+			want: `^missing: the cluster's monitoring objects \(reading PodMonitor sc-l4-[a-z0-9]{5}-members: .*not found; ` +
+				`reading PrometheusRule sc-l4-[a-z0-9]{5}-alerts: .*not found; reading ConfigMap sc-l4-[a-z0-9]{5}-dashboard: .*not found; ` +
+				`EtcdCluster sc-l4-[a-z0-9]{5} has no Monitoring condition\)$`},
+		{name: "no condition without the CRDs", events: true, opts: []fakeOption{insightful, func(o *fakeOperator) { o.monitoring = false }},
+			want: `^missing: the cluster's monitoring objects \(EtcdCluster sc-l4-[a-z0-9]{5} has no Monitoring condition\)$`},
+		{name: "no events", opts: []fakeOption{insightful, prometheusCRDs},
+			want: `^missing: Kubernetes events about the EtcdCluster \(none within 300ms of it becoming Available\)$`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			res := runDeepInsights(t, tc.events, tc.opts...)
+			g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+			g.Expect(res.Errors).To(ConsistOf(MatchRegexp(tc.want)))
+			g.Expect(res.Suggestions).To(HaveLen(1))
+		})
+	}
+}
+
+// An operator without any of it: every piece is named.
+func TestDeepInsightsNone(t *testing.T) {
+	g := NewWithT(t)
+	res := runDeepInsights(t, false, prometheusCRDs)
 	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
-	g.Expect(res.Errors).To(Equal([]string{
-		"missing: alert rules (no PrometheusRule in the bundle)",
-		"missing: operand metrics scraping (no ServiceMonitor or PodMonitor for etcd members in the bundle)",
-	}), "events are there")
-	g.Expect(res.Log).To(MatchRegexp(`events about EtcdCluster sc-l4-[a-z0-9]{5}: Normal MemberPodCreated x1`))
+	g.Expect(res.Errors).To(HaveExactElements(
+		HavePrefix("missing: etcd's metrics from the member pods"),
+		HavePrefix("missing: the operator's metrics of the cluster"),
+		HavePrefix("missing: the cluster's monitoring objects"),
+		HavePrefix("missing: Kubernetes events about the EtcdCluster")))
+	g.Expect(res.Log).To(ContainSubstring("clean up: done in"))
 }
 
 func TestPanicIsAnErrorAndCleansUp(t *testing.T) {

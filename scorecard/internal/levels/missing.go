@@ -23,20 +23,28 @@ func FullLifecycleMissing(backupServed bool) []string {
 	return []string{backupMissing}
 }
 
-// DeepInsightsMissing lists what level 4 lacks, from the bundle's alert rules and
-// operand monitors and from the events found about a test cluster. eventsChecked is
-// false when the cluster never got far enough to look; its own failure is reported then,
-// and events are not listed as missing.
-func DeepInsightsMissing(alertRules, monitors []string, events int, eventsChecked bool) []string {
+// Insight is one thing level 4 checks on its cluster, and what was found wrong with it.
+type Insight struct {
+	// What names it in the failure: "etcd's metrics from the member pods".
+	What string
+	// Step is the name of the step that checks it, in the log.
+	Step string
+	// Suggestion is what to build when it is missing.
+	Suggestion string
+	// Problem is what was found wrong; nil when it is in place.
+	Problem error
+
+	check func() error
+}
+
+// DeepInsightsMissing lists what level 4 lacks: "<what> (<problem>)" for every insight
+// with a problem, in order.
+func DeepInsightsMissing(insights []Insight) []string {
 	var out []string
-	if len(alertRules) == 0 {
-		out = append(out, "alert rules (no PrometheusRule in the bundle)")
-	}
-	if len(monitors) == 0 {
-		out = append(out, "operand metrics scraping (no ServiceMonitor or PodMonitor for etcd members in the bundle)")
-	}
-	if eventsChecked && events == 0 {
-		out = append(out, fmt.Sprintf("Kubernetes events about the EtcdCluster (none within %s of it becoming Available)", eventsWait))
+	for _, in := range insights {
+		if in.Problem != nil {
+			out = append(out, fmt.Sprintf("%s (%v)", in.What, in.Problem))
+		}
 	}
 	return out
 }
