@@ -12,8 +12,9 @@
 # used as it is; otherwise the script installs it from the catalog (config/olm, as a user
 # does) and removes it again at the end (SCORECARD_KEEP_OPERATOR=true keeps it).
 # The tests run in SCORECARD_NAMESPACE (restricted pod security) as the ServiceAccount of
-# config/scorecard/rbac. Output: SCORECARD_OUT/scorecard.json (scorecard -o json) and
-# scorecard.xml (JUnit).
+# config/scorecard/rbac, whose cluster-wide grants (level 4: finding the operator's metrics
+# Service, reading /metrics) are removed again at the end. Output:
+# SCORECARD_OUT/scorecard.json (scorecard -o json) and scorecard.xml (JUnit).
 #
 # Environment: KUBECTL, OPERATOR_SDK, CRANE, SCORECARD_UNTAR_IMAGE, SCORECARD_TESTS_IMAGE (the
 # public name of the capability tests' image, as the bundle's config names it) and
@@ -50,6 +51,7 @@ cleanup() {
   trap - EXIT
   failed_step "$rc" || true
   "$KUBECTL" delete namespace "$ns" --ignore-not-found --wait=true --timeout=180s >/dev/null || rc=1
+  "$KUBECTL" delete clusterrolebinding,clusterrole -l app.kubernetes.io/part-of=etcdpilot-scorecard --ignore-not-found >/dev/null || rc=1
   if [[ $installed_here == true && ${SCORECARD_KEEP_OPERATOR:-false} != true ]]; then
     step uninstall-operator quiet olm_uninstall || rc=1
   fi
@@ -86,11 +88,15 @@ bundle_copy() {
   grep -q "@$digest" "$work/bundle/tests/scorecard/config.yaml" || die "bundle/tests/scorecard/config.yaml does not name $SCORECARD_TESTS_IMAGE (make bundle)"
 }
 
+# config/scorecard/rbac names the namespace etcdpilot-scorecard, for its ClusterRoleBindings'
+# subject; an overlay with namespace $ns moves the namespaced objects and the subjects there.
 test_namespace() {
   "$KUBECTL" delete namespace "$ns" --ignore-not-found --wait=true --timeout=180s
   "$KUBECTL" create namespace "$ns"
   "$KUBECTL" label namespace "$ns" pod-security.kubernetes.io/enforce=restricted
-  "$KUBECTL" apply -n "$ns" -k config/scorecard/rbac
+  mkdir -p "$work/rbac"
+  printf 'namespace: %s\nresources:\n- %s\n' "$ns" "$(realpath --relative-to="$work/rbac" config/scorecard/rbac)" >"$work/rbac/kustomization.yaml"
+  "$KUBECTL" apply -k "$work/rbac"
 }
 
 run_scorecard() {
