@@ -1,10 +1,12 @@
 // Package harness is what the scorecard tests do to a Kubernetes cluster: create an
 // EtcdCluster, wait for a state of it, resize it, destroy a member, read its events, back
-// it up to a claim, talk to its etcd, and delete everything again.
+// it up to a claim, talk to its etcd, read its members' and the operator's metrics and its
+// monitoring objects, and delete everything again.
 //
 // Every EtcdCluster, EtcdBackup and claim created through an Env is remembered and removed
 // by Env.Cleanup, which the test runner calls after every test, passed or failed, with a
 // budget of its own. The decisions (is the cluster settled, which member to destroy, which
-// keys were lost, does a backup's status describe a usable artifact) are pure functions
-// over the observed objects, tested without a cluster.
+// keys were lost, does a backup's status describe a usable artifact, which samples a
+// metrics answer holds) are pure functions over the observed objects, tested without a
+// cluster. GETs of metrics endpoints go through Env.HTTP, which tests replace.
 package harness
