@@ -36,8 +36,9 @@ var (
 type Clusters struct {
 	desired, members, ready, healthy, learners, updated *prometheus.GaugeVec
 	quorumMargin, hasLeader                             *prometheus.GaugeVec
-	condition, progressing                              *prometheus.GaugeVec
+	condition, progressing, degraded                    *prometheus.GaugeVec
 	memberHealthy, memberLeader, memberDBSize           *prometheus.GaugeVec
+	memberDBSizeInUse, memberAlarm                      *prometheus.GaugeVec
 	caNotAfter, lastSuccess                             *prometheus.GaugeVec
 	actions                                             *prometheus.CounterVec
 	backupLastSuccess, backupDuration, backupSize       *prometheus.GaugeVec
@@ -65,9 +66,14 @@ func New(reg prometheus.Registerer) *Clusters {
 			"1 when the EtcdCluster's condition (Ready, Available, Progressing, Degraded) is True, else 0.", append(clusterLabels, "condition")...),
 		progressing: gauge("cluster_progressing_reason",
 			"1 for the reason of the Progressing condition while it is True (Upgrading, RollingOut, RotatingCA, AddingMember...); no series otherwise.", append(clusterLabels, "reason")...),
+		degraded: gauge("cluster_degraded_reason",
+			"1 for the reason of the Degraded condition while it is True (MembersUnhealthy, RolloutStuck, RestoreFailed, UpgradeRolledBack...); no series otherwise.", append(clusterLabels, "reason")...),
 		memberHealthy: gauge("member_healthy", "1 when the member answered the operator's health check, else 0.", memberLabels...),
-		memberLeader:  gauge("member_leader", "1 for the member that is the leader, else 0.", memberLabels...),
-		memberDBSize:  gauge("member_db_size_bytes", "Size of the member's database file as the member reported it.", memberLabels...),
+		memberDBSizeInUse: gauge("member_db_size_in_use_bytes",
+			"Part of the member's database file that holds data, as the member reported it; the rest is reclaimed by defragmentation.", memberLabels...),
+		memberAlarm:  gauge("member_alarm", "1 for each alarm raised on the member (NOSPACE, CORRUPT); no series otherwise.", append(memberLabels, "alarm")...),
+		memberLeader: gauge("member_leader", "1 for the member that is the leader, else 0.", memberLabels...),
+		memberDBSize: gauge("member_db_size_bytes", "Size of the member's database file as the member reported it.", memberLabels...),
 		caNotAfter: gauge("cluster_ca_not_after_timestamp_seconds",
 			"When the CA the operator created for the cluster expires (TLS mode OperatorCA); the operator rotates it a year before.", clusterLabels...),
 		lastSuccess: gauge("cluster_last_successful_reconcile_timestamp_seconds",
@@ -168,9 +174,11 @@ func (m *Clusters) Record(p Pass) {
 	for _, t := range conditionTypes {
 		m.condition.With(withLabel(l, "condition", t)).Set(boolValue(meta.IsStatusConditionTrue(c.Status.Conditions, t)))
 	}
-	m.progressing.DeletePartialMatch(l)
-	if p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionProgressing); p != nil && p.Status == metav1.ConditionTrue {
-		m.progressing.With(withLabel(l, "reason", p.Reason)).Set(1)
+	for t, g := range map[string]*prometheus.GaugeVec{etcdv1alpha1.ConditionProgressing: m.progressing, etcdv1alpha1.ConditionDegraded: m.degraded} {
+		g.DeletePartialMatch(l)
+		if cond := meta.FindStatusCondition(c.Status.Conditions, t); cond != nil && cond.Status == metav1.ConditionTrue {
+			g.With(withLabel(l, "reason", cond.Reason)).Set(1)
+		}
 	}
 	if r := c.Status.CARotation; r != nil && r.CANotAfter != nil {
 		m.caNotAfter.With(l).Set(float64(r.CANotAfter.Unix()))
@@ -196,7 +204,7 @@ func (m *Clusters) Record(p Pass) {
 // members that are gone.
 func (m *Clusters) recordMembers(l prometheus.Labels, members []etcdv1alpha1.MemberStatus) {
 	var healthy, learners, voters, healthyVoters, leader int
-	for _, g := range []*prometheus.GaugeVec{m.memberHealthy, m.memberLeader, m.memberDBSize} {
+	for _, g := range []*prometheus.GaugeVec{m.memberHealthy, m.memberLeader, m.memberDBSize, m.memberDBSizeInUse, m.memberAlarm} {
 		g.DeletePartialMatch(l)
 	}
 	for _, s := range members {
@@ -205,6 +213,12 @@ func (m *Clusters) recordMembers(l prometheus.Labels, members []etcdv1alpha1.Mem
 		m.memberLeader.With(ml).Set(boolValue(s.Leader))
 		if s.DBSize > 0 {
 			m.memberDBSize.With(ml).Set(float64(s.DBSize))
+		}
+		if s.DBSizeInUse > 0 {
+			m.memberDBSizeInUse.With(ml).Set(float64(s.DBSizeInUse))
+		}
+		for _, a := range s.Alarms {
+			m.memberAlarm.With(withLabel(ml, "alarm", a)).Set(1)
 		}
 		if s.Healthy {
 			healthy++
@@ -239,7 +253,8 @@ func (m *Clusters) Forget(namespace, name string) {
 	}
 	l := prometheus.Labels{"namespace": namespace, "name": name}
 	for _, g := range []*prometheus.GaugeVec{m.desired, m.members, m.ready, m.healthy, m.learners, m.updated,
-		m.quorumMargin, m.hasLeader, m.condition, m.progressing, m.memberHealthy, m.memberLeader, m.memberDBSize,
+		m.quorumMargin, m.hasLeader, m.condition, m.progressing, m.degraded, m.memberHealthy, m.memberLeader, m.memberDBSize,
+		m.memberDBSizeInUse, m.memberAlarm,
 		m.caNotAfter, m.lastSuccess, m.backupLastSuccess, m.backupDuration, m.backupSize} {
 		g.DeletePartialMatch(l)
 	}

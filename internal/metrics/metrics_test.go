@@ -58,8 +58,9 @@ func TestRecordAClusterMidRollout(t *testing.T) {
 	leader := healthy("main-0")
 	leader.Leader = true
 	sick := healthy("main-2")
-	sick.Healthy = false
+	sick.Healthy, sick.DBSizeInUse, sick.Alarms = false, 1<<19, []string{"NOSPACE"}
 	c := cluster(leader, healthy("main-1"), sick)
+	c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonMembersUnhealthy})
 	c.Status.CARotation = &etcdv1alpha1.CARotationStatus{CANotAfter: &metav1.Time{Time: now.AddDate(10, 0, 0)}}
 	m.Record(Pass{Cluster: c, Seen: true, Action: membership.Action{Kind: membership.RestartMember}, Acted: true, Succeeded: true, Now: now})
 
@@ -86,7 +87,13 @@ func TestRecordAClusterMidRollout(t *testing.T) {
 	g.Expect(value(m.memberDBSize, "member", "main-1")).To(Equal(float64(1 << 20)))
 	g.Expect(value(m.condition, "condition", "Available")).To(Equal(1.0))
 	g.Expect(value(m.condition, "condition", "Ready")).To(Equal(0.0))
-	g.Expect(value(m.condition, "condition", "Degraded")).To(Equal(0.0), "a condition not set is not True")
+	g.Expect(value(m.condition, "condition", "Degraded")).To(Equal(1.0))
+	g.Expect(value(m.condition, "condition", "Progressing")).To(Equal(1.0))
+	g.Expect(value(m.degraded, "reason", "MembersUnhealthy")).To(Equal(1.0))
+	g.Expect(value(m.memberDBSizeInUse, "member", "main-2")).To(Equal(float64(1 << 19)))
+	g.Expect(value(m.memberAlarm, "member", "main-2", "alarm", "NOSPACE")).To(Equal(1.0))
+	g.Expect(gather(t, reg, "member_alarm", "member_db_size_in_use_bytes")).To(Equal("member_alarm=| member_db_size_in_use_bytes=| "),
+		"no series for members without alarms or without a reported size in use")
 	g.Expect(value(m.progressing, "reason", "RollingOut")).To(Equal(1.0))
 	g.Expect(testutil.ToFloat64(m.actions.WithLabelValues("ns", "main", "RestartMember"))).To(Equal(1.0))
 	g.Expect(value(m.lastSuccess)).To(Equal(float64(now.Unix())))
@@ -116,10 +123,17 @@ func TestRecordDropsGoneMembersAndEndedProgress(t *testing.T) {
 	c := cluster(healthy("main-0"), healthy("main-1"), healthy("main-2"))
 	m.Record(Pass{Cluster: c, Seen: true})
 
+	c.Status.Members[1].Alarms = []string{"CORRUPT"}
+	c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonRestoreFailed})
+	m.Record(Pass{Cluster: c, Seen: true})
+	g.Expect(gather(t, reg, "member_alarm", "cluster_degraded_reason")).To(Equal("member_alarm=| cluster_degraded_reason=| "))
+
 	c.Status.Members = c.Status.Members[:1]
 	c.Status.Conditions[1].Status = metav1.ConditionFalse
+	c.Status.Conditions[3].Status = metav1.ConditionFalse
 	m.Record(Pass{Cluster: c, Seen: true})
-	g.Expect(gather(t, reg, "member_healthy", "cluster_progressing_reason")).To(Equal("member_healthy=| cluster_progressing_reason= "))
+	g.Expect(gather(t, reg, "member_healthy", "cluster_progressing_reason", "cluster_degraded_reason", "member_alarm")).
+		To(Equal("member_healthy=| cluster_progressing_reason= cluster_degraded_reason= member_alarm= "))
 	g.Expect(testutil.ToFloat64(m.quorumMargin.WithLabelValues("ns", "main"))).To(Equal(0.0), "one voter, healthy: its own quorum")
 }
 
