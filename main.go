@@ -213,6 +213,7 @@ func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomai
 	if err := (&controllers.EtcdBackupScheduleReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("etcdpilot"),
+		Metrics:  clusterMetrics,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdBackupSchedule controller: %w", err)
 	}

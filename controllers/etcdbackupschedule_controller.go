@@ -20,6 +20,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/backup"
+	"github.com/etcdpilot/etcdpilot/internal/metrics"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
 )
@@ -31,7 +32,13 @@ type EtcdBackupScheduleReconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Metrics records how far apart each schedule's runs are; nil records nothing.
+	Metrics *metrics.Clusters
 }
+
+// scheduleGapRuns is how many upcoming runs of a schedule are looked at for the longest gap
+// between two of them (a week of daily runs, and more).
+const scheduleGapRuns = 16
 
 // EtcdBackupSchedules: read and watched (a schedule has no finalizer, and its backups carry
 // its label, not an owner reference); status patched.
@@ -49,17 +56,23 @@ type EtcdBackupScheduleReconciler struct {
 func (r *EtcdBackupScheduleReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	s := &etcdv1alpha1.EtcdBackupSchedule{}
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.ForgetSchedule(req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !s.DeletionTimestamp.IsZero() {
+		r.Metrics.ForgetSchedule(req.Namespace, req.Name)
 		return reconcile.Result{}, nil
 	}
 	now := r.now().UTC()
 	sched, err := backup.ParseSchedule(s.Spec.Schedule)
 	if err != nil {
 		// The API refuses such a schedule; an object stored before a stricter rule may have one.
+		r.Metrics.ForgetSchedule(req.Namespace, req.Name)
 		return reconcile.Result{}, r.patchStatus(ctx, s, status.ComputeSchedule(s, status.Schedule{Invalid: err}))
 	}
+	r.Metrics.RecordSchedule(s, sched.LongestGap(now, scheduleGapRuns))
 
 	backups, err := r.backups(ctx, s)
 	if err != nil {

@@ -133,7 +133,7 @@ func runWithEnvtest(m *testing.M) int {
 		return 1
 	}
 	if err := (&controllers.EtcdBackupScheduleReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcdpilot"), Now: scheduleClock.now,
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcdpilot"), Now: scheduleClock.now, Metrics: testMetrics,
 	}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up the backup schedule controller:", err)
 		return 1

@@ -65,6 +65,26 @@ func (s Schedule) Next(t time.Time) time.Time {
 	return next.UTC()
 }
 
+// LongestGap returns the longest time between two consecutive runs among the next runs
+// runs after from: how old the newest backup of a schedule that runs on time may get
+// (plus the backup's own duration). Zero when the schedule does not fire twice.
+func (s Schedule) LongestGap(from time.Time, runs int) time.Duration {
+	var gap time.Duration
+	prev := s.Next(from)
+	for range runs {
+		if prev.IsZero() {
+			break
+		}
+		next := s.Next(prev)
+		if next.IsZero() {
+			break
+		}
+		gap = max(gap, next.Sub(prev))
+		prev = next
+	}
+	return gap
+}
+
 // ParseSchedule parses spec.schedule: five space-separated fields in UTC (minute 0-59,
 // hour 0-23, day-of-month 1-31, month 1-12, day-of-week 0-6 with 0 Sunday), or one of
 // the descriptors @yearly (@annually), @monthly, @weekly, @daily (@midnight), @hourly.

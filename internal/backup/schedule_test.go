@@ -253,3 +253,30 @@ func TestNameForRunIsAValidName(t *testing.T) {
 }
 
 func ptrTo(t time.Time) *time.Time { return &t }
+
+func TestLongestGapBetweenRuns(t *testing.T) {
+	from := time.Date(2026, 11, 25, 10, 30, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		expr string
+		want time.Duration
+	}{
+		{"@hourly", time.Hour},
+		{"*/15 * * * *", 15 * time.Minute},
+		{"0 2 * * *", 24 * time.Hour},
+		// Twice a day at uneven hours: the long gap counts, not the average.
+		{"0 1,7 * * *", 18 * time.Hour},
+		// Weekdays only: Friday night to Monday night.
+		{"0 2 * * 1-5", 72 * time.Hour},
+	} {
+		s, err := backup.ParseSchedule(tc.expr)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.expr, err)
+		}
+		if got := s.LongestGap(from, 16); got != tc.want {
+			t.Errorf("%s: longest gap %s, want %s", tc.expr, got, tc.want)
+		}
+	}
+	if got := (backup.Schedule{}).LongestGap(from, 16); got != 0 {
+		t.Errorf("the zero Schedule: %s, want 0", got)
+	}
+}

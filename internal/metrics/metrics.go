@@ -42,6 +42,7 @@ type Clusters struct {
 	caNotAfter, lastSuccess                             *prometheus.GaugeVec
 	actions                                             *prometheus.CounterVec
 	backupLastSuccess, backupDuration, backupSize       *prometheus.GaugeVec
+	scheduleInterval                                    *prometheus.GaugeVec
 	backups                                             *prometheus.CounterVec
 }
 
@@ -89,10 +90,35 @@ func New(reg prometheus.Registerer) *Clusters {
 		"How long the newest successful EtcdBackup of the cluster took, from its pod's start to completion.", clusterLabels...)
 	m.backupSize = gauge("backup_last_size_bytes",
 		"Size of the stored artifact of the newest successful EtcdBackup of the cluster.", clusterLabels...)
+	m.scheduleInterval = gauge("backup_schedule_interval_seconds",
+		"The longest time between two runs of an EtcdBackupSchedule of the cluster (label schedule) that is not suspended: how old its newest backup may get.",
+		append(clusterLabels, "schedule")...)
 	m.backups = prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "backups_total",
 		Help: "EtcdBackups of the cluster that ended, by outcome (succeeded, failed)."}, append(clusterLabels, "outcome"))
 	reg.MustRegister(m.backups)
 	return m
+}
+
+// RecordSchedule records how far apart the runs of schedule s may be: gap, the longest time
+// between two of its runs. A suspended schedule, or one that does not run twice, promises
+// nothing and has no series.
+func (m *Clusters) RecordSchedule(s *etcdv1alpha1.EtcdBackupSchedule, gap time.Duration) {
+	if m == nil {
+		return
+	}
+	m.ForgetSchedule(s.Namespace, s.Name)
+	if s.Spec.Suspend || gap <= 0 {
+		return
+	}
+	m.scheduleInterval.With(prometheus.Labels{"namespace": s.Namespace, "name": s.Spec.BackupTemplate.ClusterName, "schedule": s.Name}).Set(gap.Seconds())
+}
+
+// ForgetSchedule removes the series of a schedule that is gone.
+func (m *Clusters) ForgetSchedule(namespace, schedule string) {
+	if m == nil {
+		return
+	}
+	m.scheduleInterval.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "schedule": schedule})
 }
 
 // RecordBackup records a backup whose status went from old to updated in one pass: once,

@@ -235,3 +235,26 @@ func TestCountersTheAlertsReadStartAtZero(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n).To(Equal(3), "RemoveMember, and the two backup outcomes")
 }
+
+func TestRecordScheduleKeepsOneSeriesPerScheduleWhileItRuns(t *testing.T) {
+	g := NewWithT(t)
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	s := &etcdv1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nightly"}}
+	s.Spec.BackupTemplate.ClusterName = "main"
+	m.RecordSchedule(s, 24*time.Hour)
+	g.Expect(testutil.ToFloat64(m.scheduleInterval.WithLabelValues("ns", "main", "nightly"))).To(Equal(86400.0))
+
+	s.Spec.BackupTemplate.ClusterName = "other" // a schedule moved to another cluster leaves no series behind
+	m.RecordSchedule(s, time.Hour)
+	g.Expect(gather(t, reg, "backup_schedule_interval_seconds")).To(Equal("backup_schedule_interval_seconds=| "))
+	g.Expect(testutil.ToFloat64(m.scheduleInterval.WithLabelValues("ns", "other", "nightly"))).To(Equal(3600.0))
+
+	s.Spec.Suspend = true
+	m.RecordSchedule(s, time.Hour)
+	g.Expect(gather(t, reg, "backup_schedule_interval_seconds")).To(Equal("backup_schedule_interval_seconds= "), "suspended: no promise")
+	s.Spec.Suspend = false
+	m.RecordSchedule(s, time.Hour)
+	m.ForgetSchedule("ns", "nightly")
+	g.Expect(gather(t, reg, "backup_schedule_interval_seconds")).To(Equal("backup_schedule_interval_seconds= "))
+}
