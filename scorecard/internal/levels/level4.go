@@ -83,7 +83,13 @@ func deepInsights(ctx context.Context, in Input, r *report.Report) {
 func eventually(ctx context.Context, check func(context.Context) error) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, insightsPoll, insightsWait, true, func(ctx context.Context) (bool, error) {
-		last = check(ctx)
+		problem := check(ctx)
+		if problem != nil && ctx.Err() != nil && last != nil {
+			// The wait ended during this check: the problem worth reporting is the last one
+			// a whole check found, not the deadline.
+			return false, nil
+		}
+		last = problem
 		var se *harness.StatusError
 		if errors.As(last, &se) && se.Refused() {
 			return false, last
