@@ -348,8 +348,15 @@ func TestScheduleCreatesOneBackupPerRunAndPrunesPerRetention(t *testing.T) {
 		}
 	}
 	for n := 3; n <= 4; n++ {
-		// A run while the last backup is unfinished is skipped: wait as an hour would.
+		// A run while the last backup is unfinished is skipped: wait as an hour would, until
+		// the schedule itself has seen the last backup end (its status names it), not only
+		// the API server: its cache may lag behind.
 		g.Eventually(finished).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		g.Eventually(func(g Gomega) {
+			ready := meta.FindStatusCondition(get(g, ns, "hourly", &etcdv1alpha1.EtcdBackupSchedule{}).Status.Conditions, etcdv1alpha1.ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Message).To(ContainSubstring(run(n - 1)))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 		scheduleClock.set(firstRun.Add(time.Duration(n)*time.Hour + time.Minute))
 		touch()
 		g.Eventually(names).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(run(n)))

@@ -22,13 +22,17 @@ func monitoringObject(ns, name, kind string) (*unstructured.Unstructured, error)
 	return u, err
 }
 
+// monitoringTimeout bounds each wait of the monitoring test: the reconciles of the other
+// tests' clusters, which no etcd member answers, share the one worker.
+const monitoringTimeout = 2 * timeout
+
 // setMonitoring changes the cluster's spec.monitoring, retrying on conflicts.
 func setMonitoring(g Gomega, ns, name string, change func(*etcdv1alpha1.MonitoringSpec)) {
 	g.Eventually(func() error {
 		cur := get(g, ns, name, &etcdv1alpha1.EtcdCluster{})
 		change(&cur.Spec.Monitoring)
 		return k8sClient.Update(context.Background(), cur)
-	}).WithTimeout(timeout).Should(Succeed())
+	}).WithTimeout(monitoringTimeout).Should(Succeed())
 }
 
 // With the Prometheus Operator's CRDs installed (the envtest API server has them), a
@@ -48,7 +52,7 @@ func TestMonitoringObjectsFollowTheCluster(t *testing.T) {
 		mon := condition(got, etcdv1alpha1.ConditionMonitoring)
 		g.Expect(mon.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(mon.Reason).To(Equal(etcdv1alpha1.ReasonMonitoringConfigured))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	}).WithTimeout(monitoringTimeout).WithPolling(interval).Should(Succeed())
 	owner := get(g, ns, "mon", &etcdv1alpha1.EtcdCluster{})
 	g.Expect(owner.Spec.Monitoring.Mode).To(Equal(etcdv1alpha1.MonitoringAuto), "the default")
 
@@ -81,7 +85,7 @@ func TestMonitoringObjectsFollowTheCluster(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pm.GetLabels()).To(HaveKeyWithValue("release", "prom2"))
 		g.Expect(get(g, ns, "mon-dashboard", &corev1.ConfigMap{}).Labels).To(HaveKeyWithValue("release", "prom2"))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	}).WithTimeout(monitoringTimeout).WithPolling(interval).Should(Succeed())
 
 	By("Disabled removes them, and says so")
 	setMonitoring(g, ns, "mon", func(m *etcdv1alpha1.MonitoringSpec) { m.Mode = etcdv1alpha1.MonitoringDisabled })
@@ -94,7 +98,7 @@ func TestMonitoringObjectsFollowTheCluster(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "PrometheusRule: %v", err)
 		err = k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mon-dashboard"}, &corev1.ConfigMap{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "dashboard: %v", err)
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	}).WithTimeout(monitoringTimeout).WithPolling(interval).Should(Succeed())
 
 	By("someone else's object of the same name is not touched, and the condition says why")
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mon-dashboard", Namespace: ns}, Data: map[string]string{"mine": "yes"}}
@@ -105,7 +109,7 @@ func TestMonitoringObjectsFollowTheCluster(t *testing.T) {
 		mon := condition(got, etcdv1alpha1.ConditionMonitoring)
 		g.Expect(mon.Reason).To(Equal(etcdv1alpha1.ReasonMonitoringFailed))
 		g.Expect(mon.Message).To(ContainSubstring("ConfigMap mon-dashboard exists and does not belong to this EtcdCluster"))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	}).WithTimeout(monitoringTimeout).WithPolling(interval).Should(Succeed())
 	g.Expect(get(g, ns, "mon-dashboard", &corev1.ConfigMap{}).Data).To(Equal(map[string]string{"mine": "yes"}))
 	g.Expect(condition(get(g, ns, "mon", &etcdv1alpha1.EtcdCluster{}), etcdv1alpha1.ConditionAvailable).Reason).
 		NotTo(Equal(etcdv1alpha1.ReasonNotObserved), "the cluster is managed whatever its monitoring")
