@@ -85,18 +85,8 @@ func (r *EtcdBackupScheduleReconciler) Reconcile(ctx context.Context, req reconc
 	run, due, next := backup.Due(sched, s.CreationTimestamp.UTC(), last, now)
 	lastSchedule := s.Status.LastScheduleTime
 	if due && !s.Spec.Suspend {
-		if running := unfinished(backups); running != nil {
-			r.event(s, corev1.EventTypeWarning, "RunSkipped", "Backup", "Skipped the run of %s: backup %s is still running", run.Format(time.RFC3339), running.Name)
-		} else {
-			b, err := r.createBackup(ctx, s, run)
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			// An earlier pass may have created it already (its status not seen yet), and the
-			// list may hold it: counted twice, it would push an older backup out of retention.
-			if !slices.ContainsFunc(backups, func(x etcdv1alpha1.EtcdBackup) bool { return x.Name == b.Name }) {
-				backups = append(backups, *b)
-			}
+		if backups, err = r.startRun(ctx, s, backups, run); err != nil {
+			return reconcile.Result{}, err
 		}
 		lastSchedule = &metav1.Time{Time: run}
 	}
@@ -110,6 +100,31 @@ func (r *EtcdBackupScheduleReconciler) Reconcile(ctx context.Context, req reconc
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: next.Sub(now) + time.Second}, nil
+}
+
+// startRun creates the backup of the run at time run, unless an earlier run's backup still
+// runs (the run is skipped, and an event says so), and returns the schedule's backups with
+// it.
+func (r *EtcdBackupScheduleReconciler) startRun(ctx context.Context, s *etcdv1alpha1.EtcdBackupSchedule, backups []etcdv1alpha1.EtcdBackup, run time.Time) ([]etcdv1alpha1.EtcdBackup, error) {
+	switch running := unfinished(backups); {
+	case running != nil && running.Name == backup.NameForRun(s.Name, run):
+		// This run's backup: an earlier pass created it, and its status patch (the new
+		// lastScheduleTime) has not reached the cache yet. Nothing is skipped.
+		return backups, nil
+	case running != nil:
+		r.event(s, corev1.EventTypeWarning, "RunSkipped", "Backup", "Skipped the run of %s: backup %s is still running", run.Format(time.RFC3339), running.Name)
+		return backups, nil
+	}
+	b, err := r.createBackup(ctx, s, run)
+	if err != nil {
+		return nil, err
+	}
+	// An earlier pass may have created it already (its status not seen yet), and the list
+	// may hold it: counted twice, it would push an older backup out of retention.
+	if !slices.ContainsFunc(backups, func(x etcdv1alpha1.EtcdBackup) bool { return x.Name == b.Name }) {
+		backups = append(backups, *b)
+	}
+	return backups, nil
 }
 
 // backups lists the schedule's backups.

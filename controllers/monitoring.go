@@ -95,19 +95,19 @@ func (r *EtcdClusterReconciler) crds(now time.Time) bool {
 }
 
 // ensureMonitoring keeps the cluster's monitoring objects as spec.monitoring asks and returns
-// the Monitoring condition it found, or nil when nothing needed a look (the last condition
-// stays). A failure is reported in the condition, not returned: the etcd cluster is managed
-// whatever happens to its monitoring.
+// the Monitoring condition: what this pass found, or, when the objects were put in place from
+// the same spec less than monitoringRecheck ago, what that pass found (every pass says it, so
+// a status patch that failed loses nothing). A failure is reported in the condition, not
+// returned: the etcd cluster is managed whatever happens to its monitoring.
 func (r *EtcdClusterReconciler) ensureMonitoring(ctx context.Context, c *etcdv1alpha1.EtcdCluster) *metav1.Condition {
 	now := r.now()
 	if c.Spec.Monitoring.Mode == etcdv1alpha1.MonitoringDisabled {
-		if r.monitoring.upToDate(c.UID, "disabled", now) {
-			return nil
+		if !r.monitoring.upToDate(c.UID, "disabled", now) {
+			if err := r.deleteMonitoring(ctx, c, now); err != nil {
+				return monitoringFailed(err)
+			}
+			r.monitoring.record(c.UID, "disabled", now)
 		}
-		if err := r.deleteMonitoring(ctx, c, now); err != nil {
-			return monitoringFailed(err)
-		}
-		r.monitoring.record(c.UID, "disabled", now)
 		return &metav1.Condition{Status: metav1.ConditionFalse, Reason: etcdv1alpha1.ReasonMonitoringDisabled,
 			Message: "spec.monitoring.mode is Disabled: the operator keeps no PodMonitor, PrometheusRule or dashboard for this cluster"}
 	}
@@ -122,21 +122,20 @@ func (r *EtcdClusterReconciler) ensureMonitoring(ctx context.Context, c *etcdv1a
 	}
 	hash := objs.PodMonitor.GetAnnotations()[monitoring.AnnotationHash] + objs.PrometheusRule.GetAnnotations()[monitoring.AnnotationHash] +
 		objs.Dashboard.Annotations[monitoring.AnnotationHash]
-	if r.monitoring.upToDate(c.UID, hash, now) {
-		return nil
-	}
-	for _, obj := range []client.Object{objs.PodMonitor, objs.PrometheusRule, objs.Dashboard} {
-		if err := r.applyMonitoringObject(ctx, c, obj); err != nil {
-			if meta.IsNoMatchError(err) {
-				// The CRDs went away since they were looked at.
-				r.monitoring.mu.Lock()
-				r.monitoring.crdsCheckedAt = time.Time{}
-				r.monitoring.mu.Unlock()
+	if !r.monitoring.upToDate(c.UID, hash, now) {
+		for _, obj := range []client.Object{objs.PodMonitor, objs.PrometheusRule, objs.Dashboard} {
+			if err := r.applyMonitoringObject(ctx, c, obj); err != nil {
+				if meta.IsNoMatchError(err) {
+					// The CRDs went away since they were looked at.
+					r.monitoring.mu.Lock()
+					r.monitoring.crdsCheckedAt = time.Time{}
+					r.monitoring.mu.Unlock()
+				}
+				return monitoringFailed(err)
 			}
-			return monitoringFailed(err)
 		}
+		r.monitoring.record(c.UID, hash, now)
 	}
-	r.monitoring.record(c.UID, hash, now)
 	return &metav1.Condition{Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonMonitoringConfigured,
 		Message: fmt.Sprintf("PodMonitor %s, PrometheusRule %s and ConfigMap %s (a Grafana dashboard) are in place",
 			objs.PodMonitor.GetName(), objs.PrometheusRule.GetName(), objs.Dashboard.Name)}
