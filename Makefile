@@ -322,10 +322,14 @@ uninstall: manifests $(KUSTOMIZE) $(KUBECTL) ## Remove the CRDs from the cluster
 .PHONY: deploy
 deploy: manifests $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Deploy the operator (LOCAL_IMG) and wait until it is available; with the Prometheus Operator's CRDs, its ServiceMonitor and alert rules too (config/prometheus).
 	$(KUSTOMIZE) build $(DEPLOY_OVERLAY) | $(KUBECTL) apply --server-side --force-conflicts -f -
+	@$(MAKE) --no-print-directory deploy-monitoring
+	$(KUBECTL) -n etcdpilot-system rollout status deployment/etcdpilot-controller-manager --timeout=180s
+
+.PHONY: deploy-monitoring
+deploy-monitoring: $(KUSTOMIZE) $(KUBECTL) ## Apply config/prometheus (the operator's ServiceMonitor and alert rules, namespace etcdpilot-system) when the Prometheus Operator's CRDs are installed.
 	@if $(KUBECTL) get crd servicemonitors.monitoring.coreos.com prometheusrules.monitoring.coreos.com >/dev/null 2>&1; then \
 		$(KUSTOMIZE) build config/prometheus | $(KUBECTL) apply --server-side --force-conflicts -f -; \
-	else echo "deploy: the Prometheus Operator's CRDs are not installed: config/prometheus (the operator's ServiceMonitor and alert rules) is left out"; fi
-	$(KUBECTL) -n etcdpilot-system rollout status deployment/etcdpilot-controller-manager --timeout=180s
+	else echo "deploy-monitoring: the Prometheus Operator's CRDs are not installed: config/prometheus (the operator's ServiceMonitor and alert rules) is left out"; fi
 
 .PHONY: undeploy
 undeploy: $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Remove the operator and its CRDs.

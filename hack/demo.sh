@@ -62,6 +62,11 @@ else
   step approve-installplan olm_approve_installplan
   step wait-csv-succeeded olm_wait_csv_succeeded
 fi
+if [[ $existing != true ]]; then
+  # make deploy applies it itself; under OLM the operator's ServiceMonitor and alert rules
+  # are applied next to the install (the bundle cannot carry them: see README, Monitoring).
+  step operator-monitoring make_q deploy-monitoring
+fi
 step create-sample "$kubectl_bin" apply -n default -f config/samples/etcd_v1alpha1_etcdcluster.yaml
 step wait-sample-ready "$kubectl_bin" -n default wait etcdcluster/etcdcluster-sample \
   --for=condition=Ready --timeout=300s
