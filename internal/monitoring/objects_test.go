@@ -53,7 +53,7 @@ func TestScopedRulesAlertOnlyAboutTheirCluster(t *testing.T) {
 func TestScopedRulesPassPromtool(t *testing.T) {
 	promtool := os.Getenv("PROMTOOL")
 	if promtool == "" {
-		t.Skip("PROMTOOL is not set (make test sets it)")
+		t.Fatal("PROMTOOL is not set: run these tests with `make test`, which builds promtool")
 	}
 	g := NewWithT(t)
 	objs, err := monitoring.For(sample(), testDashboard)
