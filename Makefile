@@ -220,7 +220,7 @@ bench-unit: ## Run the benchmarks of the pure packages.
 	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
 
 .PHONY: bench-cluster
-bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up deploy ## Run the benchmarks on the local cluster (bootstrap, scale 3->5, member replacement, a 3-member upgrade, a 3-member rollout of a changed etcd option, a 512 MiB backup to S3, each next to a floor).
+bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up deploy ## Run the benchmarks on the local cluster (bootstrap, scale 3->5, member replacement next to a learner joined by hand, the operator's memory next to 10,000 unrelated objects, a 3-member upgrade, a 3-member rollout of a changed etcd option, a 512 MiB backup to S3, each next to a floor).
 	$(S3_TEST_ENV_BENCH) KUBECTL=$(KUBECTL) go test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench
 
 .PHONY: verify

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/internal/versions"
 )
 
 // BenchmarkScaleAndReplace reports, on one 3-member TLS cluster:
@@ -20,12 +23,17 @@ import (
 //   - s-3-to-5: spec.size 3 -> 5 until Ready with 5 members (two learners added, caught
 //     up and promoted, one at a time), and per-member/floor;
 //   - s-replace: a member's claim and pod deleted until the cluster is Ready again with a
-//     fresh member (removal, a new learner, its promotion), and replace/floor.
+//     fresh member (removal, a new learner, its promotion), and replace/floor;
+//   - s-learner-join-floor: on three members started by hand, a fourth added as a learner,
+//     started and promoted as soon as etcd allows, until Ready (handLearnerJoinFloor), and
+//     replace/learner-join-floor (target: at most 2).
 func BenchmarkScaleAndReplace(b *testing.B) {
 	ctx := context.Background()
 	c := newClient(b)
-	var floor, grow, replace time.Duration
+	var floor, grow, replace, join time.Duration
 	for i := 0; i < b.N; i++ {
+		join += handLearnerJoinFloor(ctx, b, c, namespace(ctx, b, c, "bench-join-floor-"))
+
 		ec, restart := threeMembersAndFloor(ctx, b, c, "bench-scale-", "")
 		floor += restart
 		ns := ec.Namespace
@@ -62,6 +70,8 @@ func BenchmarkScaleAndReplace(b *testing.B) {
 	b.ReportMetric(grow.Seconds()/2/floor.Seconds(), "per-member/floor")
 	b.ReportMetric(replace.Seconds()/n, "s-replace")
 	b.ReportMetric(replace.Seconds()/floor.Seconds(), "replace/floor")
+	b.ReportMetric(join.Seconds()/n, "s-learner-join-floor")
+	b.ReportMetric(replace.Seconds()/join.Seconds(), "replace/learner-join-floor")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -131,5 +141,63 @@ func waitPodReplacedReady(ctx context.Context, b *testing.B, c client.Client, ol
 		time.Sleep(100 * time.Millisecond)
 	}
 	b.Fatalf("pod %s/%s was not back and Ready after 5 minutes", old.Namespace, old.Name)
+	return 0
+}
+
+// handLearnerJoinFloor is the floor of replacing a member whose data is lost: on three
+// members started by hand in ns, a fourth added as a learner (`member add --learner`), its
+// claim and pod created at once, and promoted as soon as etcd accepts the promotion (the
+// learner has caught up), until its pod is Ready. That is the work of a replacement by a
+// controller that reacts at once, less the removal of the old member.
+func handLearnerJoinFloor(ctx context.Context, b *testing.B, c client.Client, ns string) time.Duration {
+	b.Helper()
+	hc, _ := startHandMembers(ctx, b, c, ns)
+	pair, err := hc.ca.IssueClient("floor client", time.Hour, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cli, err := podsClient(ctx, c, ns, hc.ec.Name, hc.ca.CertPEM(), pair.CertPEM, pair.KeyPEM, hc.names.ClientService())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cli.Close() }()
+
+	name := hc.names.MemberName(3)
+	initial := []string{fmt.Sprintf("%s=%s", name, hc.names.PeerURL(name))}
+	for i := range 3 {
+		initial = append(initial, fmt.Sprintf("%s=%s", hc.names.MemberName(i), hc.names.PeerURL(hc.names.MemberName(i))))
+	}
+	start := time.Now()
+	learner, _, err := cli.MemberAddAsLearner(ctx, []string{hc.names.PeerURL(name)})
+	if err != nil {
+		b.Fatalf("adding the learner by hand: %v", err)
+	}
+	pod := resources.MemberPod(hc.ec, resources.MemberConfig{Name: name, InitialCluster: initial, InitialClusterState: "existing"},
+		versions.Images{Repository: etcdImageRepository})
+	for _, o := range []client.Object{resources.MemberPVC(hc.ec, name), pod} {
+		o.SetOwnerReferences(nil)
+		if err := c.Create(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		err := cli.MemberPromote(ctx, learner.ID)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the hand-added learner %s was not promoted after 5 minutes: %v", name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for time.Now().Before(deadline) {
+		p := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), p); err == nil && readyPods([]corev1.Pod{*p}) == 1 {
+			return time.Since(start)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Fatalf("the hand-added member %s was not Ready after 5 minutes", name)
 	return 0
 }

@@ -128,13 +128,19 @@ func memberClient(ctx context.Context, c client.Client, ns, name string) (etcd.C
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ec.Status.ClientSecret}, secret); err != nil {
 		return nil, err
 	}
-	pair, err := tls.X509KeyPair(secret.Data["tls.crt"], secret.Data["tls.key"])
+	return podsClient(ctx, c, ns, name, secret.Data["ca.crt"], secret.Data["tls.crt"], secret.Data["tls.key"], ec.Status.ClientService)
+}
+
+// podsClient connects to the pods of cluster name in ns (their pod IPs, on the local
+// cluster's bridge, never another address) with the client certificate certPEM/keyPEM,
+// checking each member's certificate against caPEM and serverName.
+func podsClient(ctx context.Context, c client.Client, ns, name string, caPEM, certPEM, keyPEM []byte, serverName string) (etcd.Client, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(secret.Data["ca.crt"])
-	serverName := ec.Status.ClientService
+	pool.AppendCertsFromPEM(caPEM)
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair},
 		InsecureSkipVerify: true, //nolint:gosec // verified in VerifyConnection, against the Service name
 		VerifyConnection: func(cs tls.ConnectionState) error {
@@ -153,6 +159,9 @@ func memberClient(ctx context.Context, c client.Client, ns, name string) (etcd.C
 		if strings.HasPrefix(p.Status.PodIP, "198.18.") {
 			endpoints = append(endpoints, "https://"+net.JoinHostPort(p.Status.PodIP, "2379"))
 		}
+	}
+	if len(endpoints) == 0 {
+		return nil, fmt.Errorf("no pod of %s/%s has an address on the local cluster's pod network", ns, name)
 	}
 	return etcd.New(etcd.Config{Endpoints: endpoints, TLS: cfg, DialTimeout: 2 * time.Second})
 }
