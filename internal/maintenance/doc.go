@@ -1,0 +1,22 @@
+// Package maintenance decides, as a pure function of what the operator observed, the one
+// next maintenance step an etcd cluster needs: compact, defragment one member, or disarm a
+// NOSPACE alarm. It never does I/O. The controller observes, calls Plan, carries out at most
+// the single Action it returns, and observes again on the next pass. Plan keeps no state of
+// its own: whatever it must know about earlier passes (the revision last compacted to,
+// whether a scheduled run is due) comes in with the observation, so the operator may stop
+// at any point and pick up where the cluster is.
+//
+// Defragmentation rewrites a member's database file without its free pages. The member
+// stops serving while it does, so members are defragmented one at a time, followers before
+// the leader (which would otherwise hand leadership over mid-way), and only while the
+// whole cluster is healthy and at its desired size. Learners are never defragmented: etcd
+// does not serve the call on them. A CORRUPT alarm stops all of this until a person has
+// looked: rewriting or compacting data that may be wrong would only hide the evidence.
+//
+// A NOSPACE alarm (a member's database reached the quota, and etcd refuses writes) does not
+// block maintenance: it is what maintenance resolves. The recovery is the one etcd
+// documents: compact to the current revision, defragment every member, then disarm the
+// alarm once every member is well below the quota. When every member is already
+// defragmented and one is still close to the quota, the data itself does not fit and Plan
+// says so; raising the quota is for a person, or for another part of the operator.
+package maintenance

@@ -1,0 +1,428 @@
+package maintenance
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// MiB is a mebibyte, in bytes.
+const MiB int64 = 1 << 20
+
+// The defaults and fixed thresholds of the policy.
+//
+// DefaultMinFragmentationPercent is the fragmentation OpenShift's etcd operator (and
+// MicroShift) wait for before they defragment a member. They pair it with a database of at
+// least 100 MiB; we ask for 100 MiB that a defragmentation would actually give back
+// (DefaultMinReclaimableBytes), which at 45 % means a file of about 222 MiB or more: below
+// that, the pause of a defragmentation buys too little.
+//
+// Under quota pressure (a file at PressurePercent of the quota or more) a smaller gain is
+// worth it, since the alternative is the NOSPACE alarm: PressureMinReclaimableBytes.
+// cozystack's defragmentation policy uses the same two figures (80 % of the quota, 32 MiB).
+//
+// DisarmBelowPercent is how far under the quota every member must be before a NOSPACE
+// alarm is disarmed; disarming any closer would let the cluster run into the alarm again
+// after a few writes. The ahrtr/etcd-defrag tool disarms at the same 90 %.
+//
+// DefragmentedBelowBytes is the least a defragmentation must give back to be worth doing
+// at all: with less to reclaim, a member is taken as already defragmented. Scheduled runs and the NOSPACE
+// recovery use it.
+const (
+	DefaultMinFragmentationPercent int32 = 45
+	DefaultMinReclaimableBytes           = 100 * MiB
+	PressurePercent                      = 80
+	PressureMinReclaimableBytes          = 32 * MiB
+	DisarmBelowPercent                   = 90
+	DefragmentedBelowBytes               = 1 * MiB
+	// DefaultQuotaBytes is etcd's own quota when --quota-backend-bytes is not set (2 GiB).
+	DefaultQuotaBytes = 2 << 30
+)
+
+// The alarms etcd raises, as internal/etcd.Alarms reads them.
+const (
+	AlarmNoSpace = "NOSPACE"
+	AlarmCorrupt = "CORRUPT"
+)
+
+// Mode says when members are defragmented.
+type Mode string
+
+// The modes of a Policy.
+const (
+	// Auto defragments a member once its fragmentation passes the thresholds.
+	Auto Mode = "Auto"
+	// Schedule defragments every member with anything to give back when a scheduled run
+	// is due.
+	Schedule Mode = "Schedule"
+	// Disabled never defragments on its own; NOSPACE recovery has its own switch.
+	Disabled Mode = "Disabled"
+)
+
+// Policy is what the spec asks of maintenance.
+type Policy struct {
+	// Mode says when members are defragmented.
+	Mode Mode
+	// MinFragmentationPercent is, in Auto, the fragmentation from which a member is due.
+	// Zero or less means DefaultMinFragmentationPercent.
+	MinFragmentationPercent int32
+	// MinReclaimableBytes is, in Auto, how much a defragmentation must give back, at
+	// least, for a member to be due. Zero or less means DefaultMinReclaimableBytes.
+	MinReclaimableBytes int64
+	// QuotaBytes is the members' quota (--quota-backend-bytes). Zero or less means
+	// DefaultQuotaBytes, as it does to etcd.
+	QuotaBytes int64
+	// ScheduledRunDue says, in Schedule, that a run is due: the caller computes it from
+	// the schedule and the time the last run completed (a None with ReasonRunComplete).
+	ScheduledRunDue bool
+	// RecoverFromNoSpace lets Plan recover from a NOSPACE alarm whatever the Mode, so that
+	// even Disabled (which a user picks to run defragmentations by hand, at hours of their
+	// choosing) does not leave the cluster refusing writes; the caller sets it true unless
+	// the user turned recovery off as well. With it false, a NOSPACE alarm is left alone
+	// (Auto and Schedule still defragment as usual).
+	RecoverFromNoSpace bool
+}
+
+// Member is one etcd member as observed.
+type Member struct {
+	// Name is the member name.
+	Name string
+	// ID is the etcd member ID.
+	ID uint64
+	// Learner is true for a non-voting learner.
+	Learner bool
+	// Leader is true for the raft leader.
+	Leader bool
+	// Reachable is true when the member answered its status call; DBSize and DBSizeInUse
+	// are known only then.
+	Reachable bool
+	// Healthy is true when the member's pod is Ready and the member is healthy apart from
+	// alarms: a member whose only error is an alarm counts as healthy, since NOSPACE must
+	// not block its own recovery and CORRUPT is judged from Observed.Alarms.
+	Healthy bool
+	// DBSize is the size of the member's database file, in bytes.
+	DBSize int64
+	// DBSizeInUse is the part of DBSize that holds data; the rest is free pages that a
+	// defragmentation gives back. Zero when the member did not report it.
+	DBSizeInUse int64
+}
+
+// Observed is everything Plan needs, gathered by the controller in one pass.
+type Observed struct {
+	// Members are the etcd members, in any order.
+	Members []Member
+	// Alarms are the cluster's alarms (AlarmNoSpace, AlarmCorrupt) by the ID of the member
+	// each is raised on.
+	Alarms map[uint64][]string
+	// Size is the desired number of voting members (spec.size).
+	Size int
+	// Revision is the cluster's current revision; zero when unknown.
+	Revision int64
+	// CompactedRevision is the revision the cluster was last compacted to, as the caller
+	// recorded it; zero when unknown. The caller counts a compaction etcd refuses because
+	// the revision is already compacted as done.
+	CompactedRevision int64
+}
+
+// Kind is the kind of step an Action takes.
+type Kind string
+
+// The kinds of Action.
+const (
+	// None: nothing to do now; Reason and Message say why.
+	None Kind = "None"
+	// Compact: compact the cluster's history up to Revision.
+	Compact Kind = "Compact"
+	// Defragment: defragment the member Member (MemberID).
+	Defragment Kind = "Defragment"
+	// Disarm: disarm the NOSPACE alarm.
+	Disarm Kind = "Disarm"
+	// CannotRecover: a NOSPACE alarm persists with every member defragmented and one still
+	// close to the quota: the data does not fit, and only a larger quota (or deleting
+	// data) helps. Nothing is done.
+	CannotRecover Kind = "CannotRecover"
+)
+
+// Reason is why Plan chose an Action, fit for a condition's reason.
+type Reason string
+
+// The reasons of an Action, one for each way Plan decides. ReasonRunComplete is how the
+// caller learns that a scheduled run is over and records its time; a None for any other
+// reason while a run is due leaves the run due.
+const (
+	ReasonDisabled          Reason = "Disabled"
+	ReasonNotDue            Reason = "NotDue"
+	ReasonBelowThresholds   Reason = "BelowThresholds"
+	ReasonRunComplete       Reason = "RunComplete"
+	ReasonCorruptAlarm      Reason = "CorruptAlarm"
+	ReasonLearner           Reason = "LearnerPresent"
+	ReasonNotAtSize         Reason = "NotAtDesiredSize"
+	ReasonUnreachable       Reason = "MemberUnreachable"
+	ReasonUnhealthy         Reason = "MemberUnhealthy"
+	ReasonRevisionUnknown   Reason = "RevisionUnknown"
+	ReasonFragmented        Reason = "Fragmented"
+	ReasonQuotaPressure     Reason = "QuotaPressure"
+	ReasonScheduled         Reason = "Scheduled"
+	ReasonNoSpaceCompact    Reason = "NoSpaceCompact"
+	ReasonNoSpaceDefrag     Reason = "NoSpaceDefragment"
+	ReasonNoSpaceDisarm     Reason = "NoSpaceDisarm"
+	ReasonNoSpaceDoesNotFit Reason = "NoSpaceDataDoesNotFit"
+)
+
+// Action is the one step Plan chose.
+type Action struct {
+	Kind Kind
+	// Member and MemberID name the member to defragment.
+	Member   string
+	MemberID uint64
+	// Revision is the revision to compact to.
+	Revision int64
+	// Reason and Message say why, for a condition and for events.
+	Reason  Reason
+	Message string
+}
+
+// FragmentationPercent is the share of a database file that is free pages, in whole
+// percent rounded down; 0 when the member reported no size in use. It is the figure the
+// member status shows, and Plan's thresholds compare against it, so a member shown at 45 %
+// is due at a threshold of 45.
+func FragmentationPercent(size, inUse int64) int32 {
+	if size <= 0 || inUse <= 0 || inUse >= size {
+		return 0
+	}
+	return int32((size - inUse) * 100 / size)
+}
+
+// Reclaimable is what a defragmentation of a database file would give back, in bytes; 0
+// when the member reported no size in use.
+func Reclaimable(size, inUse int64) int64 {
+	if size <= 0 || inUse <= 0 || inUse >= size {
+		return 0
+	}
+	return size - inUse
+}
+
+// Plan returns the one next maintenance step the cluster needs.
+func Plan(p Policy, o Observed) Action {
+	p = p.withDefaults()
+	members := sortedByName(o.Members)
+	noSpace := hasAlarm(o.Alarms, AlarmNoSpace)
+	recoverNoSpace := noSpace && p.RecoverFromNoSpace
+	if a, idle := p.idle(recoverNoSpace, noSpace); idle {
+		return a
+	}
+	if id, ok := firstWith(o.Alarms, AlarmCorrupt); ok {
+		return none(ReasonCorruptAlarm, fmt.Sprintf(
+			"a CORRUPT alarm is raised on member %s: defragmentation and compaction are deferred until it is resolved",
+			nameOf(members, id)))
+	}
+	if a, blocked := gate(members, o.Size); blocked {
+		return a
+	}
+	if recoverNoSpace {
+		return p.recoverNoSpace(members, o)
+	}
+	if p.Mode == Schedule {
+		return scheduled(members)
+	}
+	return p.auto(members)
+}
+
+func (p Policy) withDefaults() Policy {
+	if p.MinFragmentationPercent <= 0 {
+		p.MinFragmentationPercent = DefaultMinFragmentationPercent
+	}
+	if p.MinReclaimableBytes <= 0 {
+		p.MinReclaimableBytes = DefaultMinReclaimableBytes
+	}
+	if p.QuotaBytes <= 0 {
+		p.QuotaBytes = DefaultQuotaBytes
+	}
+	return p
+}
+
+// idle says when the mode leaves nothing to do: Disabled, or a Schedule run not due, unless
+// a NOSPACE alarm is to be recovered from.
+func (p Policy) idle(recoverNoSpace, noSpace bool) (Action, bool) {
+	if recoverNoSpace {
+		return Action{}, false
+	}
+	switch {
+	case p.Mode == Disabled && noSpace:
+		return none(ReasonDisabled, "automatic defragmentation and NOSPACE recovery are disabled"), true
+	case p.Mode == Disabled:
+		return none(ReasonDisabled, "automatic defragmentation is disabled"), true
+	case p.Mode == Schedule && !p.ScheduledRunDue:
+		return none(ReasonNotDue, "no scheduled defragmentation is due"), true
+	}
+	return Action{}, false
+}
+
+// gate holds every step back until the cluster can spare a member: no learner (one is
+// joining, and etcd does not defragment learners), the desired number of voters, and every
+// member answering and healthy. It checks in that order so that a joining learner, which
+// is often not answering yet, is reported as what it is.
+func gate(members []Member, size int) (Action, bool) {
+	for _, m := range members {
+		if m.Learner {
+			return none(ReasonLearner, fmt.Sprintf(
+				"member %s is a learner: maintenance waits until it is promoted", m.Name)), true
+		}
+	}
+	if len(members) != size {
+		return none(ReasonNotAtSize, fmt.Sprintf(
+			"the cluster has %d voting members of %d: maintenance waits", len(members), size)), true
+	}
+	for _, m := range members {
+		if !m.Reachable {
+			return none(ReasonUnreachable, fmt.Sprintf("member %s did not answer: maintenance waits", m.Name)), true
+		}
+		if !m.Healthy {
+			return none(ReasonUnhealthy, fmt.Sprintf("member %s is not healthy: maintenance waits", m.Name)), true
+		}
+	}
+	return Action{}, false
+}
+
+// recoverNoSpace takes the next step of the recovery etcd documents for a NOSPACE alarm:
+// compact, defragment every member, disarm.
+func (p Policy) recoverNoSpace(members []Member, o Observed) Action {
+	switch {
+	case o.Revision <= 0:
+		return none(ReasonRevisionUnknown, "a NOSPACE alarm is raised and the current revision is not known: compaction waits")
+	case o.CompactedRevision < o.Revision:
+		return Action{Kind: Compact, Revision: o.Revision, Reason: ReasonNoSpaceCompact, Message: fmt.Sprintf(
+			"a NOSPACE alarm is raised: compacting to revision %d", o.Revision)}
+	}
+	if m, ok := next(members, func(m Member) bool { return reclaimable(m) >= DefragmentedBelowBytes }); ok {
+		return defragment(m, ReasonNoSpaceDefrag, "a NOSPACE alarm is raised: defragmenting member "+m.Name)
+	}
+	for _, m := range members {
+		if !below(m.DBSize, DisarmBelowPercent, p.QuotaBytes) {
+			return Action{Kind: CannotRecover, Reason: ReasonNoSpaceDoesNotFit, Message: fmt.Sprintf(
+				"a NOSPACE alarm is raised and every member is defragmented, but member %s still holds %s, "+
+					"at or above %d %% of the quota of %s: the data does not fit",
+				m.Name, size(m.DBSize), DisarmBelowPercent, size(p.QuotaBytes))}
+		}
+	}
+	return Action{Kind: Disarm, Reason: ReasonNoSpaceDisarm, Message: fmt.Sprintf(
+		"every member is below %d %% of the quota of %s: disarming the NOSPACE alarm",
+		DisarmBelowPercent, size(p.QuotaBytes))}
+}
+
+// scheduled takes the next step of a scheduled run, which is complete once no member has
+// DefragmentedBelowBytes to give back.
+func scheduled(members []Member) Action {
+	if m, ok := next(members, func(m Member) bool { return reclaimable(m) >= DefragmentedBelowBytes }); ok {
+		return defragment(m, ReasonScheduled, "scheduled defragmentation of member "+m.Name)
+	}
+	return none(ReasonRunComplete, fmt.Sprintf(
+		"scheduled defragmentation complete: no member has %s or more to reclaim", size(DefragmentedBelowBytes)))
+}
+
+// auto defragments the next member past either threshold, if any: fragmented, or close to
+// the quota with less to reclaim. Both count the same for the order, so the leader stays last.
+func (p Policy) auto(members []Member) Action {
+	m, ok := next(members, func(m Member) bool { return p.fragmented(m) || p.underPressure(m) })
+	switch {
+	case ok && p.fragmented(m):
+		return defragment(m, ReasonFragmented, "defragmenting member "+m.Name)
+	case ok:
+		return defragment(m, ReasonQuotaPressure, fmt.Sprintf(
+			"defragmenting member %s, at %d %% of the quota of %s or more", m.Name, PressurePercent, size(p.QuotaBytes)))
+	}
+	return none(ReasonBelowThresholds, fmt.Sprintf(
+		"every member below the thresholds (%d %% fragmented and %s to reclaim, or %s near the quota)",
+		p.MinFragmentationPercent, size(p.MinReclaimableBytes), size(PressureMinReclaimableBytes)))
+}
+
+func (p Policy) fragmented(m Member) bool {
+	return FragmentationPercent(m.DBSize, m.DBSizeInUse) >= p.MinFragmentationPercent &&
+		reclaimable(m) >= p.MinReclaimableBytes
+}
+
+func (p Policy) underPressure(m Member) bool {
+	return !below(m.DBSize, PressurePercent, p.QuotaBytes) && reclaimable(m) >= PressureMinReclaimableBytes
+}
+
+// next is the member to defragment first among those due: a follower before the leader,
+// the one with the most to reclaim first, ties broken by name (members are sorted by name).
+func next(members []Member, due func(Member) bool) (Member, bool) {
+	var best Member
+	found := false
+	for _, m := range members {
+		if m.Learner || !due(m) {
+			continue
+		}
+		if !found || before(m, best) {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+// before orders the members to defragment; members come sorted by name, so a tie keeps the
+// first.
+func before(a, b Member) bool {
+	if a.Leader != b.Leader {
+		return b.Leader
+	}
+	return reclaimable(a) > reclaimable(b)
+}
+
+// defragment is a Defragment of m, its message what is done followed by the member's figures.
+func defragment(m Member, reason Reason, what string) Action {
+	return Action{Kind: Defragment, Member: m.Name, MemberID: m.ID, Reason: reason, Message: fmt.Sprintf(
+		"%s: %d %% fragmented, %s of %s to reclaim",
+		what, FragmentationPercent(m.DBSize, m.DBSizeInUse), size(reclaimable(m)), size(m.DBSize))}
+}
+
+func none(reason Reason, message string) Action {
+	return Action{Kind: None, Reason: reason, Message: message}
+}
+
+func reclaimable(m Member) int64 { return Reclaimable(m.DBSize, m.DBSizeInUse) }
+
+// below says whether n is under percent % of quota, in exact integer arithmetic.
+func below(n int64, percent, quota int64) bool { return n*100 < percent*quota }
+
+func sortedByName(in []Member) []Member {
+	out := append([]Member(nil), in...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func hasAlarm(alarms map[uint64][]string, alarm string) bool {
+	_, ok := firstWith(alarms, alarm)
+	return ok
+}
+
+// firstWith is the lowest member ID with the alarm raised, for a stable message.
+func firstWith(alarms map[uint64][]string, alarm string) (uint64, bool) {
+	var first uint64
+	found := false
+	for id, raised := range alarms {
+		for _, a := range raised {
+			if a == alarm && (!found || id < first) {
+				first, found = id, true
+			}
+		}
+	}
+	return first, found
+}
+
+// nameOf names a member by ID, or gives the ID in hexadecimal, as the status shows it, for
+// a member that is not in the list.
+func nameOf(members []Member, id uint64) string {
+	for _, m := range members {
+		if m.ID == id {
+			return m.Name
+		}
+	}
+	return strconv.FormatUint(id, 16)
+}
+
+// size writes a size in bytes for a reader: MiB with one decimal.
+func size(n int64) string {
+	return fmt.Sprintf("%.1f MiB", float64(n)/float64(MiB))
+}

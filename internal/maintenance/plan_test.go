@@ -1,0 +1,580 @@
+package maintenance_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/etcdpilot/etcdpilot/internal/maintenance"
+)
+
+const mib = maintenance.MiB
+
+// quota is the quota of most cases: 1000 MiB, so that 80 % and 90 % are round figures.
+const quota = 1000 * mib
+
+var auto = maintenance.Policy{Mode: maintenance.Auto, QuotaBytes: quota, RecoverFromNoSpace: true}
+
+// member is a healthy follower whose file is size MiB with inUse MiB in use.
+func member(name string, id uint64, size, inUse int64) maintenance.Member {
+	return maintenance.Member{Name: name, ID: id, Reachable: true, Healthy: true, DBSize: size * mib, DBSizeInUse: inUse * mib}
+}
+
+// clean is a healthy follower with nothing to reclaim.
+func clean(name string, id uint64) maintenance.Member { return member(name, id, 50, 50) }
+
+func leader(m maintenance.Member) maintenance.Member {
+	m.Leader = true
+	return m
+}
+
+func learner(m maintenance.Member) maintenance.Member {
+	m.Learner = true
+	return m
+}
+
+// bytes sets a member's figures to the byte.
+func bytes(m maintenance.Member, size, inUse int64) maintenance.Member {
+	m.DBSize, m.DBSizeInUse = size, inUse
+	return m
+}
+
+// cluster observes the members, its desired size the number of voters among them.
+func cluster(ms ...maintenance.Member) maintenance.Observed {
+	o := maintenance.Observed{Members: ms, Revision: 500, CompactedRevision: 400}
+	for _, m := range ms {
+		if !m.Learner {
+			o.Size++
+		}
+	}
+	return o
+}
+
+func withAlarm(o maintenance.Observed, id uint64, alarm string) maintenance.Observed {
+	alarms := map[uint64][]string{}
+	for k, v := range o.Alarms {
+		alarms[k] = v
+	}
+	alarms[id] = append(alarms[id], alarm)
+	o.Alarms = alarms
+	return o
+}
+
+func noSpace(o maintenance.Observed) maintenance.Observed {
+	return withAlarm(o, 1, maintenance.AlarmNoSpace)
+}
+
+func with(p maintenance.Policy, change func(*maintenance.Policy)) maintenance.Policy {
+	change(&p)
+	return p
+}
+
+func TestPlan(t *testing.T) {
+	scheduled := with(auto, func(p *maintenance.Policy) { p.Mode = maintenance.Schedule; p.ScheduledRunDue = true })
+	disabled := with(auto, func(p *maintenance.Policy) { p.Mode = maintenance.Disabled })
+	noRecovery := func(p *maintenance.Policy) { p.RecoverFromNoSpace = false }
+	cases := []struct {
+		name   string
+		policy maintenance.Policy
+		obs    maintenance.Observed
+		want   maintenance.Action
+	}{
+		// Auto thresholds.
+		{
+			name:   "auto: every member below the thresholds",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), clean("e-1", 2), member("e-2", 3, 400, 300)),
+			want:   none(maintenance.ReasonBelowThresholds),
+		},
+		{
+			name:   "auto: 50 % and exactly 100 MiB to reclaim is due",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 200, 100), clean("e-2", 3)),
+			want:   defrag("e-1", 2, maintenance.ReasonFragmented),
+		},
+		{
+			name:   "auto: one byte short of 100 MiB to reclaim is not due",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), bytes(clean("e-1", 2), 200*mib, 100*mib+1), clean("e-2", 3)),
+			want:   none(maintenance.ReasonBelowThresholds),
+		},
+		{
+			name:   "auto: exactly 45 % fragmented is due",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 400, 220), clean("e-2", 3)),
+			want:   defrag("e-1", 2, maintenance.ReasonFragmented),
+		},
+		{
+			name:   "auto: a byte under 45 % fragmented is not due",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), bytes(clean("e-1", 2), 400*mib, 220*mib+1), clean("e-2", 3)),
+			want:   none(maintenance.ReasonBelowThresholds),
+		},
+		{
+			name:   "auto: a member that reported no size in use has nothing to reclaim",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 900, 0), clean("e-2", 3)),
+			want:   none(maintenance.ReasonBelowThresholds),
+		},
+		{
+			name: "auto: thresholds of the policy replace the defaults",
+			policy: with(auto, func(p *maintenance.Policy) {
+				p.MinFragmentationPercent, p.MinReclaimableBytes = 20, 10*mib
+			}),
+			obs:  cluster(leader(clean("e-0", 1)), member("e-1", 2, 50, 40), clean("e-2", 3)),
+			want: defrag("e-1", 2, maintenance.ReasonFragmented),
+		},
+		{
+			name:   "auto: at exactly 80 % of the quota, 32 MiB to reclaim is due",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 800, 768), clean("e-2", 3)),
+			want:   defrag("e-1", 2, maintenance.ReasonQuotaPressure),
+		},
+		{
+			name:   "auto: at 80 % of the quota, a byte short of 32 MiB is not due",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), bytes(clean("e-1", 2), 800*mib, 768*mib+1), clean("e-2", 3)),
+			want:   none(maintenance.ReasonBelowThresholds),
+		},
+		{
+			name:   "auto: a byte under 80 % of the quota is no pressure",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), bytes(clean("e-1", 2), 800*mib-1, 768*mib-1), clean("e-2", 3)),
+			want:   none(maintenance.ReasonBelowThresholds),
+		},
+		{
+			name:   "auto: no quota given means etcd's 2 GiB, so 800 MiB is no pressure",
+			policy: with(auto, func(p *maintenance.Policy) { p.QuotaBytes = 0 }),
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 800, 768), clean("e-2", 3)),
+			want:   none(maintenance.ReasonBelowThresholds),
+		},
+		{
+			name:   "auto: the follower with the most to reclaim first, whichever threshold it passes",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 900, 600), member("e-2", 3, 400, 200)),
+			want:   defrag("e-1", 2, maintenance.ReasonQuotaPressure),
+		},
+		{
+			name:   "auto: a follower under pressure before a fragmented leader",
+			policy: auto,
+			obs:    cluster(leader(member("e-0", 1, 400, 100)), member("e-1", 2, 900, 850), clean("e-2", 3)),
+			want:   defrag("e-1", 2, maintenance.ReasonQuotaPressure),
+		},
+		// Order.
+		{
+			name:   "order: a follower before the leader, even with less to reclaim",
+			policy: auto,
+			obs:    cluster(leader(member("e-0", 1, 800, 100)), member("e-1", 2, 400, 200), clean("e-2", 3)),
+			want:   defrag("e-1", 2, maintenance.ReasonFragmented),
+		},
+		{
+			name:   "order: the leader once no follower is due",
+			policy: auto,
+			obs:    cluster(leader(member("e-0", 1, 800, 100)), clean("e-1", 2), clean("e-2", 3)),
+			want:   defrag("e-0", 1, maintenance.ReasonFragmented),
+		},
+		{
+			name:   "order: the follower with the most to reclaim first",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 400, 200), member("e-2", 3, 500, 200)),
+			want:   defrag("e-2", 3, maintenance.ReasonFragmented),
+		},
+		{
+			name:   "order: a tie goes to the first name",
+			policy: auto,
+			obs:    cluster(member("e-2", 3, 400, 200), leader(clean("e-0", 1)), member("e-1", 2, 400, 200)),
+			want:   defrag("e-1", 2, maintenance.ReasonFragmented),
+		},
+		// The gate.
+		{
+			name:   "gate: a cluster with a learner waits, and the learner is never picked",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), clean("e-1", 2), clean("e-2", 3), learner(member("e-3", 4, 800, 100))),
+			want:   none(maintenance.ReasonLearner),
+		},
+		{
+			name:   "gate: fewer voters than the desired size",
+			policy: auto,
+			obs: func() maintenance.Observed {
+				o := cluster(leader(clean("e-0", 1)), member("e-1", 2, 400, 200))
+				o.Size = 3
+				return o
+			}(),
+			want: none(maintenance.ReasonNotAtSize),
+		},
+		{
+			name:   "gate: a member that did not answer",
+			policy: auto,
+			obs: cluster(leader(clean("e-0", 1)), member("e-1", 2, 400, 200),
+				maintenance.Member{Name: "e-2", ID: 3, Healthy: true}),
+			want: none(maintenance.ReasonUnreachable),
+		},
+		{
+			name:   "gate: a member that is not healthy",
+			policy: auto,
+			obs: cluster(leader(clean("e-0", 1)), member("e-1", 2, 400, 200),
+				maintenance.Member{Name: "e-2", ID: 3, Reachable: true}),
+			want: none(maintenance.ReasonUnhealthy),
+		},
+		// CORRUPT.
+		{
+			name:   "corrupt: defragmentation is deferred",
+			policy: auto,
+			obs:    withAlarm(cluster(leader(clean("e-0", 1)), member("e-1", 2, 400, 200), clean("e-2", 3)), 3, maintenance.AlarmCorrupt),
+			want:   none(maintenance.ReasonCorruptAlarm),
+		},
+		{
+			name:   "corrupt: NOSPACE recovery is deferred too",
+			policy: auto,
+			obs:    withAlarm(noSpace(cluster(leader(clean("e-0", 1)), clean("e-1", 2), clean("e-2", 3))), 2, maintenance.AlarmCorrupt),
+			want:   none(maintenance.ReasonCorruptAlarm),
+		},
+		{
+			name:   "corrupt: a scheduled run is deferred",
+			policy: scheduled,
+			obs:    withAlarm(cluster(leader(clean("e-0", 1)), member("e-1", 2, 60, 50), clean("e-2", 3)), 1, maintenance.AlarmCorrupt),
+			want:   none(maintenance.ReasonCorruptAlarm),
+		},
+		// NOSPACE.
+		{
+			name:   "nospace: compact to the current revision first",
+			policy: auto,
+			obs:    noSpace(cluster(leader(member("e-0", 1, 1000, 700)), member("e-1", 2, 1000, 600), member("e-2", 3, 1000, 500))),
+			want:   maintenance.Action{Kind: maintenance.Compact, Revision: 500, Reason: maintenance.ReasonNoSpaceCompact},
+		},
+		{
+			name:   "nospace: the current revision is not known",
+			policy: auto,
+			obs: func() maintenance.Observed {
+				o := noSpace(cluster(leader(clean("e-0", 1)), clean("e-1", 2), clean("e-2", 3)))
+				o.Revision = 0
+				return o
+			}(),
+			want: none(maintenance.ReasonRevisionUnknown),
+		},
+		{
+			name:   "nospace: compacted past the current revision, defragment a follower",
+			policy: auto,
+			obs: func() maintenance.Observed {
+				o := noSpace(cluster(leader(member("e-0", 1, 1000, 700)), member("e-1", 2, 1000, 999), member("e-2", 3, 1000, 998)))
+				o.CompactedRevision = 600
+				return o
+			}(),
+			want: defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
+		},
+		{
+			name:   "nospace: a member under pressure waits for every member to answer",
+			policy: auto,
+			obs: noSpace(cluster(leader(member("e-0", 1, 1000, 700)), member("e-1", 2, 1000, 600),
+				maintenance.Member{Name: "e-2", ID: 3})),
+			want: none(maintenance.ReasonUnreachable),
+		},
+		{
+			name:   "nospace: recovery does not wait for a scheduled run",
+			policy: with(scheduled, func(p *maintenance.Policy) { p.ScheduledRunDue = false }),
+			obs:    noSpace(cluster(leader(clean("e-0", 1)), clean("e-1", 2), clean("e-2", 3))),
+			want:   maintenance.Action{Kind: maintenance.Compact, Revision: 500, Reason: maintenance.ReasonNoSpaceCompact},
+		},
+		{
+			name:   "nospace: without recovery, auto goes on as usual",
+			policy: with(auto, noRecovery),
+			obs:    noSpace(cluster(leader(clean("e-0", 1)), member("e-1", 2, 1000, 500), clean("e-2", 3))),
+			want:   defrag("e-1", 2, maintenance.ReasonFragmented),
+		},
+		// Schedule.
+		{
+			name:   "schedule: not due",
+			policy: with(scheduled, func(p *maintenance.Policy) { p.ScheduledRunDue = false }),
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 800, 100), clean("e-2", 3)),
+			want:   none(maintenance.ReasonNotDue),
+		},
+		{
+			name:   "schedule: due, exactly 1 MiB to reclaim is enough",
+			policy: scheduled,
+			obs:    cluster(leader(member("e-0", 1, 60, 50)), member("e-1", 2, 51, 50), clean("e-2", 3)),
+			want:   defrag("e-1", 2, maintenance.ReasonScheduled),
+		},
+		{
+			name:   "schedule: due, the leader last",
+			policy: scheduled,
+			obs:    cluster(leader(member("e-0", 1, 60, 50)), bytes(clean("e-1", 2), 51*mib, 50*mib+1), clean("e-2", 3)),
+			want:   defrag("e-0", 1, maintenance.ReasonScheduled),
+		},
+		{
+			name:   "schedule: due and every member defragmented, the run is complete",
+			policy: scheduled,
+			obs:    cluster(leader(clean("e-0", 1)), clean("e-1", 2), clean("e-2", 3)),
+			want:   none(maintenance.ReasonRunComplete),
+		},
+		// Disabled.
+		{
+			name:   "disabled: nothing, however fragmented",
+			policy: disabled,
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 800, 100), clean("e-2", 3)),
+			want:   none(maintenance.ReasonDisabled),
+		},
+		{
+			name:   "disabled: NOSPACE is still recovered from",
+			policy: disabled,
+			obs:    noSpace(cluster(leader(clean("e-0", 1)), clean("e-1", 2), clean("e-2", 3))),
+			want:   maintenance.Action{Kind: maintenance.Compact, Revision: 500, Reason: maintenance.ReasonNoSpaceCompact},
+		},
+		{
+			name:   "disabled: NOSPACE is left alone when its recovery is disabled too",
+			policy: with(disabled, noRecovery),
+			obs:    noSpace(cluster(leader(clean("e-0", 1)), clean("e-1", 2), clean("e-2", 3))),
+			want:   none(maintenance.ReasonDisabled),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got := maintenance.Plan(tc.policy, tc.obs)
+			g.Expect(got.Message).NotTo(BeEmpty())
+			got.Message = ""
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
+}
+
+func none(reason maintenance.Reason) maintenance.Action {
+	return maintenance.Action{Kind: maintenance.None, Reason: reason}
+}
+
+func defrag(name string, id uint64, reason maintenance.Reason) maintenance.Action {
+	return maintenance.Action{Kind: maintenance.Defragment, Member: name, MemberID: id, Reason: reason}
+}
+
+func TestPlanMessages(t *testing.T) {
+	g := NewWithT(t)
+	a := maintenance.Plan(auto, cluster(leader(clean("e-0", 1)), member("e-1", 2, 400, 200), clean("e-2", 3)))
+	g.Expect(a.Message).To(Equal("defragmenting member e-1: 50 % fragmented, 200.0 MiB of 400.0 MiB to reclaim"))
+
+	a = maintenance.Plan(auto, withAlarm(cluster(leader(clean("e-0", 1)), clean("e-1", 2)), 0xabc, maintenance.AlarmCorrupt))
+	g.Expect(a.Message).To(HavePrefix("a CORRUPT alarm is raised on member abc:"))
+
+	a = maintenance.Plan(auto, cluster(leader(clean("e-0", 1)), clean("e-1", 2), maintenance.Member{Name: "e-2", ID: 3, Reachable: true}))
+	g.Expect(a.Message).To(Equal("member e-2 is not healthy: maintenance waits"))
+}
+
+// TestPlanNoSpaceRecovery carries out every action Plan returns on a cluster in NOSPACE,
+// as the controller would, and checks the whole sequence.
+func TestPlanNoSpaceRecovery(t *testing.T) {
+	g := NewWithT(t)
+	o := noSpace(cluster(
+		leader(member("e-0", 1, 1000, 300)),
+		member("e-1", 2, 1000, 400),
+		member("e-2", 3, 1000, 200),
+	))
+	var steps []maintenance.Action
+	for range 10 {
+		a := maintenance.Plan(auto, o)
+		a.Message = ""
+		steps = append(steps, a)
+		switch a.Kind {
+		case maintenance.Compact:
+			o.CompactedRevision = a.Revision
+		case maintenance.Defragment:
+			for i, m := range o.Members {
+				if m.ID == a.MemberID {
+					o.Members[i].DBSize = m.DBSizeInUse
+				}
+			}
+		case maintenance.Disarm:
+			o.Alarms = nil
+		}
+		if a.Kind == maintenance.None || a.Kind == maintenance.CannotRecover {
+			break
+		}
+	}
+	g.Expect(steps).To(Equal([]maintenance.Action{
+		{Kind: maintenance.Compact, Revision: 500, Reason: maintenance.ReasonNoSpaceCompact},
+		defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
+		defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
+		defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+		{Kind: maintenance.Disarm, Reason: maintenance.ReasonNoSpaceDisarm},
+		none(maintenance.ReasonBelowThresholds),
+	}))
+}
+
+func TestPlanNoSpaceDoesNotFit(t *testing.T) {
+	// Every member defragmented: less than 1 MiB to reclaim each.
+	defragmented := func(name string, id uint64, size int64) maintenance.Member {
+		return bytes(clean(name, id), size, size-mib+1)
+	}
+	cases := []struct {
+		name    string
+		biggest int64
+		want    maintenance.Kind
+	}{
+		{name: "exactly 90 % of the quota does not fit", biggest: 900 * mib, want: maintenance.CannotRecover},
+		{name: "above 90 % does not fit", biggest: 999 * mib, want: maintenance.CannotRecover},
+		{name: "a byte under 90 % is disarmed", biggest: 900*mib - 1, want: maintenance.Disarm},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			o := noSpace(cluster(leader(defragmented("e-0", 1, 500*mib)), defragmented("e-1", 2, tc.biggest), defragmented("e-2", 3, 500*mib)))
+			o.CompactedRevision = o.Revision
+			a := maintenance.Plan(auto, o)
+			g.Expect(a.Kind).To(Equal(tc.want))
+			g.Expect(a.Member).To(BeEmpty())
+			if tc.want == maintenance.CannotRecover {
+				g.Expect(a.Reason).To(Equal(maintenance.ReasonNoSpaceDoesNotFit))
+				g.Expect(a.Message).To(ContainSubstring("member e-1"))
+				g.Expect(a.Message).To(ContainSubstring("the data does not fit"))
+			}
+		})
+	}
+}
+
+func TestFragmentationPercent(t *testing.T) {
+	cases := []struct {
+		size, inUse int64
+		want        int32
+	}{
+		{size: 0, inUse: 0, want: 0},
+		{size: 100, inUse: 0, want: 0},
+		{size: 100, inUse: 100, want: 0},
+		{size: 100, inUse: 120, want: 0},
+		{size: 100, inUse: 55, want: 45},
+		{size: 3, inUse: 1, want: 66},
+		{size: 1000, inUse: 551, want: 44},
+	}
+	for _, tc := range cases {
+		g := NewWithT(t)
+		g.Expect(maintenance.FragmentationPercent(tc.size, tc.inUse)).To(Equal(tc.want), "%d of %d", tc.inUse, tc.size)
+	}
+}
+
+// TestPlanProperties checks, over generated observations, what must hold whatever the
+// figures: Plan never acts under a CORRUPT alarm, never picks a learner or a member that did
+// not answer, never picks the leader while a follower is due, and does not depend on the
+// order of the members.
+func TestPlanProperties(t *testing.T) {
+	g := NewWithT(t)
+	r := rand.New(rand.NewPCG(17, 45))
+	seen := map[string]int{}
+	for i := range 5000 {
+		p, o := generate(r)
+		a := maintenance.Plan(p, o)
+		seen[string(a.Kind)]++
+		seen[string(a.Reason)]++
+
+		shuffled := o
+		shuffled.Members = append([]maintenance.Member(nil), o.Members...)
+		r.Shuffle(len(shuffled.Members), func(i, j int) {
+			shuffled.Members[i], shuffled.Members[j] = shuffled.Members[j], shuffled.Members[i]
+		})
+		g.Expect(maintenance.Plan(p, shuffled)).To(Equal(a), "case %d: the order of the members changed the action", i)
+
+		if corrupt(o) {
+			g.Expect(a.Kind).To(Equal(maintenance.None), "case %d: acted under a CORRUPT alarm: %+v", i, a)
+		}
+		if a.Kind != maintenance.Defragment {
+			continue
+		}
+		target, ok := find(o.Members, a.MemberID)
+		g.Expect(ok).To(BeTrue(), "case %d: defragments an unknown member", i)
+		g.Expect(target.Name).To(Equal(a.Member))
+		g.Expect(target.Learner).To(BeFalse(), "case %d: defragments a learner", i)
+		g.Expect(target.Reachable).To(BeTrue(), "case %d: defragments a member that did not answer", i)
+		if target.Leader {
+			seen["leader"]++
+			// With nothing left to reclaim on the leader, no follower may be due.
+			o.Members = append([]maintenance.Member(nil), o.Members...)
+			for j := range o.Members {
+				if o.Members[j].Leader {
+					o.Members[j].DBSizeInUse = o.Members[j].DBSize
+				}
+			}
+			g.Expect(maintenance.Plan(p, o).Kind).NotTo(Equal(maintenance.Defragment),
+				"case %d: the leader was picked while a follower was due", i)
+		}
+	}
+	// The generated cases reach every kind of action, and the leader.
+	for _, k := range []string{"None", "Compact", "Defragment", "Disarm", "CannotRecover", "leader",
+		"CorruptAlarm", "QuotaPressure", "Fragmented", "Scheduled", "RunComplete"} {
+		g.Expect(seen[k]).To(BeNumerically(">", 0), "no generated case gave %s", k)
+	}
+}
+
+func generate(r *rand.Rand) (maintenance.Policy, maintenance.Observed) {
+	modes := []maintenance.Mode{maintenance.Auto, maintenance.Schedule, maintenance.Disabled}
+	p := maintenance.Policy{
+		Mode:               modes[r.IntN(len(modes))],
+		QuotaBytes:         quota,
+		ScheduledRunDue:    r.IntN(2) == 0,
+		RecoverFromNoSpace: r.IntN(4) != 0,
+	}
+	var o maintenance.Observed
+	n := 1 + r.IntN(5)
+	leaderAt := r.IntN(n + 1) // n: no leader known
+	names := r.Perm(n)
+	for i := range n {
+		size := r.Int64N(quota + quota/10)
+		if r.IntN(3) == 0 {
+			size = 500 * mib // the same figures now and then: ties
+		}
+		m := maintenance.Member{
+			Name:      string(rune('a' + names[i])),
+			ID:        uint64(i + 1),
+			Learner:   r.IntN(8) == 0,
+			Leader:    i == leaderAt,
+			Reachable: r.IntN(10) != 0,
+			Healthy:   r.IntN(10) != 0,
+		}
+		if m.Reachable {
+			m.DBSize = size
+			m.DBSizeInUse = size - r.Int64N(size/2+1)
+			switch r.IntN(4) {
+			case 0:
+				m.DBSizeInUse = size - r.Int64N(3*mib)
+			case 1:
+				m.DBSizeInUse = size / 2
+			}
+		}
+		if m.Learner {
+			m.Leader = false
+		} else {
+			o.Size++
+		}
+		o.Members = append(o.Members, m)
+	}
+	if r.IntN(5) == 0 {
+		o.Size = 1 + r.IntN(5)
+	}
+	o.Alarms = map[uint64][]string{}
+	if r.IntN(3) == 0 {
+		id := uint64(1 + r.IntN(n))
+		o.Alarms[id] = append(o.Alarms[id], maintenance.AlarmNoSpace)
+	}
+	if r.IntN(10) == 0 {
+		id := uint64(1 + r.IntN(n+1))
+		o.Alarms[id] = append(o.Alarms[id], maintenance.AlarmCorrupt)
+	}
+	o.Revision = r.Int64N(1000)
+	o.CompactedRevision = r.Int64N(1000)
+	return p, o
+}
+
+func corrupt(o maintenance.Observed) bool {
+	for _, raised := range o.Alarms {
+		for _, a := range raised {
+			if a == maintenance.AlarmCorrupt {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func find(ms []maintenance.Member, id uint64) (maintenance.Member, bool) {
+	for _, m := range ms {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return maintenance.Member{}, false
+}
