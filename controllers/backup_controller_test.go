@@ -154,7 +154,8 @@ func TestBackupRunsTheAgentAndRecordsItsResult(t *testing.T) {
 			key = v
 		}
 	}
-	g.Expect(key).To(MatchRegexp(`^etcd/` + ns + `/src/\d{8}T\d{6}Z-manual\.db\.gz$`))
+	g.Expect(key).To(MatchRegexp(`^etcd/` + ns + `/src/\d{8}T\d{6}Z-manual\.db\.zst$`))
+	g.Expect(args).To(ContainElement("--compression=zstd"), "the default")
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "manual", &etcdv1alpha1.EtcdBackup{})
 		g.Expect(backupCondition(got).Status).To(Equal(metav1.ConditionUnknown))
@@ -163,7 +164,7 @@ func TestBackupRunsTheAgentAndRecordsItsResult(t *testing.T) {
 
 	sum := strings.Repeat("0a", 32)
 	finishAgentPod(g, job, 0, agent.Result{SHA256: sum, Size: 1234, SnapshotSize: 9999, Revision: 42,
-		EtcdVersion: "3.7.3", MemberID: "1f", ClusterID: "2e", Member: "src-1"})
+		EtcdVersion: "3.7.3", MemberID: "1f", ClusterID: "2e", Member: "src-1", Compression: "zstd", StreamSeconds: 2})
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "manual", &etcdv1alpha1.EtcdBackup{})
 		cond := backupCondition(got)
@@ -172,9 +173,30 @@ func TestBackupRunsTheAgentAndRecordsItsResult(t *testing.T) {
 		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, etcdv1alpha1.ConditionReady)).To(BeTrue())
 		g.Expect(got.Status.CompletedAt).NotTo(BeNil())
 		g.Expect(got.Status.Artifact).To(Equal(&etcdv1alpha1.BackupArtifact{
-			Location: "s3://backups/" + key, Key: key, Compression: "gzip", SHA256: sum, Size: 1234, SnapshotSize: 9999}))
+			Location: "s3://backups/" + key, Key: key, Compression: "zstd", SHA256: sum, Size: 1234, SnapshotSize: 9999}))
 		g.Expect(got.Status.Snapshot).To(Equal(&etcdv1alpha1.BackupSnapshot{
 			Member: "src-1", MemberID: "1f", Revision: 42, EtcdVersion: "3.7.3", ClusterID: "2e"}))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
+// TestBackupOfAnOlderAgentRecordsGzip: a Job started by an operator before the compression
+// could be chosen runs an agent that writes gzip to a .db.gz key and does not say so. The
+// status records what it wrote, not what the (defaulted) spec says.
+func TestBackupOfAnOlderAgentRecordsGzip(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	clusterWithMembers(g, ns, "src")
+	g.Expect(k8sClient.Create(context.Background(), newBackup(ns, "old", "src"))).To(Succeed())
+	job := &batchv1.Job{}
+	g.Eventually(func(g Gomega) { get(g, ns, "old-backup", job) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	sum := strings.Repeat("0b", 32)
+	finishAgentPod(g, job, 0, agent.Result{SHA256: sum, Size: 1, SnapshotSize: 2, Revision: 3, Member: "src-0"})
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "old", &etcdv1alpha1.EtcdBackup{})
+		g.Expect(backupCondition(got).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(got.Status.Artifact.Compression).To(Equal(etcdv1alpha1.BackupCompressionGzip))
+		g.Expect(got.Status.Artifact.Key).To(MatchRegexp(`^etcd/` + ns + `/src/\d{8}T\d{6}Z-old\.db\.gz$`))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
 
@@ -287,8 +309,9 @@ func TestScheduleCreatesOneBackupPerRunAndPrunesPerRetention(t *testing.T) {
 	ns := newNamespace(t)
 	s := &etcdv1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "hourly", Namespace: ns},
 		Spec: etcdv1alpha1.EtcdBackupScheduleSpec{Schedule: "0 * * * *",
-			Retention:      &etcdv1alpha1.BackupRetention{MaxCount: ptr.To[int32](2)},
-			BackupTemplate: etcdv1alpha1.EtcdBackupTemplate{ClusterName: "nowhere", Destination: newBackup(ns, "", "").Spec.Destination}}}
+			Retention: &etcdv1alpha1.BackupRetention{MaxCount: ptr.To[int32](2)},
+			BackupTemplate: etcdv1alpha1.EtcdBackupTemplate{ClusterName: "nowhere", Destination: newBackup(ns, "", "").Spec.Destination,
+				Compression: etcdv1alpha1.BackupCompressionGzip}}}
 	scheduleClock.set(time.Now())
 	g.Expect(k8sClient.Create(ctx, s)).To(Succeed())
 	created := get(g, ns, "hourly", &etcdv1alpha1.EtcdBackupSchedule{}).CreationTimestamp.UTC()
@@ -340,6 +363,7 @@ func TestScheduleCreatesOneBackupPerRunAndPrunesPerRetention(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	b := get(g, ns, run(2), &etcdv1alpha1.EtcdBackup{})
 	g.Expect(b.Spec.DeletionPolicy).To(Equal(etcdv1alpha1.BackupDeletionPolicyDelete))
+	g.Expect(b.Spec.Compression).To(Equal(etcdv1alpha1.BackupCompressionGzip), "from the template")
 	g.Expect(b.Annotations).To(HaveKeyWithValue("etcd.etcdpilot.io/scheduled-at", firstRun.Add(2*time.Hour).Format(time.RFC3339)))
 	g.Expect(b.OwnerReferences).To(BeEmpty(), "deleting a schedule keeps its backups")
 
@@ -431,7 +455,7 @@ func TestRestoredClusterWaitsForItsBackupThenRestoresTheFirstMember(t *testing.T
 	g.Expect(seed.Spec.InitContainers).To(HaveLen(1))
 	ic := seed.Spec.InitContainers[0]
 	g.Expect(ic.Image).To(Equal(testAgentImage))
-	g.Expect(ic.Args).To(ContainElements("agent", "restore", "--store=s3", "--key=etcd/k.db.gz", "--sha256="+sum,
+	g.Expect(ic.Args).To(ContainElements("agent", "restore", "--store=s3", "--key=etcd/k.db.gz", "--sha256="+sum, "--compression=gzip",
 		"--s3-bucket=backups", "--bump-revision=1000000", "--mark-compacted", "--name=restored-0"))
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "restored", &etcdv1alpha1.EtcdCluster{})

@@ -46,6 +46,7 @@ func TestBackupDefaults(t *testing.T) {
 	g.Expect(k8sClient.Create(context.Background(), b)).To(Succeed())
 	g.Expect(b.Spec.DeletionPolicy).To(Equal(etcdv1alpha1.BackupDeletionPolicyRetain))
 	g.Expect(b.Spec.Timeout).To(Equal(&metav1.Duration{Duration: 30 * time.Minute}))
+	g.Expect(b.Spec.Compression).To(Equal(etcdv1alpha1.BackupCompressionZstd))
 
 	s := &etcdv1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: ns},
 		Spec: etcdv1alpha1.EtcdBackupScheduleSpec{Schedule: "@daily",
@@ -53,6 +54,7 @@ func TestBackupDefaults(t *testing.T) {
 	g.Expect(k8sClient.Create(context.Background(), s)).To(Succeed())
 	g.Expect(s.Spec.Retention).To(Equal(&etcdv1alpha1.BackupRetention{MaxCount: ptr.To[int32](7)}))
 	g.Expect(s.Spec.BackupTemplate.Timeout).To(Equal(&metav1.Duration{Duration: 30 * time.Minute}))
+	g.Expect(s.Spec.BackupTemplate.Compression).To(Equal(etcdv1alpha1.BackupCompressionZstd))
 }
 
 func TestBackupCreateValidation(t *testing.T) {
@@ -95,6 +97,10 @@ func TestBackupCreateValidation(t *testing.T) {
 		{"unknown deletion policy", func(b *etcdv1alpha1.EtcdBackupSpec) { b.DeletionPolicy = "Orphan" },
 			`spec.deletionPolicy: Unsupported value: "Orphan"`},
 		{"no cluster", func(b *etcdv1alpha1.EtcdBackupSpec) { b.ClusterName = "" }, "spec.clusterName"},
+		{"gzip", func(b *etcdv1alpha1.EtcdBackupSpec) { b.Compression = etcdv1alpha1.BackupCompressionGzip }, ""},
+		{"no compression", func(b *etcdv1alpha1.EtcdBackupSpec) { b.Compression = etcdv1alpha1.BackupCompressionNone }, ""},
+		{"unknown compression", func(b *etcdv1alpha1.EtcdBackupSpec) { b.Compression = "lz4" },
+			`spec.compression: Unsupported value: "lz4": supported values: "zstd", "gzip", "none"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,6 +124,10 @@ func TestBackupUpdateValidation(t *testing.T) {
 			"clusterName and destination cannot be changed: a backup is taken once"},
 		{"destination changed", func(b *etcdv1alpha1.EtcdBackupSpec) { b.Destination.S3.Prefix = "elsewhere" },
 			"clusterName and destination cannot be changed"},
+		{"compression changed", func(b *etcdv1alpha1.EtcdBackupSpec) { b.Compression = etcdv1alpha1.BackupCompressionGzip },
+			"compression cannot be changed: a backup is taken once; create a new EtcdBackup instead"},
+		{"compression left out", func(b *etcdv1alpha1.EtcdBackupSpec) { b.Compression = "" }, ""}, // defaulted to zstd again
+		{"compression restated", func(b *etcdv1alpha1.EtcdBackupSpec) { b.Compression = etcdv1alpha1.BackupCompressionZstd }, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,6 +183,11 @@ func TestBackupScheduleValidation(t *testing.T) {
 		{"template without a destination", func(s *etcdv1alpha1.EtcdBackupScheduleSpec) {
 			s.BackupTemplate.Destination = etcdv1alpha1.BackupDestination{}
 		}, "set exactly one of destination.pvc and destination.s3"},
+		{"template with gzip", func(s *etcdv1alpha1.EtcdBackupScheduleSpec) {
+			s.BackupTemplate.Compression = etcdv1alpha1.BackupCompressionGzip
+		}, ""},
+		{"template with an unknown compression", func(s *etcdv1alpha1.EtcdBackupScheduleSpec) { s.BackupTemplate.Compression = "xz" },
+			`spec.backupTemplate.compression: Unsupported value: "xz"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -95,16 +95,18 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	return reconcile.Result{RequeueAfter: requeueBackup}, nil
 }
 
-// artifactKey is where backup b's artifact goes (the object key, or the path inside the
-// claim) and its location, derived from the object alone so every reconcile (and the
-// deletion) finds the same key.
-func artifactKey(b *etcdv1alpha1.EtcdBackup) (key, location string) {
+// artifactKey is where backup b's artifact, compressed with c, goes (the object key, or the
+// path inside the claim) and its location, derived from the object and c alone so every
+// reconcile finds the same key. The Job is given the key of spec.compression; the status
+// records the key of the compression the agent reports, which differs only for a Job an
+// older operator started (gzip, .db.gz). The deletion uses the key in status.
+func artifactKey(b *etcdv1alpha1.EtcdBackup, c etcdv1alpha1.BackupCompression) (key, location string) {
 	d := b.Spec.Destination
 	if d.S3 != nil {
-		key = backup.ArtifactKey(d.S3.Prefix, b.Namespace, b.Spec.ClusterName, b.Name, b.CreationTimestamp.Time)
+		key = backup.ArtifactKey(d.S3.Prefix, b.Namespace, b.Spec.ClusterName, b.Name, b.CreationTimestamp.Time, c)
 		return key, backup.Location(d, key)
 	}
-	rel := backup.ArtifactKey("", b.Namespace, b.Spec.ClusterName, b.Name, b.CreationTimestamp.Time)
+	rel := backup.ArtifactKey("", b.Namespace, b.Spec.ClusterName, b.Name, b.CreationTimestamp.Time, c)
 	return backup.ClaimPath(*d.PVC, rel), backup.Location(d, rel)
 }
 
@@ -152,7 +154,7 @@ func (r *EtcdBackupReconciler) start(ctx context.Context, b *etcdv1alpha1.EtcdBa
 	if r.AgentImage == "" {
 		return fail(etcdv1alpha1.ReasonBackupPodFailed, "the operator does not know its own image, which backups run: set ETCDPILOT_AGENT_IMAGE")
 	}
-	key, _ := artifactKey(b)
+	key, _ := artifactKey(b, backup.CompressionOf(b.Spec))
 	job := resources.BackupJob(b, c, endpoints, key, r.AgentImage)
 	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return status.BackupOutcome{}, fmt.Errorf("creating backup job: %w", err)
@@ -250,11 +252,12 @@ func resultOutcome(b *etcdv1alpha1.EtcdBackup, out status.BackupOutcome, term *c
 		}
 		return out
 	}
-	key, location := artifactKey(b)
+	compression := backup.ReportedCompression(res.Compression)
+	key, location := artifactKey(b, compression)
 	out.Succeeded = true
 	out.Reason = etcdv1alpha1.ReasonBackupCompleted
 	out.Artifact = &etcdv1alpha1.BackupArtifact{
-		Location: location, Key: key, Compression: backup.Compression,
+		Location: location, Key: key, Compression: compression,
 		SHA256: res.SHA256, Size: res.Size, SnapshotSize: res.SnapshotSize,
 	}
 	out.Snapshot = &etcdv1alpha1.BackupSnapshot{

@@ -155,6 +155,7 @@ func (r *EtcdBackupScheduleReconciler) createBackup(ctx context.Context, s *etcd
 		Spec: etcdv1alpha1.EtcdBackupSpec{
 			ClusterName: t.ClusterName, Destination: *t.Destination.DeepCopy(),
 			DeletionPolicy: etcdv1alpha1.BackupDeletionPolicyDelete, Timeout: t.Timeout.DeepCopy(),
+			Compression: t.Compression,
 		},
 	}
 	err := r.Client.Create(ctx, b)

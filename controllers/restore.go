@@ -82,7 +82,7 @@ func (r *EtcdClusterReconciler) restoreSource(ctx context.Context, c *etcdv1alph
 	if !status.BackupSucceeded(b) {
 		return nil, fmt.Sprintf("EtcdBackup %s has not succeeded; no member starts until it has", spec.BackupName), nil
 	}
-	src := &resources.RestoreSource{Key: b.Status.Artifact.Key, SHA256: b.Status.Artifact.SHA256}
+	src := &resources.RestoreSource{Key: b.Status.Artifact.Key, SHA256: b.Status.Artifact.SHA256, Compression: b.Status.Artifact.Compression}
 	if d := b.Spec.Destination; d.S3 != nil {
 		src.S3 = &d.S3.S3Bucket
 	} else {

@@ -99,6 +99,25 @@ const (
 	BackupDeletionPolicyDelete BackupDeletionPolicy = "Delete"
 )
 
+// BackupCompression is how a backup's snapshot is compressed before it is stored. It also
+// ends the artifact's name: .db.zst, .db.gz or .db.
+// +kubebuilder:validation:Enum=zstd;gzip;none
+type BackupCompression string
+
+const (
+	// BackupCompressionZstd is Zstandard at its fastest level, spread over the backup pod's
+	// CPUs: it keeps up with etcd's snapshot stream and makes artifacts about as small as
+	// gzip's. The default.
+	BackupCompressionZstd BackupCompression = "zstd"
+	// BackupCompressionGzip is gzip at its fastest level, on one CPU: readable by any tool
+	// (gunzip), at a third of zstd's speed or less. The only format before compression could
+	// be chosen.
+	BackupCompressionGzip BackupCompression = "gzip"
+	// BackupCompressionNone stores the snapshot as etcd sends it, a bbolt database file: no
+	// CPU spent, artifacts several times larger.
+	BackupCompressionNone BackupCompression = "none"
+)
+
 // EtcdBackupSpec says which cluster to back up, once, and where to.
 //
 // +kubebuilder:validation:XValidation:rule="self.clusterName == oldSelf.clusterName && self.destination == oldSelf.destination",message="clusterName and destination cannot be changed: a backup is taken once; create a new EtcdBackup instead"
@@ -128,6 +147,19 @@ type EtcdBackupSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// compression is how the snapshot is compressed before it is stored, which also ends the
+	// artifact's name. zstd (the default, .db.zst) compresses on all the backup pod's CPUs
+	// at a speed that keeps up with etcd's snapshot stream, to about the size gzip reaches.
+	// gzip (.db.gz) runs on one CPU and is several times slower, so large backups take
+	// longer; choose it when the artifacts must be read by tools that know gzip only. none
+	// (.db) stores the bbolt database file as it is: no CPU spent, but several times the
+	// bytes to store and to transfer. A restore reads all three. It cannot be changed.
+	// +kubebuilder:default=zstd
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="compression cannot be changed: a backup is taken once; create a new EtcdBackup instead"
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Compression",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:zstd","urn:alm:descriptor:com.tectonic.ui:select:gzip","urn:alm:descriptor:com.tectonic.ui:select:none","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Compression BackupCompression `json:"compression,omitempty"`
 }
 
 // BackupArtifact is the stored, compressed snapshot of a successful backup.
@@ -136,8 +168,9 @@ type BackupArtifact struct {
 	Location string `json:"location"`
 	// key is the object key (S3) or the path inside the claim (PVC).
 	Key string `json:"key"`
-	// compression of the artifact: gzip.
-	Compression string `json:"compression"`
+	// compression is how the artifact was written: zstd, gzip or none (spec.compression;
+	// gzip for backups taken before it could be chosen).
+	Compression BackupCompression `json:"compression"`
 	// sha256 is the hex SHA-256 of the artifact as stored (compressed). A restore refuses an
 	// artifact whose checksum differs.
 	SHA256 string `json:"sha256"`
@@ -246,6 +279,11 @@ type EtcdBackupTemplate struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="timeout must be at least 1m"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// compression of each backup (see EtcdBackup spec.compression): zstd, gzip or none.
+	// +kubebuilder:default=zstd
+	// +optional
+	Compression BackupCompression `json:"compression,omitempty"`
 }
 
 // BackupRetention says which of a schedule's backups are kept. A backup is deleted, with

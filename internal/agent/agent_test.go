@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	. "github.com/onsi/gomega"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -34,7 +35,7 @@ func TestBackupAndRestore(t *testing.T) {
 	want, lastRev := fill(t, src, 300)
 
 	root := t.TempDir()
-	const key = "ns/cluster/backup-1.db.gz"
+	const key = "ns/cluster/backup-1.db.zst"
 	artifactPath := filepath.Join(root, key)
 	var backup agent.Result
 
@@ -51,7 +52,10 @@ func TestBackupAndRestore(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.SHA256).To(Equal(sha256Hex(stored)))
 		g.Expect(res.Size).To(Equal(int64(len(stored))))
-		g.Expect(res.SnapshotSize).To(Equal(int64(len(gunzip(t, stored)))), "snapshotSize is the uncompressed size")
+		g.Expect(stored).To(HavePrefix(string([]byte{0x28, 0xb5, 0x2f, 0xfd})), "zstd by default")
+		g.Expect(res.Compression).To(Equal("zstd"))
+		g.Expect(res.StreamSeconds).To(BeNumerically(">", 0))
+		g.Expect(res.SnapshotSize).To(Equal(int64(len(unzstd(t, stored)))), "snapshotSize is the uncompressed size")
 		g.Expect(res.SnapshotSize).To(BeNumerically(">", res.Size), "the snapshot is compressed")
 		g.Expect(res.Revision).To(BeNumerically(">=", lastRev))
 		g.Expect(res.EtcdVersion).To(MatchRegexp(`^3\.\d+\.\d+$`))
@@ -105,6 +109,7 @@ func TestBackupAndRestore(t *testing.T) {
 		g.Expect(res.SHA256).To(Equal(backup.SHA256))
 		g.Expect(res.Size).To(Equal(backup.Size))
 		g.Expect(res.SnapshotSize).To(Equal(backup.SnapshotSize))
+		g.Expect(res.Compression).To(Equal("zstd"), "found from the artifact's first bytes")
 		info, err := os.Stat(dataDir)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o700)), "etcd refuses a data directory others can read")
@@ -171,13 +176,13 @@ func TestBackupAndRestore(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		damaged := bytes.Clone(stored)
 		damaged[len(damaged)/2] ^= 0xff
-		g.Expect(os.WriteFile(filepath.Join(root, "damaged.db.gz"), damaged, 0o600)).To(Succeed())
+		g.Expect(os.WriteFile(filepath.Join(root, "damaged.db.zst"), damaged, 0o600)).To(Succeed())
 		dataDir := filepath.Join(t.TempDir(), "data")
 		args := restoreArgs(dataDir, "m", "http://"+etcdtest.FreeAddr(t))
-		args[slices.Index(args, "--key")+1] = "damaged.db.gz"
+		args[slices.Index(args, "--key")+1] = "damaged.db.zst"
 		code, res := runAgent(t, args...)
 		g.Expect(code).To(Equal(1))
-		g.Expect(res.Reason).To(Equal(agent.ReasonChecksumMismatch), "checked before gunzip's own complaint: %s", res.Error)
+		g.Expect(res.Reason).To(Equal(agent.ReasonChecksumMismatch), "checked before zstd's own complaint: %s", res.Error)
 		g.Expect(dataDir).NotTo(BeAnExistingFile())
 
 		// The right checksum of something that is not a gzip stream.
@@ -187,7 +192,14 @@ func TestBackupAndRestore(t *testing.T) {
 		code, res = runAgent(t, args...)
 		g.Expect(code).To(Equal(1))
 		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonRestoreFailed))
-		g.Expect(res.Error).To(ContainSubstring("not a valid gzip stream"))
+		g.Expect(res.Error).To(ContainSubstring("has the expected sha256 but it is neither zstd nor gzip nor an etcd snapshot"))
+
+		// The right checksum of the artifact, declared in another format than it has.
+		args = restoreArgs(dataDir, "m", "http://"+etcdtest.FreeAddr(t), "--compression", "gzip")
+		code, res = runAgent(t, args...)
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonRestoreFailed))
+		g.Expect(res.Error).To(ContainSubstring("its compression was declared gzip and it is zstd"))
 		g.Expect(dataDir).NotTo(BeAnExistingFile())
 		g.Expect(dataDir + ".restore").NotTo(BeAnExistingFile())
 	})
@@ -216,6 +228,39 @@ func TestBackupAndRestore(t *testing.T) {
 		g.Expect(res.Error).To(ContainSubstring("not empty but holds no etcd member"))
 		g.Expect(filepath.Join(dataDir, "precious")).To(BeAnExistingFile())
 	})
+
+	// Every format a backup writes restores, declared (as a backup's status says) or found
+	// from the artifact (a source named by its key alone).
+	for _, c := range []string{"gzip", "none"} {
+		t.Run("BackupAndRestore "+c, func(t *testing.T) {
+			g := NewWithT(t)
+			root := t.TempDir()
+			code, res := runAgent(t, "backup", "--endpoint", src.clientURL, "--compression", c,
+				"--etcd-cacert", certs.CA, "--etcd-cert", certs.ClientCert, "--etcd-key", certs.ClientKey,
+				"--store", "file", "--file-root", root, "--key", "b", "--timeout", "1m")
+			g.Expect(code).To(Equal(0), "%+v", res)
+			g.Expect(res.Compression).To(Equal(c))
+			stored, err := os.ReadFile(filepath.Join(root, "b"))
+			g.Expect(err).NotTo(HaveOccurred())
+			if c == "none" {
+				g.Expect(res.Size).To(Equal(res.SnapshotSize))
+			} else {
+				g.Expect(res.SnapshotSize).To(Equal(int64(len(gunzip(t, stored)))))
+			}
+			for _, declared := range []string{c, ""} {
+				dataDir := filepath.Join(t.TempDir(), "data")
+				peerURL := "http://" + etcdtest.FreeAddr(t)
+				code, res := runAgent(t, "restore", "--store", "file", "--file-root", root, "--key", "b",
+					"--sha256", sha256Hex(stored), "--compression", declared, "--data-dir", dataDir, "--name", "r",
+					"--initial-cluster", "r="+peerURL, "--initial-advertise-peer-urls", peerURL, "--initial-cluster-token", "r-token")
+				g.Expect(code).To(Equal(0), "%+v", res)
+				g.Expect(res.Compression).To(Equal(c))
+				restored := startEtcd(t, etcdOptions{name: "r", dataDir: dataDir, peerURL: peerURL})
+				g.Expect(readAll(t, restored)).To(HaveKeyWithValue("key-0000", want["key-0000"]))
+				g.Expect(readAll(t, restored)).To(HaveLen(len(want)+1), "every key, and the one written after the first backup")
+			}
+		})
+	}
 
 	t.Run("Delete", func(t *testing.T) {
 		g := NewWithT(t)
@@ -332,6 +377,20 @@ func readAll(t *testing.T, srv *testEtcd) map[string]string {
 func sha256Hex(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+func unzstd(t *testing.T, data []byte) []byte {
+	t.Helper()
+	zr, err := zstd.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func gunzip(t *testing.T, data []byte) []byte {

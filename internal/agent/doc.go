@@ -14,9 +14,11 @@
 // The exit code is 0 on success and 1 on failure; stderr gets a one-line summary for a
 // human reading `kubectl logs`.
 //
-// A backup streams the snapshot from one member through gzip and SHA-256 to the store,
-// never holding it whole (the backup function's doc has the pipeline). A restore fetches
-// the artifact, refuses it unless its SHA-256 is the expected one, and builds the member's
+// A backup streams the snapshot from one member through its compressor (zstd by default,
+// gzip, or none) and SHA-256 to the store, never holding it whole (the backup function's
+// doc has the pipeline). A restore fetches the artifact, decompresses it in the format it
+// was declared in or, without a declaration, the one its first bytes show, refuses it
+// unless its SHA-256 is the expected one, and builds the member's
 // data directory with etcdutl's library; it can be killed at any point and run again (the
 // restore function's doc has the steps).
 package agent

@@ -18,12 +18,15 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/artifact"
+	backuppkg "github.com/etcdpilot/etcdpilot/internal/backup"
 )
 
 // snapshotStream returns a stream shaped like etcd's: a "database" of n 512-byte sectors
-// followed by its SHA-256.
+// that starts as a bbolt database does (a meta page header and bbolt's magic), followed by
+// its SHA-256.
 func snapshotStream(n int) []byte {
 	db := bytes.Repeat([]byte("bbolt page "), n*512/11+1)[:n*512]
+	copy(db, append(make([]byte, 16), 0xed, 0xda, 0x0c, 0xed))
 	sum := sha256.Sum256(db)
 	return append(db, sum[:]...)
 }
@@ -64,22 +67,28 @@ func TestTrailerCheck(t *testing.T) {
 }
 
 func TestUpload(t *testing.T) {
-	t.Run("Stored", func(t *testing.T) {
-		g := NewWithT(t)
-		root := t.TempDir()
-		stream := snapshotStream(100)
-		up, err := upload(t.Context(), artifact.NewFS(root), "a.db.gz", bytes.NewReader(stream))
-		g.Expect(err).NotTo(HaveOccurred())
-		stored, err := os.ReadFile(filepath.Join(root, "a.db.gz"))
-		g.Expect(err).NotTo(HaveOccurred())
-		sum := sha256.Sum256(stored)
-		g.Expect(up.sha256).To(Equal(hex.EncodeToString(sum[:])))
-		g.Expect(up.size).To(Equal(int64(len(stored))))
-		g.Expect(up.snapshotSize).To(Equal(int64(len(stream))))
-		var out bytes.Buffer
-		g.Expect(gunzip(&out, bytes.NewReader(stored))).To(Succeed())
-		g.Expect(out.Bytes()).To(Equal(stream))
-	})
+	for _, c := range backuppkg.Compressions {
+		t.Run("Stored "+string(c), func(t *testing.T) {
+			g := NewWithT(t)
+			root := t.TempDir()
+			stream := snapshotStream(100)
+			up, err := upload(t.Context(), artifact.NewFS(root), "a", bytes.NewReader(stream), c)
+			g.Expect(err).NotTo(HaveOccurred())
+			stored, err := os.ReadFile(filepath.Join(root, "a"))
+			g.Expect(err).NotTo(HaveOccurred())
+			sum := sha256.Sum256(stored)
+			g.Expect(up.sha256).To(Equal(hex.EncodeToString(sum[:])))
+			g.Expect(up.size).To(Equal(int64(len(stored))))
+			g.Expect(up.snapshotSize).To(Equal(int64(len(stream))))
+			g.Expect(backuppkg.Sniff(stored)).To(Equal(c), "the artifact is in the format asked for")
+			if c != etcdv1alpha1.BackupCompressionNone {
+				g.Expect(up.size).To(BeNumerically("<", up.snapshotSize/4), "the snapshot is compressed")
+			}
+			var out bytes.Buffer
+			g.Expect(decompress(&out, bytes.NewReader(stored), c)).To(Succeed())
+			g.Expect(out.Bytes()).To(Equal(stream))
+		})
+	}
 
 	// A snapshot stream that breaks, or ends without a matching trailer, stores nothing.
 	for name, src := range map[string]io.Reader{
@@ -89,7 +98,7 @@ func TestUpload(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			root := t.TempDir()
-			_, err := upload(t.Context(), artifact.NewFS(root), "a.db.gz", src)
+			_, err := upload(t.Context(), artifact.NewFS(root), "a.db.zst", src, etcdv1alpha1.BackupCompressionZstd)
 			var srcErr *sourceError
 			g.Expect(errors.As(err, &srcErr)).To(BeTrue(), "%v", err)
 			entries, _ := os.ReadDir(root)
@@ -102,7 +111,7 @@ func TestUpload(t *testing.T) {
 		g := NewWithT(t)
 		done := make(chan error, 1)
 		go func() {
-			_, err := upload(t.Context(), failingStore{}, "a.db.gz", bytes.NewReader(snapshotStream(10000)))
+			_, err := upload(t.Context(), failingStore{}, "a.db.zst", bytes.NewReader(snapshotStream(10000)), etcdv1alpha1.BackupCompressionZstd)
 			done <- err
 		}()
 		var err error
@@ -154,11 +163,12 @@ func TestResultJSON(t *testing.T) {
 	g := NewWithT(t)
 	data, err := json.Marshal(Result{
 		SHA256: "ab", Size: 1, SnapshotSize: 2, Revision: 3, EtcdVersion: "3.6.16",
-		MemberID: "a1", ClusterID: "c1", Member: "m", MaxRSSBytes: 4,
+		MemberID: "a1", ClusterID: "c1", Member: "m", MaxRSSBytes: 4, Compression: "zstd", StreamSeconds: 1.5,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(data)).To(MatchJSON(`{"sha256":"ab","size":1,"snapshotSize":2,"revision":3,
-		"etcdVersion":"3.6.16","memberID":"a1","clusterID":"c1","member":"m","maxRSSBytes":4}`))
+		"etcdVersion":"3.6.16","memberID":"a1","clusterID":"c1","member":"m","maxRSSBytes":4,
+		"compression":"zstd","streamSeconds":1.5}`))
 
 	data, err = json.Marshal(Result{Reason: "Timeout", Error: "too slow"})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,14 +14,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/artifact"
+	backuppkg "github.com/etcdpilot/etcdpilot/internal/backup"
 )
 
 const (
@@ -37,6 +39,7 @@ var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // restoreFlags are the restore command's flags besides the store's.
 type restoreFlags struct {
 	sha256              string
+	compression         string
 	dataDir             string
 	name                string
 	initialCluster      string
@@ -48,6 +51,8 @@ type restoreFlags struct {
 
 func (r *restoreFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.sha256, "sha256", "", "Expected hex SHA-256 of the artifact; any other artifact is refused.")
+	fs.StringVar(&r.compression, "compression", "",
+		`The artifact's compression, "zstd", "gzip" or "none", as its backup's status says; empty: found from the artifact's first bytes.`)
 	fs.StringVar(&r.dataDir, "data-dir", "", "etcd's --data-dir, which the restore creates.")
 	fs.StringVar(&r.name, "name", "", "etcd's --name of the member.")
 	fs.StringVar(&r.initialCluster, "initial-cluster", "", `etcd's --initial-cluster: "name=peerURL".`)
@@ -57,20 +62,21 @@ func (r *restoreFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.markCompacted, "mark-compacted", false, "Mark the revisions up to the bumped one compacted; needs --bump-revision.")
 }
 
-func (r *restoreFlags) validate() error {
+// validate checks the flags and returns the declared compression ("" when not declared).
+func (r *restoreFlags) validate() (etcdv1alpha1.BackupCompression, error) {
 	switch {
 	case !sha256Hex.MatchString(r.sha256):
-		return fmt.Errorf("invalid arguments: --sha256 must be 64 lowercase hex digits, not %q", r.sha256)
+		return "", fmt.Errorf("invalid arguments: --sha256 must be 64 lowercase hex digits, not %q", r.sha256)
 	case r.dataDir == "" || filepath.Clean(r.dataDir) == "/":
-		return errors.New("invalid arguments: --data-dir is required")
+		return "", errors.New("invalid arguments: --data-dir is required")
 	case r.name == "" || r.initialCluster == "" || r.peerURLs == "" || r.initialClusterToken == "":
-		return errors.New("invalid arguments: --name, --initial-cluster, --initial-advertise-peer-urls and --initial-cluster-token are required")
+		return "", errors.New("invalid arguments: --name, --initial-cluster, --initial-advertise-peer-urls and --initial-cluster-token are required")
 	case (r.bumpRevision > 0) != r.markCompacted:
 		// etcdutl's library silently skips a bump without the mark; its CLI refuses both
 		// halves alone, and so does the agent.
-		return errors.New("invalid arguments: --bump-revision and --mark-compacted go together")
+		return "", errors.New("invalid arguments: --bump-revision and --mark-compacted go together")
 	}
-	return nil
+	return parseCompression(r.compression, true)
 }
 
 // restore is the restore command. It builds the data directory of the first member of a
@@ -79,8 +85,11 @@ func (r *restoreFlags) validate() error {
 //
 //  1. If <data-dir>/member exists, an earlier run finished: report AlreadyRestored.
 //  2. Remove what an interrupted run left in <data-dir>.restore.
-//  3. Stream the artifact through SHA-256 and gunzip to <data-dir>.restore/snapshot.db.
-//     Nothing is used before the artifact's SHA-256 matched --sha256 (ChecksumMismatch).
+//  3. Stream the artifact through SHA-256 and its decompressor to
+//     <data-dir>.restore/snapshot.db. The format is read from the artifact's first bytes
+//     (zstd, gzip, or an uncompressed bbolt database) and must be the one --compression
+//     declares, when it does. Nothing is used before the artifact's SHA-256 matched
+//     --sha256 (ChecksumMismatch).
 //  4. Restore it with etcdutl's library into <data-dir>.restore/data, which also checks
 //     the snapshot's own SHA-256 trailer, and make the result durable (fsync) and 0700.
 //  5. Rename <data-dir>.restore/data to <data-dir>, atomically, and remove the rest.
@@ -97,7 +106,8 @@ func restore(ctx context.Context, args []string, env *environment) (res Result, 
 	if err := parseFlags(fs, args); err != nil {
 		return Result{}, err
 	}
-	if err := rf.validate(); err != nil {
+	declared, err := rf.validate()
+	if err != nil {
 		return Result{}, err
 	}
 	dataDir := filepath.Clean(rf.dataDir)
@@ -128,7 +138,7 @@ func restore(ctx context.Context, args []string, env *environment) (res Result, 
 	}()
 
 	snapshotPath := filepath.Join(staging, stagedSnapshot)
-	got, err := fetch(ctx, store, sf.key, location, snapshotPath, rf.sha256)
+	got, err := fetch(ctx, store, artifactRef{key: sf.key, location: location, sha256: rf.sha256, compression: declared}, snapshotPath)
 	if err != nil {
 		return Result{}, err
 	}
@@ -150,7 +160,8 @@ func restore(ctx context.Context, args []string, env *environment) (res Result, 
 		return Result{}, err
 	}
 	_ = os.RemoveAll(staging)
-	return Result{SHA256: got.sha256, Size: got.size, SnapshotSize: got.snapshotSize}, nil
+	return Result{SHA256: got.sha256, Size: got.size, SnapshotSize: got.snapshotSize,
+		Compression: string(got.compression), StreamSeconds: got.seconds}, nil
 }
 
 // alreadyRestored reports whether dataDir holds a member, and fails when it holds something
@@ -174,63 +185,99 @@ func alreadyRestored(dataDir string) (bool, error) {
 	return false, nil
 }
 
-// fetch streams the artifact of key to dst, uncompressed, and fails unless the artifact's
-// SHA-256 is want. The whole artifact is hashed even when it turns out not to be valid
-// gzip, so that a damaged or different artifact is reported as such.
-func fetch(ctx context.Context, store artifact.Store, key, location, dst, want string) (uploaded, error) {
-	r, err := store.Open(ctx, key)
+// artifactRef is the artifact a restore fetches: its key and location in the store, its
+// expected SHA-256, and its declared compression ("" when unknown).
+type artifactRef struct {
+	key, location, sha256 string
+	compression           etcdv1alpha1.BackupCompression
+}
+
+// fetched describes an artifact fetched to disk.
+type fetched struct {
+	uploaded
+	compression etcdv1alpha1.BackupCompression
+	// seconds is how long the fetch took, from opening the artifact to the snapshot synced
+	// to disk.
+	seconds float64
+}
+
+// fetch streams the artifact ref names to dst, uncompressed, and fails unless the
+// artifact's SHA-256 is ref.sha256. Its format comes from its first bytes, and must be
+// ref.compression when that is set. The whole artifact is hashed even when it turns out
+// not to be readable, so that a damaged or different artifact is reported as such, before
+// what is wrong with its content.
+func fetch(ctx context.Context, store artifact.Store, ref artifactRef, dst string) (fetched, error) {
+	started := time.Now()
+	r, err := store.Open(ctx, ref.key)
 	if err != nil {
-		return uploaded{}, storeFailure(fmt.Errorf("fetching %s: %w", location, err), etcdv1alpha1.ReasonRestoreFailed)
+		return fetched{}, storeFailure(fmt.Errorf("fetching %s: %w", ref.location, err), etcdv1alpha1.ReasonRestoreFailed)
 	}
 	defer func() { _ = r.Close() }()
 	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return uploaded{}, err
+		return fetched{}, err
 	}
 	defer func() { _ = f.Close() }()
 
 	src := &errRecorder{r: r}
 	digest := sha256.New()
 	var stored, written counter
-	raw := io.TeeReader(src, io.MultiWriter(digest, &stored))
+	raw := bufio.NewReaderSize(io.TeeReader(src, io.MultiWriter(digest, &stored)), 1<<20)
 	out := &errRecorder{w: f}
-	gzErr := gunzip(io.MultiWriter(out, &written), raw)
+	format, formatErr := sniff(raw, ref.compression)
+	if formatErr == nil {
+		if err := decompress(io.MultiWriter(out, &written), raw, format); err != nil {
+			formatErr = fmt.Errorf("it is not a valid %s stream: %w", format, err)
+		}
+	}
 	if out.err != nil {
-		return uploaded{}, fmt.Errorf("writing the snapshot to %s: %w", dst, out.err)
+		return fetched{}, fmt.Errorf("writing the snapshot to %s: %w", dst, out.err)
 	}
 	if _, err := io.Copy(io.Discard, raw); err != nil && src.err == nil {
 		src.err = err
 	}
 	if src.err != nil {
-		return uploaded{}, storeFailure(fmt.Errorf("reading %s: %w", location, src.err), etcdv1alpha1.ReasonRestoreFailed)
+		return fetched{}, storeFailure(fmt.Errorf("reading %s: %w", ref.location, src.err), etcdv1alpha1.ReasonRestoreFailed)
 	}
-	if got := hex.EncodeToString(digest.Sum(nil)); got != want {
-		return uploaded{}, failf(ReasonChecksumMismatch,
-			"artifact %s has sha256 %s, expected %s: refusing to restore a corrupt or different backup", location, got, want)
+	if got := hex.EncodeToString(digest.Sum(nil)); got != ref.sha256 {
+		return fetched{}, failf(ReasonChecksumMismatch,
+			"artifact %s has sha256 %s, expected %s: refusing to restore a corrupt or different backup", ref.location, got, ref.sha256)
 	}
-	if gzErr != nil {
-		return uploaded{}, fmt.Errorf("artifact %s has the expected sha256 but is not a valid gzip stream: %w", location, gzErr)
+	if formatErr != nil {
+		return fetched{}, fmt.Errorf("artifact %s has the expected sha256 but %w", ref.location, formatErr)
 	}
 	if err := f.Sync(); err != nil {
-		return uploaded{}, fmt.Errorf("writing the snapshot to %s: %w", dst, err)
+		return fetched{}, fmt.Errorf("writing the snapshot to %s: %w", dst, err)
 	}
-	return uploaded{sha256: want, size: stored.n, snapshotSize: written.n}, f.Close()
+	if err := f.Close(); err != nil {
+		return fetched{}, fmt.Errorf("writing the snapshot to %s: %w", dst, err)
+	}
+	return fetched{
+		uploaded:    uploaded{sha256: ref.sha256, size: stored.n, snapshotSize: written.n},
+		compression: format,
+		seconds:     time.Since(started).Seconds(),
+	}, nil
 }
 
-// gunzip decompresses src into dst.
-func gunzip(dst io.Writer, src io.Reader) error {
-	zr, err := gzip.NewReader(src)
-	if err != nil {
-		return err
+// sniff reads the format of the artifact r starts, without consuming it, and checks it
+// against the declared one ("" when unknown). The error completes "the artifact has the
+// expected sha256 but".
+func sniff(r *bufio.Reader, declared etcdv1alpha1.BackupCompression) (etcdv1alpha1.BackupCompression, error) {
+	head, _ := r.Peek(backuppkg.SniffLen) // a shorter artifact is judged on what it has
+	found := backuppkg.Sniff(head)
+	switch {
+	case found == "" && declared != "":
+		return "", fmt.Errorf("it is not %s as declared, nor any format a backup writes: it starts with %x", declared, head)
+	case found == "":
+		return "", fmt.Errorf("it is neither zstd nor gzip nor an etcd snapshot (a bbolt database): it starts with %x", head)
+	case declared != "" && found != declared:
+		return "", fmt.Errorf("its compression was declared %s and it is %s: was the artifact replaced?", declared, found)
 	}
-	if _, err := io.Copy(dst, zr); err != nil {
-		return err
-	}
-	return zr.Close()
+	return found, nil
 }
 
 // errRecorder passes reads or writes through and records the first error other than
-// io.EOF, telling the source's and the destination's errors from gzip's.
+// io.EOF, telling the source's and the destination's errors from the decompressor's.
 type errRecorder struct {
 	r   io.Reader
 	w   io.Writer

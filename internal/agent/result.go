@@ -38,6 +38,14 @@ type Result struct {
 	Size int64 `json:"size,omitempty"`
 	// SnapshotSize is the size in bytes of the uncompressed etcd snapshot.
 	SnapshotSize int64 `json:"snapshotSize,omitempty"`
+	// Compression is the artifact's compression: zstd, gzip or none. An agent that leaves
+	// it out predates the choice and wrote gzip (backup.ReportedCompression).
+	Compression string `json:"compression,omitempty"`
+	// StreamSeconds is how long the artifact streamed: from opening the member's snapshot
+	// stream to the store's acknowledgment (backup), from opening the artifact to the
+	// uncompressed snapshot on disk (restore). Dividing SnapshotSize by it gives the
+	// throughput without the pod's start.
+	StreamSeconds float64 `json:"streamSeconds,omitempty"`
 
 	// Revision (backup) is the etcd revision the snapshot holds at least: every key as of
 	// this revision is in it (see Backup for where it comes from).
@@ -156,7 +164,10 @@ func (r Result) summary() string {
 		add("already restored, nothing done")
 	}
 	if r.SHA256 != "" {
-		add("artifact of %s (snapshot of %s), sha256 %s", humanSize(r.Size), humanSize(r.SnapshotSize), r.SHA256)
+		add("artifact of %s (snapshot of %s, compression %s), sha256 %s", humanSize(r.Size), humanSize(r.SnapshotSize), r.Compression, r.SHA256)
+	}
+	if r.StreamSeconds > 0 {
+		add("streamed in %.1f s (%.1f MiB/s of snapshot)", r.StreamSeconds, float64(r.SnapshotSize)/(1<<20)/r.StreamSeconds)
 	}
 	if r.Revision != 0 {
 		add("revision %d", r.Revision)

@@ -24,7 +24,7 @@ func TestS3(t *testing.T) {
 	t.Setenv(agent.EnvAccessKeyID, gw.AccessKey)
 	t.Setenv(agent.EnvSecretAccessKey, gw.SecretKey)
 	t.Setenv(agent.EnvSessionToken, "")
-	const key = "etcd/ns/cluster/backup-1.db.gz"
+	const key = "etcd/ns/cluster/backup-1.db.zst"
 	s3Args := func(command, bucket string, extra ...string) []string {
 		return append([]string{command, "--store", "s3", "--s3-endpoint", gw.Endpoint, "--s3-bucket", bucket,
 			"--s3-path-style", "--key", key}, extra...)

@@ -8,20 +8,14 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 )
 
-// Compression is how every artifact is compressed, the value of status.artifact.compression.
-const Compression = "gzip"
-
-// ArtifactSuffix ends every artifact's name: an etcd snapshot (a bbolt database file),
-// gzipped.
-const ArtifactSuffix = ".db.gz"
-
 // artifactTimeLayout is the creation time in an artifact's name: UTC, basic ISO 8601,
 // so names sort by time and contain no colons.
 const artifactTimeLayout = "20060102T150405Z"
 
 // ArtifactKey is where a backup's artifact is stored, relative to the destination:
-// <prefix>/<namespace>/<cluster>/<created>-<backupName>.db.gz, with created in UTC as
-// 20060102T150405Z.
+// <prefix>/<namespace>/<cluster>/<created>-<backupName><suffix>, with created in UTC as
+// 20060102T150405Z and the suffix that of the artifact's compression ([Suffix]: .db.zst,
+// .db.gz or .db).
 //
 // The namespace and cluster directories keep the artifacts of different clusters apart
 // when several share a bucket or a claim; the timestamp first makes a plain listing of a
@@ -33,8 +27,8 @@ const artifactTimeLayout = "20060102T150405Z"
 // dropped, so "etcd", "etcd/" and "/etcd//" give the same key and an empty prefix gives
 // no leading slash. Nothing else is interpreted: an S3 key is an opaque string, in which
 // "." and ".." are ordinary names.
-func ArtifactKey(prefix, namespace, cluster, backupName string, created time.Time) string {
-	name := created.UTC().Format(artifactTimeLayout) + "-" + backupName + ArtifactSuffix
+func ArtifactKey(prefix, namespace, cluster, backupName string, created time.Time, c etcdv1alpha1.BackupCompression) string {
+	name := created.UTC().Format(artifactTimeLayout) + "-" + backupName + Suffix(c)
 	parts := make([]string, 0, 4)
 	for p := range strings.SplitSeq(prefix, "/") {
 		if p != "" {

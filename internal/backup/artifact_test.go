@@ -14,7 +14,7 @@ func TestArtifactKey(t *testing.T) {
 	// 10:04:05 in Paris is 08:04:05 UTC: the key is in UTC whatever the input's zone.
 	paris := time.FixedZone("CEST", 2*60*60)
 	created := time.Date(2025, time.June, 3, 10, 4, 5, 999, paris)
-	const name = "20250603T080405Z-nightly-1748937845.db.gz"
+	const name = "20250603T080405Z-nightly-1748937845.db.zst"
 
 	for _, tc := range []struct {
 		prefix string
@@ -27,8 +27,17 @@ func TestArtifactKey(t *testing.T) {
 		{"team/a//etcd/", "team/a/etcd/prod/main/" + name},
 		{"a/../b", "a/../b/prod/main/" + name}, // S3 keys are opaque: ".." is a name there
 	} {
-		NewWithT(t).Expect(backup.ArtifactKey(tc.prefix, "prod", "main", "nightly-1748937845", created)).
+		NewWithT(t).Expect(backup.ArtifactKey(tc.prefix, "prod", "main", "nightly-1748937845", created, etcdv1alpha1.BackupCompressionZstd)).
 			To(Equal(tc.want), "prefix %q", tc.prefix)
+	}
+
+	// The suffix follows the compression.
+	for c, want := range map[etcdv1alpha1.BackupCompression]string{
+		etcdv1alpha1.BackupCompressionZstd: "prod/main/20250603T080405Z-b.db.zst",
+		etcdv1alpha1.BackupCompressionGzip: "prod/main/20250603T080405Z-b.db.gz",
+		etcdv1alpha1.BackupCompressionNone: "prod/main/20250603T080405Z-b.db",
+	} {
+		NewWithT(t).Expect(backup.ArtifactKey("", "prod", "main", "b", created, c)).To(Equal(want), "%s", c)
 	}
 }
 

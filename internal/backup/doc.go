@@ -6,12 +6,15 @@
 //
 // # Artifacts
 //
-// A backup is one etcd snapshot, gzipped ([Compression]), stored once under a key that
-// says what it is: <prefix>/<namespace>/<cluster>/<UTC creation time>-<backup>.db.gz
-// ([ArtifactKey]). Keys never collide between clusters sharing a bucket or a claim, a
+// A backup is one etcd snapshot, compressed as its spec says ([CompressionOf]: zstd by
+// default, gzip, or none), stored once under a key that says what it is:
+// <prefix>/<namespace>/<cluster>/<UTC creation time>-<backup>.db.zst (.db.gz, .db: see
+// [Suffix], [ArtifactKey]). Keys never collide between clusters sharing a bucket or a claim, a
 // directory listing is chronological, and a key leads back to its EtcdBackup. On a PVC
 // the key is placed below the destination's path, which can never point outside the
-// claim ([ClaimPath]). [Location] is the s3:// or pvc:// name shown in status.
+// claim ([ClaimPath]). [Location] is the s3:// or pvc:// name shown in status. A restore
+// reads every format ever written: by the backup's status.artifact.compression, or, for an
+// artifact named by its key alone, by its first bytes ([Sniff]).
 //
 // # Which member
 //

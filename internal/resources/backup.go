@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/backup"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 )
 
@@ -76,8 +77,8 @@ type BackupEndpoint struct {
 }
 
 // BackupJob returns the Job that takes backup b of cluster c: the agent asks every listed
-// member for its status, streams the snapshot from the healthiest one, compresses it and
-// writes it to key at the backup's destination. The Job runs once (no retries: a schedule
+// member for its status, streams the snapshot from the healthiest one, compresses it as
+// spec.compression says and writes it to key at the backup's destination. The Job runs once (no retries: a schedule
 // takes the next backup) and is bounded by spec.timeout.
 func BackupJob(b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, endpoints []BackupEndpoint, key, image string) *batchv1.Job {
 	cl := cluster.For(c)
@@ -85,7 +86,8 @@ func BackupJob(b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, endpoint
 	for _, e := range endpoints {
 		eps = append(eps, e.Member+"="+e.ClientURL)
 	}
-	args := []string{"agent", "backup", "--endpoints=" + strings.Join(eps, ",")}
+	args := []string{"agent", "backup", "--endpoints=" + strings.Join(eps, ","),
+		"--compression=" + string(backup.CompressionOf(b.Spec))}
 	if b.Spec.Timeout != nil {
 		args = append(args, "--timeout="+b.Spec.Timeout.Duration.String())
 	}
@@ -257,6 +259,9 @@ type RestoreSource struct {
 	Key string
 	// SHA256 is the checksum the artifact must have.
 	SHA256 string
+	// Compression is the artifact's compression, as its backup's status says; "" for an
+	// artifact named by its key alone, whose format the agent reads from its first bytes.
+	Compression etcdv1alpha1.BackupCompression
 }
 
 // WithRestore adds the restore init container to the pod of a restored cluster's first
@@ -267,6 +272,9 @@ func WithRestore(pod *corev1.Pod, c *etcdv1alpha1.EtcdCluster, m MemberConfig, s
 	cl := cluster.For(c)
 	st := storeOf(src.S3, src.Claim, src.Key, true)
 	args := append([]string{"agent", "restore"}, st.args...)
+	if src.Compression != "" {
+		args = append(args, "--compression="+string(src.Compression))
+	}
 	args = append(args,
 		"--sha256="+src.SHA256,
 		"--data-dir="+DataDir,

@@ -64,7 +64,7 @@ func TestBackupJob(t *testing.T) {
 		"--key=db/main/x.db.gz", "--store=s3", "--s3-endpoint=https://s3.example.com", "--s3-bucket=backups",
 		"--s3-region=eu-west-1", "--s3-path-style", "--s3-ca-file=/etc/etcdpilot/s3-ca/ca.crt",
 		"--etcd-cacert=/etc/etcdpilot/etcd-client/ca.crt", "--etcd-cert=/etc/etcdpilot/etcd-client/tls.crt",
-		"--timeout=20m0s",
+		"--timeout=20m0s", "--compression=zstd",
 	))
 	g.Expect(ct.Args[:2]).To(Equal([]string{"agent", "backup"}))
 	g.Expect(ct.TerminationMessagePolicy).To(Equal(corev1.TerminationMessageFallbackToLogsOnError))
@@ -97,6 +97,10 @@ func TestBackupJobToAClaimWithoutTLS(t *testing.T) {
 
 	ct := job.Spec.Template.Spec.Containers[0]
 	g.Expect(ct.Args).To(ContainElements("--store=file", "--file-root=/backup", "--key=etcd/db/main/x.db.gz"))
+
+	b.Spec.Compression = etcdv1alpha1.BackupCompressionGzip
+	gz := resources.BackupJob(b, plainCluster(), []resources.BackupEndpoint{{Member: "main-0", ClientURL: "http://main-0:2379"}}, "etcd/db/main/x.db.gz", agentImage)
+	g.Expect(gz.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--compression=gzip"), "spec.compression")
 	for _, a := range ct.Args {
 		g.Expect(a).NotTo(HavePrefix("--etcd-cacert"), "a plain-text cluster needs no certificate")
 		g.Expect(a).NotTo(HavePrefix("--s3-"))
@@ -155,6 +159,15 @@ func TestWithRestore(t *testing.T) {
 	g.Expect(volume(pod, "backup").PersistentVolumeClaim.ReadOnly).To(BeTrue(), "a restore never writes to the backups")
 	// The etcd container is unchanged: the restored data directory is its own.
 	g.Expect(pod.Spec.Containers).To(Equal(memberPodWith(c, m).Spec.Containers))
+	for _, a := range ic.Args {
+		g.Expect(a).NotTo(HavePrefix("--compression"), "a source without a declared compression is sniffed by the agent")
+	}
+
+	// A backup's artifact: its compression, as its status says, is declared.
+	declared := resources.MemberPod(c, m, images)
+	resources.WithRestore(declared, c, m, resources.RestoreSource{Claim: "backups", Key: "db/main/x.db.zst", SHA256: "abc",
+		Compression: etcdv1alpha1.BackupCompressionZstd}, agentImage)
+	g.Expect(declared.Spec.InitContainers[0].Args).To(ContainElement("--compression=zstd"))
 }
 
 func memberPodWith(c *etcdv1alpha1.EtcdCluster, m resources.MemberConfig) *corev1.Pod {

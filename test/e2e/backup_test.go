@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	. "github.com/onsi/ginkgo/v2"
@@ -134,9 +134,9 @@ var _ = Describe("backups", Label("backup"), func() {
 				Expect(b.Status.Artifact.SnapshotSize).To(BeNumerically(">", b.Status.Artifact.Size), "the artifact is compressed")
 			}
 			prefix := fmt.Sprintf("e2e/%s/%s/", ns, source.Name)
-			Expect(toS3.Status.Artifact.Key).To(SatisfyAll(HavePrefix(prefix), HaveSuffix("-to-s3.db.gz")))
+			Expect(toS3.Status.Artifact.Key).To(SatisfyAll(HavePrefix(prefix), HaveSuffix("-to-s3.db.zst")))
 			Expect(toS3.Status.Artifact.Location).To(Equal("s3://" + store.bucket + "/" + toS3.Status.Artifact.Key))
-			Expect(toPVC.Status.Artifact.Key).To(SatisfyAll(HavePrefix(fmt.Sprintf("etcd/%s/%s/", ns, source.Name)), HaveSuffix("-to-pvc.db.gz")))
+			Expect(toPVC.Status.Artifact.Key).To(SatisfyAll(HavePrefix(fmt.Sprintf("etcd/%s/%s/", ns, source.Name)), HaveSuffix("-to-pvc.db.zst")))
 			Expect(toPVC.Status.Artifact.Location).To(Equal("pvc://backups/" + toPVC.Status.Artifact.Key))
 
 			cli := etcdV3Client(ctx, ns, source.Name)
@@ -199,7 +199,7 @@ var _ = Describe("backups", Label("backup"), func() {
 			for i := len(corrupt) / 2; i < len(corrupt)/2+16; i++ {
 				corrupt[i] ^= 0xff
 			}
-			corruptKey := fmt.Sprintf("e2e-corrupt/%s/corrupt.db.gz", ns)
+			corruptKey := fmt.Sprintf("e2e-corrupt/%s/corrupt.db.zst", ns)
 			store.put(ctx, corruptKey, corrupt)
 			corruptSum := sha256.Sum256(corrupt)
 
@@ -497,7 +497,7 @@ func (s s3Store) put(ctx context.Context, key string, data []byte) {
 }
 
 // expectS3Artifact streams the object a backup's artifact names and expects the size and
-// SHA-256 its status gives, and a gzip stream of the snapshot's size.
+// SHA-256 its status gives, and a zstd stream (the default) of the snapshot's size.
 func expectS3Artifact(ctx context.Context, s s3Store, a *etcdv1alpha1.BackupArtifact) {
 	info, err := s.client.StatObject(ctx, s.bucket, a.Key, minio.StatObjectOptions{})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), a.Location)
@@ -507,12 +507,13 @@ func expectS3Artifact(ctx context.Context, s s3Store, a *etcdv1alpha1.BackupArti
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	defer func() { _ = obj.Close() }()
 	digest := sha256.New()
-	zr, err := gzip.NewReader(io.TeeReader(obj, digest))
-	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "%s is gzip", a.Location)
+	zr, err := zstd.NewReader(io.TeeReader(obj, digest))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "%s is zstd", a.Location)
+	defer zr.Close()
 	n, err := io.Copy(io.Discard, zr)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "%s is gzip", a.Location)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "%s is zstd", a.Location)
 	ExpectWithOffset(1, n).To(Equal(a.SnapshotSize), "%s decompresses to the snapshot", a.Location)
-	_, err = io.Copy(digest, obj) // anything after the gzip stream is part of the artifact too
+	_, err = io.Copy(digest, obj) // anything after the zstd stream is part of the artifact too
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	ExpectWithOffset(1, hex.EncodeToString(digest.Sum(nil))).To(Equal(a.SHA256), a.Location)
 }
@@ -648,7 +649,7 @@ func expectBackupSucceeded(b *etcdv1alpha1.EtcdBackup) {
 	ExpectWithOffset(1, b.Status.CompletedAt.Time).NotTo(BeTemporally("<", b.Status.StartedAt.Time), b.Name)
 	a := b.Status.Artifact
 	ExpectWithOffset(1, a).NotTo(BeNil(), b.Name)
-	ExpectWithOffset(1, a.Compression).To(Equal("gzip"))
+	ExpectWithOffset(1, a.Compression).To(Equal(etcdv1alpha1.BackupCompressionZstd), "the default")
 	ExpectWithOffset(1, a.SHA256).To(MatchRegexp(`^[0-9a-f]{64}$`))
 	ExpectWithOffset(1, a.Size).To(BeNumerically(">", 0))
 	ExpectWithOffset(1, a.SnapshotSize).To(BeNumerically(">", 0))
