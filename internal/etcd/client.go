@@ -21,6 +21,12 @@ const (
 	// member in turn.
 	HealthTimeout = 5 * time.Second
 
+	// DefragmentTimeout caps Client.Defragment. A member rewrites its whole database file
+	// while it defragments, at disk speed (seconds for a gigabyte on a local disk), and
+	// answers nothing else meanwhile; a call that takes longer than this is given up, and
+	// the member finishes on its own.
+	DefragmentTimeout = 3 * time.Minute
+
 	// DefaultDialTimeout is used when Config.DialTimeout is zero.
 	DefaultDialTimeout = 5 * time.Second
 )
@@ -60,6 +66,8 @@ type MemberStatus struct {
 	RaftAppliedIndex uint64
 	// RaftTerm is the member's current raft term.
 	RaftTerm uint64
+	// Revision is the key-value store's current revision, as this member has applied it.
+	Revision int64
 	// IsLearner is true when the member is a learner.
 	IsLearner bool
 	// Errors are the alarms and other errors the member reports, such as
@@ -123,6 +131,21 @@ type Client interface {
 	// condition never holds), so that every member's log moves on by n entries and each
 	// takes a raft snapshot once n exceeds its --snapshot-count.
 	AppendNoOps(ctx context.Context, n int) error
+
+	// Defragment defragments the member serving endpoint: it rewrites its database file
+	// without the free pages, so its DBSize shrinks to about DBSizeInUse. The member serves
+	// nothing else meanwhile. Capped by DefragmentTimeout rather than CallTimeout.
+	Defragment(ctx context.Context, endpoint string) error
+
+	// Compact discards the key-value history older than revision, on every member, and
+	// waits until the compaction is applied (so a defragmentation afterwards reclaims its
+	// space). Compacting at or below an already compacted revision fails with an error for
+	// which IsCompacted is true, which callers may treat as done.
+	Compact(ctx context.Context, revision int64) error
+
+	// AlarmDisarm clears alarm (such as "NOSPACE") raised on member memberID. etcd raises
+	// it again at once if its cause remains.
+	AlarmDisarm(ctx context.Context, memberID uint64, alarm string) error
 
 	// Close releases the connections. The Client must not be used afterwards.
 	Close() error

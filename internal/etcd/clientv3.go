@@ -190,6 +190,7 @@ func (c *client) status(ctx context.Context, endpoint string) (MemberStatus, err
 		RaftIndex:        resp.RaftIndex,
 		RaftAppliedIndex: resp.RaftAppliedIndex,
 		RaftTerm:         resp.RaftTerm,
+		Revision:         resp.Header.GetRevision(),
 		IsLearner:        resp.IsLearner,
 		Errors:           slices.Clone(resp.Errors),
 	}, nil
@@ -288,6 +289,39 @@ func (c *client) Get(ctx context.Context, key string) (string, bool, error) {
 		return "", false, nil
 	}
 	return string(resp.Kvs[0].Value), true, nil
+}
+
+func (c *client) Defragment(ctx context.Context, endpoint string) error {
+	ctx, cancel := context.WithTimeout(ctx, DefragmentTimeout)
+	defer cancel()
+	// Maintenance.Defragment dials endpoint itself, whatever the configured endpoints are.
+	if _, err := c.cli.Defragment(ctx, endpoint); err != nil {
+		return fmt.Errorf("defragmenting etcd member %s: %w", endpoint, err)
+	}
+	return nil
+}
+
+func (c *client) Compact(ctx context.Context, revision int64) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	if _, err := c.cli.Compact(ctx, revision, clientv3.WithCompactPhysical()); err != nil {
+		return fmt.Errorf("compacting etcd at revision %d: %w", revision, err)
+	}
+	return nil
+}
+
+func (c *client) AlarmDisarm(ctx context.Context, memberID uint64, alarm string) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	kind, ok := etcdserverpb.AlarmType_value[alarm]
+	if !ok || kind == int32(etcdserverpb.AlarmType_NONE) {
+		return fmt.Errorf("disarming etcd alarm %q: no such alarm", alarm)
+	}
+	am := &clientv3.AlarmMember{MemberID: memberID, Alarm: etcdserverpb.AlarmType(kind)}
+	if _, err := c.cli.AlarmDisarm(ctx, am); err != nil {
+		return fmt.Errorf("disarming etcd alarm %s of member %s: %w", alarm, hexID(memberID), err)
+	}
+	return nil
 }
 
 func (c *client) Close() error {

@@ -23,6 +23,8 @@ var (
 	// ErrUnhealthyCluster is returned when a membership change is refused because members
 	// are down and the change could cost the cluster its quorum.
 	ErrUnhealthyCluster = rpctypes.ErrUnhealthy
+	// ErrCompacted is returned when compacting at a revision that is already compacted.
+	ErrCompacted = rpctypes.ErrCompacted
 )
 
 // IsMemberNotFound reports whether err says the member does not exist, for instance because
@@ -53,6 +55,12 @@ func IsUnhealthyCluster(err error) bool {
 	return isAny(err,
 		rpctypes.ErrUnhealthy, rpctypes.ErrGRPCUnhealthy,
 		rpctypes.ErrMemberNotEnoughStarted, rpctypes.ErrGRPCMemberNotEnoughStarted)
+}
+
+// IsCompacted reports whether err is etcd refusing a compaction at a revision that is
+// already compacted: what was asked for is done.
+func IsCompacted(err error) bool {
+	return isAny(err, rpctypes.ErrCompacted, rpctypes.ErrGRPCCompacted)
 }
 
 // IsNotSupportedForLearner reports whether err is a learner refusing a request it cannot

@@ -27,6 +27,9 @@ type Options struct {
 	// Certs, when set, give etcd its serving certificate and make it require client
 	// certificates signed by the CA on https client URLs.
 	Certs *Certs
+	// Args are more flags for etcd, after the ones Start sets (for example a small
+	// --quota-backend-bytes).
+	Args []string
 }
 
 // Etcd is a single-member etcd listening on 127.0.0.1 only.
@@ -76,6 +79,7 @@ func Start(t testing.TB, opts Options) *Etcd {
 			"--trusted-ca-file", c.CA, "--client-cert-auth")
 	}
 	args = append(args, "--unsafe-no-fsync", "--log-outputs", "stderr")
+	args = append(args, opts.Args...)
 	logPath := filepath.Join(dir, "etcd.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {

@@ -44,6 +44,9 @@ const (
 	Put                Method = "Put"
 	Get                Method = "Get"
 	AppendNoOps        Method = "AppendNoOps"
+	Defragment         Method = "Defragment"
+	Compact            Method = "Compact"
+	AlarmDisarm        Method = "AlarmDisarm"
 	Close              Method = "Close"
 )
 
@@ -66,6 +69,7 @@ type Client struct {
 	kv          map[string]string
 	errs        map[Method]error
 	calls       []string
+	compacted   int64
 }
 
 var _ etcd.Client = (*Client)(nil)
@@ -406,6 +410,61 @@ func (f *Client) AppendNoOps(_ context.Context, n int) error {
 	}
 	for ep, st := range f.statuses {
 		st.RaftIndex += uint64(n)
+		f.statuses[ep] = st
+	}
+	return nil
+}
+
+// Defragment shrinks the DBSize of the status set for endpoint (SetStatus) to its
+// DBSizeInUse, and fails when no status is set and no member serves endpoint.
+func (f *Client) Defragment(_ context.Context, endpoint string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(Defragment, endpoint); err != nil {
+		return err
+	}
+	if st, ok := f.statuses[endpoint]; ok {
+		st.DBSize = st.DBSizeInUse
+		f.statuses[endpoint] = st
+		return nil
+	}
+	_, err := f.serving(endpoint)
+	return err
+}
+
+// Compact records the compacted revision (see Compacted) and fails with etcd.ErrCompacted
+// at or below one compacted before, as etcd does.
+func (f *Client) Compact(_ context.Context, revision int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(Compact, strconv.FormatInt(revision, 10)); err != nil {
+		return err
+	}
+	if revision <= f.compacted {
+		return etcd.ErrCompacted
+	}
+	f.compacted = revision
+	return nil
+}
+
+// Compacted returns the highest revision compacted, 0 before any compaction.
+func (f *Client) Compacted() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.compacted
+}
+
+// AlarmDisarm removes alarm of memberID from the Errors of every status set with
+// SetStatus, in the form etcd reports it ("memberID:<decimal ID> alarm:<alarm>").
+func (f *Client) AlarmDisarm(_ context.Context, memberID uint64, alarm string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(AlarmDisarm, hexID(memberID)+" "+alarm); err != nil {
+		return err
+	}
+	raised := fmt.Sprintf("memberID:%d alarm:%s", memberID, alarm)
+	for ep, st := range f.statuses {
+		st.Errors = slices.DeleteFunc(slices.Clone(st.Errors), func(e string) bool { return e == raised })
 		f.statuses[ep] = st
 	}
 	return nil
