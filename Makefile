@@ -216,8 +216,8 @@ fuzz: ## Fuzz the membership planner (FUZZTIME, 5m): no plan may lose quorum, to
 bench: bench-unit bench-cluster ## Run every benchmark: unit ones, then those on the local cluster.
 
 .PHONY: bench-unit
-bench-unit: ## Run the benchmarks of the pure packages.
-	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
+bench-unit: $(CONTROL_PLANE_ETCD_BIN)/etcd $(VERSITYGW) ## Run the benchmarks of the pure packages, and the agent's backup and restore of a 512 MiB etcd to S3 (a local etcd and versitygw) next to etcdctl's snapshot save.
+	VERSITYGW="$(VERSITYGW)" go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
 
 .PHONY: bench-cluster
 bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up deploy ## Run the benchmarks on the local cluster (bootstrap, scale 3->5, member replacement next to a learner joined by hand, the operator's memory next to 10,000 unrelated objects, a 3-member upgrade, a 3-member rollout of a changed etcd option, a 512 MiB backup to S3, each next to a floor).

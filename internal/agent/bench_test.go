@@ -1,0 +1,232 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcdpilot/etcdpilot/internal/artifact"
+	"github.com/etcdpilot/etcdpilot/internal/artifact/s3test"
+	backuppkg "github.com/etcdpilot/etcdpilot/internal/backup"
+	"github.com/etcdpilot/etcdpilot/internal/etcdtest"
+)
+
+// benchSnapshotBytes is the least database size the backup benchmark fills etcd to.
+const benchSnapshotBytes = 540 << 20
+
+// BenchmarkBackup measures, on one etcd member holding at least 512 MiB, in one run:
+//
+//   - floor: the Go client's snapshot save to a local file, synced, which is what
+//     `etcdctl snapshot save` does;
+//   - for each compression, the agent's backup command to S3 (versitygw on 127.0.0.1),
+//     its throughput in snapshot bytes per second of streaming (the result's
+//     streamSeconds), its ratio to the floor, the process's peak heap while it ran and
+//     the artifact's size relative to the snapshot;
+//   - for each compression, the restore's fetch from S3 and decompression to a local file,
+//     synced (the part of a restore the compression changes).
+//
+// The data is JSON-like text resembling Kubernetes objects (names, labels, random UIDs and
+// numbers), which compresses about as well as real etcd data. It is skipped without the
+// etcd binary (make test builds it; ETCD_TEST_BINARY overrides) or VERSITYGW; make
+// bench-unit gives both.
+func BenchmarkBackup(b *testing.B) {
+	binary := os.Getenv("ETCD_TEST_BINARY")
+	if binary == "" {
+		binary = etcdtest.DefaultBinary
+	}
+	if _, err := os.Stat(binary); err != nil {
+		b.Skipf("no etcd binary (%v): make bench-unit builds it, ETCD_TEST_BINARY names another", err)
+	}
+	gw := s3test.Start(b, s3test.Options{}) // skips without VERSITYGW
+	gw.MakeBucket(b, "bench")
+	srv := etcdtest.Start(b, etcdtest.Options{})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.ClientURLs, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		MaxCallSendMsgSize: 2 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cli.Close() })
+	srv.WaitReady(b, func(ctx context.Context) error { _, err := cli.Get(ctx, "health"); return err })
+	fillStart := time.Now()
+	dbSize := fillTo(b, cli, srv.ClientURLs[0], benchSnapshotBytes)
+	b.Logf("filled etcd to %d MiB in %s", dbSize>>20, time.Since(fillStart).Round(time.Second))
+	store, err := artifact.NewS3(gw.Config("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := &environment{stderr: io.Discard, getenv: func(name string) string {
+		return map[string]string{EnvAccessKeyID: gw.AccessKey, EnvSecretAccessKey: gw.SecretKey}[name]
+	}}
+
+	b.ResetTimer()
+	for i := range b.N {
+		floor := snapshotSave(b, cli, filepath.Join(b.TempDir(), "floor.db"))
+		b.ReportMetric(floor, "floor_MiB/s")
+		for _, c := range backuppkg.Compressions {
+			key := fmt.Sprintf("run-%d/backup%s", i, backuppkg.Suffix(c))
+			var code int
+			peak := peakHeap(func() {
+				code = run(b.Context(), []string{"backup", "--result-file", filepath.Join(b.TempDir(), "result"),
+					"--endpoint", srv.ClientURLs[0], "--compression", string(c), "--store", "s3",
+					"--s3-endpoint", gw.Endpoint, "--s3-bucket", "bench", "--s3-path-style", "--key", key}, env)
+			})
+			res := readResult(b, env.resultFile)
+			if code != 0 {
+				b.Fatalf("backup %s failed: %+v", c, res)
+			}
+			mibs := float64(res.SnapshotSize) / (1 << 20) / res.StreamSeconds
+			b.ReportMetric(mibs, string(c)+"_MiB/s")
+			b.ReportMetric(mibs/floor, string(c)+"/floor")
+			b.ReportMetric(float64(peak)/(1<<20), string(c)+"_peak_heap_MiB")
+			b.ReportMetric(100*float64(res.Size)/float64(res.SnapshotSize), string(c)+"_size_%")
+
+			got, err := fetch(b.Context(), store, artifactRef{key: key, location: key, sha256: res.SHA256, compression: c},
+				filepath.Join(b.TempDir(), "restored.db"))
+			if err != nil {
+				b.Fatalf("fetching the %s artifact: %v", c, err)
+			}
+			b.ReportMetric(float64(got.snapshotSize)/(1<<20)/got.seconds, string(c)+"_restore_MiB/s")
+		}
+	}
+}
+
+// fillTo writes values of almost 1 MiB (etcd's request limit is 1.5 MiB) from four
+// writers until the member's database holds at least size bytes, and returns its size.
+func fillTo(b *testing.B, cli *clientv3.Client, endpoint string, size int64) int64 {
+	b.Helper()
+	pool := objectText(48 << 20)
+	const valueSize = 1000 << 10
+	var next, dbSize atomic.Int64
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		rng := rand.New(rand.NewPCG(uint64(w), 7))
+		wg.Go(func() {
+			for dbSize.Load() < size {
+				n := next.Add(1)
+				off := rng.IntN(len(pool) - valueSize)
+				if _, err := cli.Put(b.Context(), fmt.Sprintf("/registry/bench/%08d", n), pool[off:off+valueSize]); err != nil {
+					errs <- err
+					return
+				}
+				if n%32 == 0 {
+					st, err := cli.Status(b.Context(), endpoint)
+					if err != nil {
+						errs <- err
+						return
+					}
+					dbSize.Store(st.DbSize)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatalf("filling etcd: %v", err)
+	}
+	return dbSize.Load()
+}
+
+// objectText returns n bytes of JSON-like text shaped like Kubernetes objects: repeated
+// field names and label values, and random UIDs, versions and numbers.
+func objectText(n int) string {
+	rng := rand.New(rand.NewPCG(1, 2))
+	kinds := []string{"Pod", "ConfigMap", "Secret", "Service", "Endpoints", "Lease", "Event"}
+	apps := []string{"web", "api", "worker", "cache", "db", "ingress", "metrics", "batch"}
+	var sb strings.Builder
+	sb.Grow(n + 1024)
+	for sb.Len() < n {
+		app := apps[rng.IntN(len(apps))]
+		fmt.Fprintf(&sb, `{"kind":%q,"apiVersion":"v1","metadata":{"name":"%s-%x","namespace":"team-%d","uid":"%08x-%04x-%04x-%04x-%012x",`+
+			`"resourceVersion":"%d","labels":{"app":%q,"tier":"backend","pod-template-hash":"%x"}},"spec":{"nodeName":"node-%d",`+
+			`"containers":[{"name":%q,"image":"registry.example.com/%s:v1.%d.%d","resources":{"requests":{"cpu":"%dm","memory":"%dMi"}}}]},`+
+			`"status":{"phase":"Running","podIP":"10.%d.%d.%d","startTime":"2026-%02d-%02dT%02d:%02d:%02dZ"}}`+"\n",
+			kinds[rng.IntN(len(kinds))], app, rng.Uint32(), rng.IntN(40), rng.Uint32(), rng.IntN(1<<16), rng.IntN(1<<16), rng.IntN(1<<16), rng.Uint64()>>16,
+			rng.IntN(1<<30), app, rng.Uint32(), rng.IntN(200), app, app, rng.IntN(30), rng.IntN(10), 50*rng.IntN(40), 64*rng.IntN(32),
+			rng.IntN(256), rng.IntN(256), rng.IntN(256), 1+rng.IntN(12), 1+rng.IntN(28), rng.IntN(24), rng.IntN(60), rng.IntN(60))
+	}
+	return sb.String()[:n]
+}
+
+// snapshotSave saves the member's snapshot to path as etcdctl does (stream, write, sync)
+// and returns its throughput in MiB/s.
+func snapshotSave(b *testing.B, cli *clientv3.Client, path string) float64 {
+	b.Helper()
+	start := time.Now()
+	rc, err := cli.Snapshot(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = rc.Close() }()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	n, err := io.Copy(f, rc)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		b.Fatalf("saving the snapshot: %v", err)
+	}
+	return float64(n) / (1 << 20) / time.Since(start).Seconds()
+}
+
+// peakHeap runs f and returns the most heap memory in use (live and not yet collected
+// objects, and free space in spans in use) while it ran, sampled every 10 ms.
+func peakHeap(f func()) uint64 {
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	var peak uint64
+	sample := func() {
+		metrics.Read(samples)
+		peak = max(peak, samples[0].Value.Uint64()+samples[1].Value.Uint64())
+	}
+	runtime.GC() // start from what is live
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			sample()
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	f()
+	close(done)
+	wg.Wait()
+	return peak
+}
+
+// readResult reads the result the agent wrote to path.
+func readResult(b *testing.B, path string) Result {
+	b.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, ok := ParseResult(string(data))
+	if !ok {
+		b.Fatalf("no result in %q", data)
+	}
+	return res
+}
