@@ -32,20 +32,28 @@ const backupDBBytes = 512 << 20
 //
 //   - s-floor, MiB/s-floor: `etcdctl snapshot save` to the member's own disk, run in its pod
 //     (the fastest a snapshot leaves etcd on this node, with no network and no compression);
-//   - s-backup, MiB/s-backup: an EtcdBackup to the in-cluster S3 server, from its creation to
-//     Succeeded (Job and pod start, member choice, stream, gzip, SHA-256, multipart upload);
-//     backup/floor is the ratio of the two times;
-//   - agent-maxrss-MiB: the backup pod's peak resident memory, as the agent reports it;
+//   - for each compression c (zstd, gzip, none), one EtcdBackup to the in-cluster S3 server:
+//     s-backup-c, MiB/s-backup-c from its creation to Succeeded (Job and pod start, member
+//     choice, stream, compression, SHA-256, multipart upload), and backup/floor-c the ratio
+//     of the two times; MiB/s-stream-c the stream alone, as the agent timed it (its
+//     result's streamSeconds), without the pod's start;
+//   - agent-maxrss-MiB-c: the backup pod's peak resident memory, as the agent reports it;
 //   - operator-rss-before-MiB, operator-rss-peak-MiB: the operator pod's resident memory
-//     (its cgroup's RSS, sampled every 100 ms) before and during the backup. The snapshot
+//     (its cgroup's RSS, sampled every 100 ms) before and during the backups. The snapshot
 //     never passes through the operator, so the two must stay close whatever the size.
 func BenchmarkBackup512MiBToS3(b *testing.B) {
 	ctx := context.Background()
 	c := newClient(b)
 	s3 := s3FromEnv(b)
-	var floor, backup time.Duration
+	compressions := []etcdv1alpha1.BackupCompression{
+		etcdv1alpha1.BackupCompressionZstd, etcdv1alpha1.BackupCompressionGzip, etcdv1alpha1.BackupCompressionNone,
+	}
+	var floor time.Duration
+	backup := map[etcdv1alpha1.BackupCompression]time.Duration{}
+	stream := map[etcdv1alpha1.BackupCompression]float64{}
+	agentRSS := map[etcdv1alpha1.BackupCompression]float64{}
 	var snapshotBytes int64
-	var agentRSS, opBefore, opPeak float64
+	var opBefore, opPeak float64
 	for i := 0; i < b.N; i++ {
 		ns := namespace(ctx, b, c, "bench-backup-")
 		copyS3Secret(ctx, b, c, s3, ns)
@@ -66,9 +74,7 @@ func BenchmarkBackup512MiBToS3(b *testing.B) {
 		var peak uint64
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				select {
 				case <-stop:
@@ -77,44 +83,63 @@ func BenchmarkBackup512MiBToS3(b *testing.B) {
 					peak = max(peak, rss())
 				}
 			}
-		}()
-		bk := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: ns},
-			Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "big", DeletionPolicy: etcdv1alpha1.BackupDeletionPolicyDelete,
-				Destination: etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Destination{S3Bucket: etcdv1alpha1.S3Bucket{
-					Endpoint: s3.endpoint, Bucket: s3.bucket, CredentialsSecretName: "s3", ForcePathStyle: true}}}}}
-		start = time.Now()
-		if err := c.Create(ctx, bk); err != nil {
-			b.Fatal(err)
+		})
+		for _, comp := range compressions {
+			took, done, res := backupOnce(ctx, b, c, s3, ns, comp)
+			backup[comp] += took
+			stream[comp] += res.StreamSeconds
+			agentRSS[comp] += float64(res.MaxRSSBytes)
+			if comp == compressions[0] {
+				snapshotBytes += done.Status.Artifact.SnapshotSize
+			}
 		}
-		done := waitBackup(ctx, b, c, bk)
-		backup += time.Since(start)
 		close(stop)
 		wg.Wait()
-		snapshotBytes += done.Status.Artifact.SnapshotSize
-		agentRSS += float64(agentMaxRSS(ctx, b, c, ns, "big-backup"))
 		opBefore += float64(before)
 		opPeak += float64(max(peak, before))
-		b.Logf("snapshot %d MiB, artifact %d MiB, backup %s, floor %s, operator RSS %d -> peak %d MiB",
-			done.Status.Artifact.SnapshotSize>>20, done.Status.Artifact.Size>>20, time.Since(start).Round(time.Millisecond),
-			floor.Round(time.Millisecond), before>>20, max(peak, before)>>20)
-		// The artifact goes with the backup (deletionPolicy Delete), before the namespace.
-		if err := c.Delete(ctx, bk); err != nil {
-			b.Fatal(err)
-		}
-		waitGone(ctx, b, c, bk)
+		b.Logf("floor %s, operator RSS %d -> peak %d MiB", floor.Round(time.Millisecond), before>>20, max(peak, before)>>20)
 	}
 	n := float64(b.N)
 	mib := float64(snapshotBytes) / n / (1 << 20)
 	b.ReportMetric(mib, "snapshot-MiB")
 	b.ReportMetric(floor.Seconds()/n, "s-floor")
 	b.ReportMetric(mib/(floor.Seconds()/n), "MiB/s-floor")
-	b.ReportMetric(backup.Seconds()/n, "s-backup")
-	b.ReportMetric(mib/(backup.Seconds()/n), "MiB/s-backup")
-	b.ReportMetric(backup.Seconds()/floor.Seconds(), "backup/floor")
-	b.ReportMetric(agentRSS/n/(1<<20), "agent-maxrss-MiB")
+	for _, comp := range compressions {
+		b.ReportMetric(backup[comp].Seconds()/n, "s-backup-"+string(comp))
+		b.ReportMetric(mib/(backup[comp].Seconds()/n), "MiB/s-backup-"+string(comp))
+		b.ReportMetric(backup[comp].Seconds()/floor.Seconds(), "backup/floor-"+string(comp))
+		b.ReportMetric(mib/(stream[comp]/n), "MiB/s-stream-"+string(comp))
+		b.ReportMetric(agentRSS[comp]/n/(1<<20), "agent-maxrss-MiB-"+string(comp))
+	}
 	b.ReportMetric(opBefore/n/(1<<20), "operator-rss-before-MiB")
 	b.ReportMetric(opPeak/n/(1<<20), "operator-rss-peak-MiB")
 	b.ReportMetric(0, "ns/op")
+}
+
+// backupOnce takes one EtcdBackup of cluster "big" in ns with compression comp, and
+// returns how long it took from its creation to Succeeded, the succeeded backup and the
+// agent's result. The artifact goes with the backup (deletionPolicy Delete), before the
+// namespace.
+func backupOnce(ctx context.Context, b *testing.B, c client.Client, s3 s3Server, ns string, comp etcdv1alpha1.BackupCompression) (time.Duration, *etcdv1alpha1.EtcdBackup, agent.Result) {
+	bk := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "big-" + string(comp), Namespace: ns},
+		Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "big", DeletionPolicy: etcdv1alpha1.BackupDeletionPolicyDelete,
+			Compression: comp,
+			Destination: etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Destination{S3Bucket: etcdv1alpha1.S3Bucket{
+				Endpoint: s3.endpoint, Bucket: s3.bucket, CredentialsSecretName: "s3", ForcePathStyle: true}}}}}
+	start := time.Now()
+	if err := c.Create(ctx, bk); err != nil {
+		b.Fatal(err)
+	}
+	done := waitBackup(ctx, b, c, bk)
+	took := time.Since(start)
+	res := agentResult(ctx, b, c, ns, bk.Name+"-backup")
+	b.Logf("%s: snapshot %d MiB, artifact %d MiB, backup %s, stream %.1f s, agent RSS %d MiB", comp,
+		done.Status.Artifact.SnapshotSize>>20, done.Status.Artifact.Size>>20, took.Round(time.Millisecond), res.StreamSeconds, res.MaxRSSBytes>>20)
+	if err := c.Delete(ctx, bk); err != nil {
+		b.Fatal(err)
+	}
+	waitGone(ctx, b, c, bk)
+	return took, done, res
 }
 
 type s3Server struct{ endpoint, bucket, namespace, secret string }
@@ -197,8 +222,8 @@ func waitGone(ctx context.Context, b *testing.B, c client.Client, obj client.Obj
 	b.Fatalf("%s still there after 5 minutes", obj.GetName())
 }
 
-// agentMaxRSS is the peak RSS the agent reported in its backup pod's termination message.
-func agentMaxRSS(ctx context.Context, b *testing.B, c client.Client, ns, job string) int64 {
+// agentResult is the result the agent reported in its backup pod's termination message.
+func agentResult(ctx context.Context, b *testing.B, c client.Client, ns, job string) agent.Result {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"batch.kubernetes.io/job-name": job}); err != nil {
 		b.Fatal(err)
@@ -208,13 +233,13 @@ func agentMaxRSS(ctx context.Context, b *testing.B, c client.Client, ns, job str
 			if t := s.State.Terminated; t != nil {
 				var res agent.Result
 				if err := json.Unmarshal([]byte(t.Message), &res); err == nil {
-					return res.MaxRSSBytes
+					return res
 				}
 			}
 		}
 	}
 	b.Fatalf("no result in the pods of job %s", job)
-	return 0
+	return agent.Result{}
 }
 
 // operatorRSS returns a function reading the operator pod's resident memory from its
