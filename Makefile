@@ -213,11 +213,15 @@ fuzz: ## Fuzz the membership planner (FUZZTIME, 5m): no plan may lose quorum, to
 	go test ./internal/membership -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
-bench: bench-unit bench-cluster ## Run every benchmark: unit ones, then those on the local cluster.
+bench: bench-unit bench-scale bench-cluster ## Run every benchmark: unit ones, the operator at scale in envtest, then those on the local cluster.
 
 .PHONY: bench-unit
 bench-unit: $(CONTROL_PLANE_ETCD_BIN)/etcd $(VERSITYGW) ## Run the benchmarks of the pure packages, and the agent's backup and restore of a 512 MiB etcd to S3 (a local etcd and versitygw) next to etcdctl's snapshot save.
 	VERSITYGW="$(VERSITYGW)" go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
+
+.PHONY: bench-scale
+bench-scale: envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml ## Run the operator against many EtcdClusters in envtest, with fake etcd members (SCALE_CLUSTERS, default 1000; SCALE_WINDOW, default 1m): steady-state writes, p99 reconcile time, memory, CPU, member polls.
+	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" PROMETHEUS_OPERATOR_CRDS="$(PROMETHEUS_OPERATOR_CRDS)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^Test' -bench Scale -benchtime=1x -timeout 60m ./test/scale
 
 .PHONY: bench-cluster
 bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up deploy ## Run the benchmarks on the local cluster (bootstrap, scale 3->5, member replacement next to a learner joined by hand, the operator's memory next to 10,000 unrelated objects, a 3-member upgrade, a 3-member rollout of a changed etcd option, a 512 MiB backup to S3, each next to a floor).

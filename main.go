@@ -9,15 +9,10 @@ import (
 	"os"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -29,7 +24,6 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/controllers"
 	"github.com/etcdpilot/etcdpilot/internal/agent"
-	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/metrics"
 	"github.com/etcdpilot/etcdpilot/internal/versions"
@@ -86,7 +80,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cacheOpts := cacheOptions(namespaces)
+	cacheOpts := controllers.CacheOptions(namespaces)
 	log.Info("watching namespaces (none listed: all)", "namespaces", namespaces)
 
 	var tlsOpts []func(*tls.Config)
@@ -153,24 +147,6 @@ func run() error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
-}
-
-// cacheOptions: the operator only reads the pods, claims, services, secrets and disruption
-// budgets it made; caching only those (by label) keeps its memory flat however big the
-// cluster. With namespaces listed, it caches those namespaces only.
-func cacheOptions(namespaces []string) cache.Options {
-	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{cluster.LabelManagedBy: cluster.ManagedBy})}
-	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: ours, &corev1.PersistentVolumeClaim{}: ours, &corev1.Service{}: ours,
-		&corev1.Secret{}: ours, &policyv1.PodDisruptionBudget{}: ours, &batchv1.Job{}: ours,
-	}}
-	if len(namespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	return opts
 }
 
 func envOr(key, fallback string) string {
