@@ -185,18 +185,18 @@ func TestBackupRunsTheAgentAndRecordsItsResult(t *testing.T) {
 func TestBackupOfAnOlderAgentRecordsGzip(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	clusterWithMembers(g, ns, "src")
-	g.Expect(k8sClient.Create(context.Background(), newBackup(ns, "old", "src"))).To(Succeed())
+	clusterWithMembers(g, ns, "legacy")
+	g.Expect(k8sClient.Create(context.Background(), newBackup(ns, "old", "legacy"))).To(Succeed())
 	job := &batchv1.Job{}
 	g.Eventually(func(g Gomega) { get(g, ns, "old-backup", job) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	sum := strings.Repeat("0b", 32)
-	finishAgentPod(g, job, 0, agent.Result{SHA256: sum, Size: 1, SnapshotSize: 2, Revision: 3, Member: "src-0"})
+	finishAgentPod(g, job, 0, agent.Result{SHA256: sum, Size: 1, SnapshotSize: 2, Revision: 3, Member: "legacy-0"})
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "old", &etcdv1alpha1.EtcdBackup{})
 		g.Expect(backupCondition(got).Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(got.Status.Artifact.Compression).To(Equal(etcdv1alpha1.BackupCompressionGzip))
-		g.Expect(got.Status.Artifact.Key).To(MatchRegexp(`^etcd/` + ns + `/src/\d{8}T\d{6}Z-old\.db\.gz$`))
+		g.Expect(got.Status.Artifact.Key).To(MatchRegexp(`^etcd/` + ns + `/legacy/\d{8}T\d{6}Z-old\.db\.gz$`))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
 
