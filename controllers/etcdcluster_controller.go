@@ -131,11 +131,14 @@ type EtcdClusterReconciler struct {
 //     recorded); one claim expanded. A cluster restored from a backup (restore.go) creates
 //     its first member only once the backup is ready, with an init container that
 //     restores it.
-//  8. With nothing else to do and every member healthy, move the rotation of the operator's
+//  8. With no membership change to make, one step of maintenance (maintenance.go,
+//     internal/maintenance): defragment one member, or, under a NOSPACE alarm, compact,
+//     defragment or disarm, as spec.maintenance says and only while every member is healthy.
+//  9. With nothing else to do and every member healthy, move the rotation of the operator's
 //     CA on (pki.NextRotation): start it when asked (annotation etcd.etcdpilot.io/rotate-ca)
 //     or when the CA nears its expiry, and end each phase once every member runs it; the
 //     next pass issues and rolls out what the new phase asks for.
-//  9. Patch the status once, computed from what steps 3 to 8 saw and did (internal/status),
+//  10. Patch the status once, computed from what steps 3 to 9 saw and did (internal/status),
 //     and emit events for the transitions it shows. A pass that ends before step 5 keeps
 //     the last observation.
 func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, err error) {
@@ -202,11 +205,26 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		result, err = reconcile.Result{RequeueAfter: requeueProgressing}, nil
 	}
 	if err == nil {
-		err = r.advanceCARotation(ctx, c, tlsState, in.Action.Kind == membership.None && obs.planner.Settled(), &result)
-		in.CARotation = tlsState.caStatus()
+		err = r.whenIdle(ctx, c, obs, tlsState, &in, &result)
 	}
 	in.Err = err
 	return result, err
+}
+
+// whenIdle runs steps 8 and 9 of Reconcile once the planned membership action was carried
+// out: maintenance when there was none to make, then the CA rotation, which moves on only
+// when every member is healthy too.
+func (r *EtcdClusterReconciler) whenIdle(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, tlsState *tlsState, in *status.Input, result *reconcile.Result) error {
+	idle := in.Action.Kind == membership.None
+	if idle {
+		var err error
+		if in.Maintenance, err = r.maintain(ctx, c, obs, result); err != nil {
+			return err
+		}
+	}
+	err := r.advanceCARotation(ctx, c, tlsState, idle && obs.planner.Settled(), result)
+	in.CARotation = tlsState.caStatus()
+	return err
 }
 
 // finish ends a pass: it patches the status computed from in (the patch's error becomes
@@ -216,7 +234,11 @@ func (r *EtcdClusterReconciler) finish(ctx context.Context, c *etcdv1alpha1.Etcd
 	if perr := r.patchStatus(ctx, c, in); perr != nil && *err == nil {
 		*err = perr
 	}
-	r.Metrics.Record(metrics.Pass{Cluster: c, Seen: in.Seen, Action: in.Action, Acted: acted, Succeeded: *err == nil, Now: r.now()})
+	pass := metrics.Pass{Cluster: c, Seen: in.Seen, Action: in.Action, Acted: acted, Succeeded: *err == nil, Now: r.now()}
+	if in.Maintenance != nil {
+		pass.Maintenance = in.Maintenance.Action
+	}
+	r.Metrics.Record(pass)
 }
 
 // act carries out the planned action: at most one membership change.

@@ -19,6 +19,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/maintenance"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
@@ -263,13 +264,13 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 		if !asked {
 			continue
 		}
-		member.Healthy = st.err == nil && len(st.Errors) == 0
+		member.Healthy = st.err == nil && maintenance.Healthy(member.ID, st.Errors)
 		member.Ready = o.planner.Pods[member.Name].Ready
 		if st.err == nil {
 			member.Leader = st.LeaderID == member.ID
 			member.RaftIndex = st.RaftIndex
 			o.details[member.Name] = status.Detail{Version: st.Version, DBSize: st.DBSize, DBSizeInUse: st.DBSizeInUse,
-				Alarms: etcd.Alarms(st.Errors)[member.ID]}
+				Alarms: etcd.Alarms(st.Errors)[member.ID], Revision: st.Revision}
 		}
 	}
 	o.planner.Members = members

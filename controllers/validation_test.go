@@ -39,6 +39,11 @@ func TestDefaults(t *testing.T) {
 		HeartbeatIntervalMillis: 100, ElectionTimeoutMillis: 1000,
 	}))
 	g.Expect(c.Spec.Monitoring).To(Equal(etcdv1alpha1.MonitoringSpec{Mode: etcdv1alpha1.MonitoringAuto}))
+	g.Expect(c.Spec.Maintenance).To(Equal(etcdv1alpha1.MaintenanceSpec{
+		NoSpaceRecovery: etcdv1alpha1.NoSpaceRecoveryAuto,
+		Defragmentation: etcdv1alpha1.DefragmentationSpec{Mode: etcdv1alpha1.DefragmentationAuto,
+			MinFragmentationPercent: 45, MinReclaimable: ptr.To(resource.MustParse("100Mi"))},
+	}))
 }
 
 func TestCreateValidation(t *testing.T) {
@@ -50,6 +55,45 @@ func TestCreateValidation(t *testing.T) {
 		refusal string
 	}{
 		{"size 1", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 1 }, ""},
+		{"defragmentation on a schedule", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.Defragmentation = etcdv1alpha1.DefragmentationSpec{Mode: etcdv1alpha1.DefragmentationSchedule, Schedule: "0 3 * * 0"}
+		}, ""},
+		{"defragmentation @weekly", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.Defragmentation = etcdv1alpha1.DefragmentationSpec{Mode: etcdv1alpha1.DefragmentationSchedule, Schedule: "@weekly"}
+		}, ""},
+		{"defragmentation Schedule without a schedule", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.Defragmentation.Mode = etcdv1alpha1.DefragmentationSchedule
+		}, "defragmentation.schedule is required with mode Schedule, and only allowed with it"},
+		{"a schedule with mode Auto", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.Defragmentation.Schedule = "0 3 * * 0"
+		}, "defragmentation.schedule is required with mode Schedule, and only allowed with it"},
+		{"a schedule that is not cron", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.Defragmentation = etcdv1alpha1.DefragmentationSpec{Mode: etcdv1alpha1.DefragmentationSchedule, Schedule: "every sunday"}
+		}, "defragmentation.schedule must be a cron expression of five fields"},
+		{"a schedule with a backwards range", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.Defragmentation = etcdv1alpha1.DefragmentationSpec{Mode: etcdv1alpha1.DefragmentationSchedule, Schedule: "0 17-8 * * *"}
+		}, "defragmentation.schedule: a range a-b must not end before it starts"},
+		{"defragmentation mode unknown", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.Defragmentation.Mode = "Sometimes"
+		}, `Unsupported value: "Sometimes"`},
+		{"minFragmentationPercent 0", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.Defragmentation.MinFragmentationPercent = -1
+		}, "should be greater than or equal to 1"},
+		{"minFragmentationPercent 100", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.Defragmentation.MinFragmentationPercent = 100
+		}, "should be less than or equal to 99"},
+		{"minReclaimable 512Ki", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.Defragmentation.MinReclaimable = ptr.To(resource.MustParse("512Ki"))
+		}, "defragmentation.minReclaimable must be at least 1Mi"},
+		{"minReclaimable 1Mi", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.Defragmentation.MinReclaimable = ptr.To(resource.MustParse("1Mi"))
+		}, ""},
+		{"NOSPACE recovery off", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.NoSpaceRecovery = etcdv1alpha1.NoSpaceRecoveryDisabled
+		}, ""},
+		{"NOSPACE recovery unknown", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Maintenance.NoSpaceRecovery = "Sometimes"
+		}, `Unsupported value: "Sometimes"`},
 		{"replacement off", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.ReplaceUnhealthyMemberAfter = &metav1.Duration{}
 		}, ""},

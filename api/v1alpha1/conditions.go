@@ -110,6 +110,14 @@ const (
 	// ReasonMemberDataLost (Degraded=True): a member's data is gone (its ephemeral pod or
 	// its volume was deleted) and the other members lack a healthy quorum to replace it.
 	ReasonMemberDataLost = "MemberDataLost"
+	// ReasonNoSpace (Degraded=True): a member's database reached the quota and etcd raised
+	// the NOSPACE alarm: the cluster accepts only reads and deletes. The message says what
+	// the operator is doing about it (spec.maintenance.noSpaceRecovery), or that it is off.
+	ReasonNoSpace = "NoSpace"
+	// ReasonNoSpaceDataDoesNotFit (Degraded=True): NOSPACE persists although the history is
+	// compacted and every member defragmented: the data itself does not fit under the
+	// quota. Raise spec.etcd.quotaBackendBytes, or delete data.
+	ReasonNoSpaceDataDoesNotFit = "NoSpaceDataDoesNotFit"
 	// ReasonReconcileFailed (Degraded=True): the last reconcile hit an error; the message
 	// says which step.
 	ReasonReconcileFailed = "ReconcileFailed"

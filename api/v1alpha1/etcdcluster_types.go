@@ -75,6 +75,14 @@ type EtcdClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Monitoring",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Monitoring MonitoringSpec `json:"monitoring,omitempty"`
 
+	// maintenance says how the operator keeps the members' databases compact: when it
+	// defragments them (by default when enough space is wasted), and whether it gets the
+	// cluster out of the NOSPACE alarm by itself (by default it does).
+	// +kubebuilder:default={}
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Maintenance",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Maintenance MaintenanceSpec `json:"maintenance,omitempty"`
+
 	// deletionPolicy says what happens to the members' PersistentVolumeClaims when the
 	// EtcdCluster is deleted: Retain keeps them (and the data), Delete removes them.
 	// +kubebuilder:default=Retain
@@ -155,6 +163,100 @@ type MonitoringSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('app.kubernetes.io/') && !k.startsWith('etcd.etcdpilot.io/') && k != 'grafana_dashboard')",message="monitoring.labels cannot set the operator's own labels (app.kubernetes.io/*, etcd.etcdpilot.io/*, grafana_dashboard)"
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// DefragmentationMode says when the operator defragments members.
+// +kubebuilder:validation:Enum=Auto;Schedule;Disabled
+type DefragmentationMode string
+
+const (
+	// DefragmentationAuto defragments a member once enough of its database file is free
+	// pages (DefragmentationSpec's thresholds), or, when its file nears the quota, as soon
+	// as 32Mi can be given back.
+	DefragmentationAuto DefragmentationMode = "Auto"
+	// DefragmentationSchedule defragments every member with at least 1Mi to give back at
+	// the times of DefragmentationSpec's schedule.
+	DefragmentationSchedule DefragmentationMode = "Schedule"
+	// DefragmentationDisabled never defragments on its own (NOSPACE recovery aside).
+	DefragmentationDisabled DefragmentationMode = "Disabled"
+)
+
+// NoSpaceRecoveryMode says whether the operator clears the NOSPACE alarm by itself.
+// +kubebuilder:validation:Enum=Auto;Disabled
+type NoSpaceRecoveryMode string
+
+const (
+	// NoSpaceRecoveryAuto compacts the history, defragments every member and disarms the
+	// alarm once every member is below 90% of the quota.
+	NoSpaceRecoveryAuto NoSpaceRecoveryMode = "Auto"
+	// NoSpaceRecoveryDisabled leaves the alarm to a human; the cluster reports
+	// Degraded/NoSpace meanwhile.
+	NoSpaceRecoveryDisabled NoSpaceRecoveryMode = "Disabled"
+)
+
+// MaintenanceSpec is how the operator keeps the members' databases compact.
+//
+// etcd never gives disk space back by itself: deleted keys and compacted history leave free
+// pages in a member's database file, which only a defragmentation returns. A member
+// answers no request while it defragments (about a second per 100Mi on a local disk), so
+// the operator defragments one member at a time, followers first and the leader last,
+// only while every member is healthy, at least 10 minutes apart for the same member
+// (NOSPACE recovery aside), and never while a CORRUPT alarm is raised. Each
+// defragmentation is an event (MemberDefragmented) and shows in the member's status
+// (lastDefragmentation: when, and the file's size before and after).
+//
+// When a member's database reaches etcd.quotaBackendBytes, etcd raises the NOSPACE alarm
+// and accepts only reads and deletes. With noSpaceRecovery Auto the operator then compacts
+// the history up to the current revision (old versions of keys are lost; every key's
+// latest value stays), defragments every member, and disarms the alarm once every member
+// is below 90% of the quota. When the data itself does not fit, it says so
+// (Degraded/NoSpaceDataDoesNotFit): raise etcd.quotaBackendBytes, or delete data.
+type MaintenanceSpec struct {
+	// defragmentation says when members are defragmented.
+	// +kubebuilder:default={}
+	// +optional
+	Defragmentation DefragmentationSpec `json:"defragmentation,omitempty"`
+
+	// noSpaceRecovery is Auto (the default) or Disabled.
+	// +kubebuilder:default=Auto
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="NOSPACE Recovery",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Auto","urn:alm:descriptor:com.tectonic.ui:select:Disabled"}
+	NoSpaceRecovery NoSpaceRecoveryMode `json:"noSpaceRecovery,omitempty"`
+}
+
+// DefragmentationSpec says when members are defragmented.
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'Schedule') == has(self.schedule)",message="defragmentation.schedule is required with mode Schedule, and only allowed with it"
+type DefragmentationSpec struct {
+	// mode is Auto (the default), Schedule or Disabled.
+	// +kubebuilder:default=Auto
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Defragmentation",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Auto","urn:alm:descriptor:com.tectonic.ui:select:Schedule","urn:alm:descriptor:com.tectonic.ui:select:Disabled"}
+	Mode DefragmentationMode `json:"mode,omitempty"`
+
+	// minFragmentationPercent is, in mode Auto, the share of a member's database file that
+	// must be free pages before it is defragmented (45 by default, as OpenShift's etcd
+	// operator does).
+	// +kubebuilder:default=45
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=99
+	// +optional
+	MinFragmentationPercent int32 `json:"minFragmentationPercent,omitempty"`
+
+	// minReclaimable is, in mode Auto, how much a defragmentation must give back, at least
+	// (100Mi by default): below that, the pause is not worth it.
+	// +kubebuilder:default="100Mi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1Mi')) >= 0",message="defragmentation.minReclaimable must be at least 1Mi"
+	// +optional
+	MinReclaimable *resource.Quantity `json:"minReclaimable,omitempty"`
+
+	// schedule is, in mode Schedule, when every member is defragmented: a cron expression
+	// in UTC with the same syntax as an EtcdBackupSchedule's (five fields, or @daily and
+	// the like). "0 3 * * 0" is Sundays at 03:00.
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^@(hourly|daily|midnight|weekly|monthly|yearly|annually)$') || self.matches('^(\\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/(0?[1-9]|[1-9][0-9]))?(,(\\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/(0?[1-9]|[1-9][0-9]))?)* (\\*|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/(0?[1-9]|[1-9][0-9]))?(,(\\*|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/(0?[1-9]|[1-9][0-9]))?)* (\\*|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/(0?[1-9]|[1-9][0-9]))?(,(\\*|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/(0?[1-9]|[1-9][0-9]))?)* (\\*|(0?[1-9]|1[0-2])(-(0?[1-9]|1[0-2]))?)(/(0?[1-9]|[1-9][0-9]))?(,(\\*|(0?[1-9]|1[0-2])(-(0?[1-9]|1[0-2]))?)(/(0?[1-9]|[1-9][0-9]))?)* (\\*|0?[0-6](-0?[0-6])?)(/(0?[1-9]|[1-9][0-9]))?(,(\\*|0?[0-6](-0?[0-6])?)(/(0?[1-9]|[1-9][0-9]))?)*$')`,message="defragmentation.schedule must be a cron expression of five fields in range (minute 0-59, hour 0-23, day-of-month 1-31, month 1-12, day-of-week 0-6), each *, n, a-b, */n, a-b/n or a comma list of those, for example \"0 3 * * 0\"; or one of @hourly, @daily, @weekly, @monthly, @yearly"
+	// +kubebuilder:validation:XValidation:rule="self.findAll('[0-9]+-[0-9]+').all(r, int(r.split('-')[0]) <= int(r.split('-')[1]))",message="defragmentation.schedule: a range a-b must not end before it starts, for example 8-17 rather than 17-8"
+	// +optional
+	Schedule string `json:"schedule,omitempty"`
 }
 
 // BootstrapSpec says how a new cluster starts.
@@ -570,6 +672,12 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="CA Rotation"
 	CARotation *CARotationStatus `json:"caRotation,omitempty"`
+
+	// maintenance is what the operator's maintenance (spec.maintenance) decided in its
+	// last pass, and when the last scheduled defragmentation run completed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Maintenance"
+	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
 }
 
 // AnnotationRotateCA on an EtcdCluster (tls.mode OperatorCA) asks for a rotation of its CA:
@@ -659,6 +767,31 @@ type UpgradeRollback struct {
 	At metav1.Time `json:"at"`
 }
 
+// MaintenanceStatus is what the operator's maintenance decided and did.
+type MaintenanceStatus struct {
+	// reason is what the last pass decided, in one word: for example BelowThresholds,
+	// Fragmented (a member is being defragmented), NoSpaceCompact, NoSpaceDisarm,
+	// CorruptAlarm (everything deferred), MemberUnhealthy (waiting).
+	Reason string `json:"reason,omitempty"`
+	// message says the same for people: which member, and why.
+	Message string `json:"message,omitempty"`
+	// lastScheduledRun is when the last scheduled defragmentation run (mode Schedule)
+	// completed: every member defragmented or with nothing to give back.
+	// +optional
+	LastScheduledRun *metav1.Time `json:"lastScheduledRun,omitempty"`
+}
+
+// DefragmentationRecord is one defragmentation of a member by the operator.
+type DefragmentationRecord struct {
+	// time is when the defragmentation completed.
+	Time metav1.Time `json:"time"`
+	// sizeBefore is the member's database file size, in bytes, before it.
+	SizeBefore int64 `json:"sizeBefore"`
+	// sizeAfter is the member's database file size, in bytes, right after it, as the member
+	// reported it.
+	SizeAfter int64 `json:"sizeAfter"`
+}
+
 // MemberStatus is one etcd member as observed by the operator.
 type MemberStatus struct {
 	// name is the member's name, which is also the name of its pod and PVC.
@@ -721,6 +854,10 @@ type MemberStatus struct {
 	// +listType=set
 	// +optional
 	Alarms []string `json:"alarms,omitempty"`
+
+	// lastDefragmentation is the operator's last defragmentation of this member.
+	// +optional
+	LastDefragmentation *DefragmentationRecord `json:"lastDefragmentation,omitempty"`
 }
 
 // EtcdCluster is an etcd cluster managed by etcdpilot.

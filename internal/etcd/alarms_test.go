@@ -22,3 +22,9 @@ func TestAlarmsAreReadByMember(t *testing.T) {
 		42:                  {"CORRUPT"},
 	}))
 }
+
+func TestIsAlarm(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(etcd.IsAlarm("memberID:42 alarm:NOSPACE")).To(BeTrue())
+	g.Expect(etcd.IsAlarm("raft: not leader")).To(BeFalse())
+}

@@ -173,6 +173,9 @@ type Factory func(cfg Config) (Client, error)
 // text form of etcd's AlarmMember, "memberID:1234 alarm:NOSPACE".
 var alarmPattern = regexp.MustCompile(`memberID:(\d+)\s+alarm:([A-Z]+)`)
 
+// IsAlarm reports whether one of a member's reported Errors is an alarm.
+func IsAlarm(err string) bool { return alarmPattern.MatchString(err) }
+
 // Alarms reads the alarms out of a member's reported Errors, by the ID of the member each
 // is raised on. Every member reports every alarm of the cluster; errors that are not alarms
 // are left out.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // MiB is a mebibyte, in bytes.
@@ -105,7 +106,16 @@ type Member struct {
 	// DBSizeInUse is the part of DBSize that holds data; the rest is free pages that a
 	// defragmentation gives back. Zero when the member did not report it.
 	DBSizeInUse int64
+	// RecentlyDefragmented is true when the operator defragmented the member less than
+	// MinInterval ago: Auto and Schedule leave it alone, so that a cluster whose churn
+	// refills the free pages at once is not defragmented over and over. NOSPACE recovery
+	// does not wait for it.
+	RecentlyDefragmented bool
 }
+
+// MinInterval is the least time between two defragmentations of one member by Auto or
+// Schedule.
+const MinInterval = 10 * time.Minute
 
 // Observed is everything Plan needs, gathered by the controller in one pass.
 type Observed struct {
@@ -311,9 +321,9 @@ func (p Policy) recoverNoSpace(members []Member, o Observed) Action {
 }
 
 // scheduled takes the next step of a scheduled run, which is complete once no member has
-// DefragmentedBelowBytes to give back.
+// DefragmentedBelowBytes to give back, or was just defragmented.
 func scheduled(members []Member) Action {
-	if m, ok := next(members, func(m Member) bool { return reclaimable(m) >= DefragmentedBelowBytes }); ok {
+	if m, ok := next(members, func(m Member) bool { return !m.RecentlyDefragmented && reclaimable(m) >= DefragmentedBelowBytes }); ok {
 		return defragment(m, ReasonScheduled, "scheduled defragmentation of member "+m.Name)
 	}
 	return none(ReasonRunComplete, fmt.Sprintf(
@@ -323,7 +333,9 @@ func scheduled(members []Member) Action {
 // auto defragments the next member past either threshold, if any: fragmented, or close to
 // the quota with less to reclaim. Both count the same for the order, so the leader stays last.
 func (p Policy) auto(members []Member) Action {
-	m, ok := next(members, func(m Member) bool { return p.fragmented(m) || p.underPressure(m) })
+	m, ok := next(members, func(m Member) bool {
+		return !m.RecentlyDefragmented && (p.fragmented(m) || p.underPressure(m))
+	})
 	switch {
 	case ok && p.fragmented(m):
 		return defragment(m, ReasonFragmented, "defragmenting member "+m.Name)

@@ -29,6 +29,11 @@ func leader(m maintenance.Member) maintenance.Member {
 	return m
 }
 
+func recent(m maintenance.Member) maintenance.Member {
+	m.RecentlyDefragmented = true
+	return m
+}
+
 func learner(m maintenance.Member) maintenance.Member {
 	m.Learner = true
 	return m
@@ -124,6 +129,34 @@ func TestPlan(t *testing.T) {
 			}),
 			obs:  cluster(leader(clean("e-0", 1)), member("e-1", 2, 50, 40), clean("e-2", 3)),
 			want: defrag("e-1", 2, maintenance.ReasonFragmented),
+		},
+		{
+			name:   "auto: a member defragmented less than MinInterval ago is not due again",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), recent(member("e-1", 2, 200, 100)), clean("e-2", 3)),
+			want:   none(maintenance.ReasonBelowThresholds),
+		},
+		{
+			name:   "auto: the next due member is taken past a recently defragmented one",
+			policy: auto,
+			obs:    cluster(leader(clean("e-0", 1)), recent(member("e-1", 2, 400, 100)), member("e-2", 3, 200, 100)),
+			want:   defrag("e-2", 3, maintenance.ReasonFragmented),
+		},
+		{
+			name:   "schedule: a run is complete when the members left were just defragmented",
+			policy: with(auto, func(p *maintenance.Policy) { p.Mode = maintenance.Schedule; p.ScheduledRunDue = true }),
+			obs:    cluster(leader(recent(member("e-0", 1, 60, 50))), recent(member("e-1", 2, 60, 50)), clean("e-2", 3)),
+			want:   none(maintenance.ReasonRunComplete),
+		},
+		{
+			name:   "NOSPACE: recovery defragments a member however recently it was",
+			policy: auto,
+			obs: func() maintenance.Observed {
+				o := noSpace(cluster(leader(clean("e-0", 1)), recent(member("e-1", 2, 60, 50)), clean("e-2", 3)))
+				o.CompactedRevision = o.Revision
+				return o
+			}(),
+			want: defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
 		},
 		{
 			name:   "auto: at exactly 80 % of the quota, 32 MiB to reclaim is due",

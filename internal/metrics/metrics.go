@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/maintenance"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 )
 
@@ -38,9 +39,9 @@ type Clusters struct {
 	quorumMargin, hasLeader                             *prometheus.GaugeVec
 	condition, progressing, degraded                    *prometheus.GaugeVec
 	memberHealthy, memberLeader, memberDBSize           *prometheus.GaugeVec
-	memberDBSizeInUse, memberAlarm                      *prometheus.GaugeVec
+	memberDBSizeInUse, memberAlarm, memberLastDefrag    *prometheus.GaugeVec
 	caNotAfter, lastSuccess                             *prometheus.GaugeVec
-	actions                                             *prometheus.CounterVec
+	actions, maintenance                                *prometheus.CounterVec
 	backupLastSuccess, backupDuration, backupSize       *prometheus.GaugeVec
 	scheduleInterval                                    *prometheus.GaugeVec
 	backups                                             *prometheus.CounterVec
@@ -84,6 +85,12 @@ func New(reg prometheus.Registerer) *Clusters {
 			append(clusterLabels, "action")),
 	}
 	reg.MustRegister(m.actions)
+	m.maintenance = prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "cluster_maintenance_total",
+		Help: "Maintenance steps the operator carried out on the cluster (spec.maintenance), by kind: Defragment, Compact, Disarm (of NOSPACE)."},
+		append(clusterLabels, "action"))
+	reg.MustRegister(m.maintenance)
+	m.memberLastDefrag = gauge("member_last_defragmentation_timestamp_seconds",
+		"When the operator last defragmented the member (status.members[].lastDefragmentation); no series before the first.", memberLabels...)
 	m.backupLastSuccess = gauge("backup_last_success_timestamp_seconds",
 		"When the newest successful EtcdBackup of the cluster completed.", clusterLabels...)
 	m.backupDuration = gauge("backup_last_duration_seconds",
@@ -185,6 +192,9 @@ type Pass struct {
 	// Succeeded is true when the reconcile ended without error, at Now.
 	Succeeded bool
 	Now       time.Time
+	// Maintenance is the maintenance step the pass planned (zero when it planned none); it
+	// was carried out when Succeeded.
+	Maintenance maintenance.Action
 }
 
 // Record sets the cluster's series from a pass.
@@ -220,6 +230,10 @@ func (m *Clusters) Record(p Pass) {
 	}
 	if p.Succeeded {
 		m.lastSuccess.With(l).Set(float64(p.Now.Unix()))
+		switch k := p.Maintenance.Kind; k {
+		case maintenance.Defragment, maintenance.Compact, maintenance.Disarm:
+			m.maintenance.With(withLabel(l, "action", string(k))).Inc()
+		}
 	}
 	if p.Seen {
 		m.recordMembers(l, c.Status.Members)
@@ -230,7 +244,7 @@ func (m *Clusters) Record(p Pass) {
 // members that are gone.
 func (m *Clusters) recordMembers(l prometheus.Labels, members []etcdv1alpha1.MemberStatus) {
 	var healthy, learners, voters, healthyVoters, leader int
-	for _, g := range []*prometheus.GaugeVec{m.memberHealthy, m.memberLeader, m.memberDBSize, m.memberDBSizeInUse, m.memberAlarm} {
+	for _, g := range []*prometheus.GaugeVec{m.memberHealthy, m.memberLeader, m.memberDBSize, m.memberDBSizeInUse, m.memberAlarm, m.memberLastDefrag} {
 		g.DeletePartialMatch(l)
 	}
 	for _, s := range members {
@@ -245,6 +259,9 @@ func (m *Clusters) recordMembers(l prometheus.Labels, members []etcdv1alpha1.Mem
 		}
 		for _, a := range s.Alarms {
 			m.memberAlarm.With(withLabel(ml, "alarm", a)).Set(1)
+		}
+		if d := s.LastDefragmentation; d != nil {
+			m.memberLastDefrag.With(ml).Set(float64(d.Time.Unix()))
 		}
 		if s.Healthy {
 			healthy++

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/maintenance"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 )
 
@@ -257,4 +258,25 @@ func TestRecordScheduleKeepsOneSeriesPerScheduleWhileItRuns(t *testing.T) {
 	m.RecordSchedule(s, time.Hour)
 	m.ForgetSchedule("ns", "nightly")
 	g.Expect(gather(t, reg, "backup_schedule_interval_seconds")).To(Equal("backup_schedule_interval_seconds= "))
+}
+
+func TestRecordMaintenance(t *testing.T) {
+	g := NewWithT(t)
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	done := healthy("main-1")
+	done.LastDefragmentation = &etcdv1alpha1.DefragmentationRecord{Time: metav1.NewTime(now), SizeBefore: 3 << 20, SizeAfter: 1 << 20}
+	c := cluster(healthy("main-0"), done)
+	defrag := maintenance.Action{Kind: maintenance.Defragment, Member: "main-1"}
+
+	m.Record(Pass{Cluster: c, Seen: true, Succeeded: true, Now: now, Maintenance: defrag})
+	m.Record(Pass{Cluster: c, Seen: true, Succeeded: false, Now: now, Maintenance: defrag})
+	m.Record(Pass{Cluster: c, Seen: true, Succeeded: true, Now: now, Maintenance: maintenance.Action{Kind: maintenance.None}})
+	m.Record(Pass{Cluster: c, Seen: true, Succeeded: true, Now: now, Maintenance: maintenance.Action{Kind: maintenance.Compact}})
+
+	g.Expect(testutil.ToFloat64(m.maintenance.WithLabelValues("ns", "main", "Defragment"))).To(Equal(1.0), "a failed pass carried nothing out")
+	g.Expect(testutil.ToFloat64(m.maintenance.WithLabelValues("ns", "main", "Compact"))).To(Equal(1.0))
+	g.Expect(gather(t, reg, "cluster_maintenance_total", "member_last_defragmentation_timestamp_seconds")).
+		To(Equal("cluster_maintenance_total=|| member_last_defragmentation_timestamp_seconds=| "), "nothing counted for None; no series for a member never defragmented")
+	g.Expect(testutil.ToFloat64(m.memberLastDefrag.WithLabelValues("ns", "main", "main-1"))).To(Equal(float64(now.Unix())))
 }

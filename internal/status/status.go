@@ -5,6 +5,8 @@ package status
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/maintenance"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 )
 
@@ -26,6 +29,20 @@ type Detail struct {
 	DBSizeInUse int64
 	// Alarms are the alarms raised on this member (NOSPACE, CORRUPT).
 	Alarms []string
+	// Revision is the key-value store's revision as the member has applied it.
+	Revision int64
+}
+
+// Maintenance is what the maintenance step of one pass decided and did.
+type Maintenance struct {
+	// Action is what maintenance.Plan decided.
+	Action maintenance.Action
+	// Defragmented is the member this pass defragmented (empty when none) and the record
+	// of it.
+	Defragmented string
+	Record       etcdv1alpha1.DefragmentationRecord
+	// RunCompleted is when this pass found a scheduled run complete; zero otherwise.
+	RunCompleted time.Time
 }
 
 // Input is everything one reconcile learned.
@@ -52,6 +69,9 @@ type Input struct {
 	// Monitoring is the Monitoring condition this reconcile found (status, reason and
 	// message); nil when it did not look, and the last one stays.
 	Monitoring *metav1.Condition
+	// Maintenance is what the maintenance step did; nil when it did not run (the cluster
+	// had something else to do), and status.maintenance stays as it was.
+	Maintenance *Maintenance
 }
 
 // Compute returns the status the cluster should have after this reconcile. Existing
@@ -101,8 +121,9 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 		return out
 	}
 
+	out.Maintenance = maintenanceStatus(out.Maintenance, in.Maintenance)
 	if in.Observed.Members != nil {
-		out.Members = members(names, in.Observed.Members, in.Details)
+		out.Members = members(names, in.Observed.Members, in.Details, defragmentations(c.Status.Members, in.Maintenance))
 		if v := lowestVersion(out.Members); v != "" {
 			out.CurrentVersion = v
 		}
@@ -141,7 +162,38 @@ func notObserved(conds []metav1.Condition) metav1.Condition {
 		Reason: etcdv1alpha1.ReasonNotObserved, Message: "the members have not been observed yet"}
 }
 
-func members(names cluster.Cluster, in []membership.Member, details map[string]Detail) []etcdv1alpha1.MemberStatus {
+// maintenanceStatus is status.maintenance after a pass whose maintenance step did m (nil:
+// none ran, and the last stays).
+func maintenanceStatus(last *etcdv1alpha1.MaintenanceStatus, m *Maintenance) *etcdv1alpha1.MaintenanceStatus {
+	if m == nil {
+		return last
+	}
+	out := &etcdv1alpha1.MaintenanceStatus{Reason: string(m.Action.Reason), Message: m.Action.Message}
+	if last != nil {
+		out.LastScheduledRun = last.LastScheduledRun
+	}
+	if !m.RunCompleted.IsZero() {
+		out.LastScheduledRun = &metav1.Time{Time: m.RunCompleted}
+	}
+	return out
+}
+
+// defragmentations are the members' last defragmentations: those the status showed, and the
+// one of this pass.
+func defragmentations(last []etcdv1alpha1.MemberStatus, m *Maintenance) map[string]*etcdv1alpha1.DefragmentationRecord {
+	out := map[string]*etcdv1alpha1.DefragmentationRecord{}
+	for _, ms := range last {
+		if ms.LastDefragmentation != nil {
+			out[ms.Name] = ms.LastDefragmentation.DeepCopy()
+		}
+	}
+	if m != nil && m.Defragmented != "" {
+		out[m.Defragmented] = m.Record.DeepCopy()
+	}
+	return out
+}
+
+func members(names cluster.Cluster, in []membership.Member, details map[string]Detail, defrags map[string]*etcdv1alpha1.DefragmentationRecord) []etcdv1alpha1.MemberStatus {
 	out := make([]etcdv1alpha1.MemberStatus, 0, len(in))
 	var highest uint64
 	for _, m := range in {
@@ -171,21 +223,13 @@ func members(names cluster.Cluster, in []membership.Member, details map[string]D
 			Version:              d.Version,
 			DBSize:               d.DBSize,
 			DBSizeInUse:          d.DBSizeInUse,
-			FragmentationPercent: fragmentation(d.DBSize, d.DBSizeInUse),
+			FragmentationPercent: maintenance.FragmentationPercent(d.DBSize, d.DBSizeInUse),
 			RaftIndexLag:         lag,
 			Alarms:               d.Alarms,
+			LastDefragmentation:  defrags[m.Name],
 		})
 	}
 	return out
-}
-
-// fragmentation is the share of a database file that is free pages, in percent; 0 when
-// the member reported no size in use.
-func fragmentation(size, inUse int64) int32 {
-	if size <= 0 || inUse <= 0 || inUse >= size {
-		return 0
-	}
-	return int32((size - inUse) * 100 / size)
 }
 
 func countVoters(ms []etcdv1alpha1.MemberStatus) (voters, healthy int) {
@@ -315,6 +359,9 @@ func degradedCondition(in Input, st etcdv1alpha1.EtcdClusterStatus) metav1.Condi
 	if st.Upgrade != nil && st.Upgrade.RolledBack != nil {
 		return degraded(etcdv1alpha1.ReasonUpgradeRolledBack, st.Upgrade.RolledBack.Reason)
 	}
+	if c, ok := noSpace(in); ok {
+		return c
+	}
 	if in.Observed.Members != nil {
 		var sick []string
 		for _, m := range in.Observed.Members {
@@ -329,6 +376,36 @@ func degradedCondition(in Input, st etcdv1alpha1.EtcdClusterStatus) metav1.Condi
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse,
 		Reason: etcdv1alpha1.ReasonAsExpected, Message: fmt.Sprintf("%d members observed", len(ms))}
+}
+
+// noSpace is the Degraded condition of a cluster with a NOSPACE alarm raised on a member it
+// observed in this pass: what the maintenance step is doing about it, that the data does not
+// fit, or that recovery is left to a human.
+func noSpace(in Input) (metav1.Condition, bool) {
+	var full []string
+	for name, d := range in.Details {
+		if slices.Contains(d.Alarms, maintenance.AlarmNoSpace) {
+			full = append(full, name)
+		}
+	}
+	if len(full) == 0 {
+		return metav1.Condition{}, false
+	}
+	sort.Strings(full)
+	msg := fmt.Sprintf("the NOSPACE alarm is raised on %s: the database reached etcd.quotaBackendBytes and the cluster accepts only reads and deletes", strings.Join(full, ", "))
+	reason := etcdv1alpha1.ReasonNoSpace
+	switch m := in.Maintenance; {
+	case m == nil:
+		msg += "; recovery waits until the cluster has nothing else to do"
+	case m.Action.Kind == maintenance.CannotRecover:
+		reason = etcdv1alpha1.ReasonNoSpaceDataDoesNotFit
+		msg += "; " + m.Action.Message + ": raise spec.etcd.quotaBackendBytes, or delete data"
+	case in.Cluster.Spec.Maintenance.NoSpaceRecovery == etcdv1alpha1.NoSpaceRecoveryDisabled:
+		msg += "; automatic recovery is off (spec.maintenance.noSpaceRecovery: Disabled): compact, defragment and disarm by hand"
+	default:
+		msg += "; recovering: " + m.Action.Message
+	}
+	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: reason, Message: msg}, true
 }
 
 // sickMember describes an unhealthy member for the Degraded message: since when, and when

@@ -12,6 +12,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/maintenance"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 	"github.com/etcdpilot/etcdpilot/internal/status"
 )
@@ -603,4 +604,70 @@ func TestMonitoringIsItsOwnConditionAndDoesNotMakeTheClusterUnready(t *testing.T
 	in.Cluster.Status = s
 	in.Monitoring = nil
 	g.Expect(cond(g, compute(in), etcdv1alpha1.ConditionMonitoring)).To(Equal(mon))
+}
+
+func TestNoSpaceDegradesAndSaysWhatIsDone(t *testing.T) {
+	full := map[string]status.Detail{"e-0": {}, "e-1": {Alarms: []string{"NOSPACE"}}, "e-2": {}}
+	noneAction := membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected}
+	disabled := newCluster(3)
+	disabled.Spec.Maintenance.NoSpaceRecovery = etcdv1alpha1.NoSpaceRecoveryDisabled
+	cases := []struct {
+		name        string
+		cluster     *etcdv1alpha1.EtcdCluster
+		maintenance *status.Maintenance
+		reason      string
+		says        string
+	}{
+		{"recovering", newCluster(3), &status.Maintenance{Action: maintenance.Action{Kind: maintenance.Compact, Message: "compacting to revision 9"}},
+			etcdv1alpha1.ReasonNoSpace, "recovering: compacting to revision 9"},
+		{"the data does not fit", newCluster(3), &status.Maintenance{Action: maintenance.Action{Kind: maintenance.CannotRecover, Message: "member e-1 still holds 15 MiB"}},
+			etcdv1alpha1.ReasonNoSpaceDataDoesNotFit, "member e-1 still holds 15 MiB: raise spec.etcd.quotaBackendBytes, or delete data"},
+		{"recovery off", disabled, &status.Maintenance{Action: maintenance.Action{Kind: maintenance.None}},
+			etcdv1alpha1.ReasonNoSpace, "automatic recovery is off"},
+		{"maintenance did not run in this pass", newCluster(3), nil,
+			etcdv1alpha1.ReasonNoSpace, "recovery waits until the cluster has nothing else to do"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := compute(status.Input{Cluster: tc.cluster, Observed: membership.Observed{Members: members(true, true, true)},
+				Details: full, Action: noneAction, Maintenance: tc.maintenance})
+			degraded := cond(g, s, etcdv1alpha1.ConditionDegraded)
+			g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(degraded.Reason).To(Equal(tc.reason))
+			g.Expect(degraded.Message).To(ContainSubstring("the NOSPACE alarm is raised on e-1"))
+			g.Expect(degraded.Message).To(ContainSubstring(tc.says))
+			g.Expect(cond(g, s, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse), "a cluster refusing writes is not Ready")
+		})
+	}
+}
+
+func TestDefragmentationsAreRecordedAndKept(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(3)
+	earlier := metav1.NewTime(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	c.Status.Members = []etcdv1alpha1.MemberStatus{{Name: "e-0", LastDefragmentation: &etcdv1alpha1.DefragmentationRecord{Time: earlier, SizeBefore: 300, SizeAfter: 100}}}
+	c.Status.Maintenance = &etcdv1alpha1.MaintenanceStatus{LastScheduledRun: &earlier}
+	now := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+	in := status.Input{Cluster: c, Observed: membership.Observed{Members: members(true, true, true)},
+		Details: map[string]status.Detail{"e-0": {}, "e-1": {}, "e-2": {}},
+		Action:  membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected},
+		Maintenance: &status.Maintenance{
+			Action:       maintenance.Action{Kind: maintenance.Defragment, Member: "e-1", Reason: maintenance.ReasonScheduled, Message: "scheduled defragmentation of member e-1"},
+			Defragmented: "e-1", Record: etcdv1alpha1.DefragmentationRecord{Time: metav1.NewTime(now), SizeBefore: 500, SizeAfter: 200},
+		}}
+
+	s := compute(in)
+	g.Expect(s.Members[0].LastDefragmentation).To(Equal(&etcdv1alpha1.DefragmentationRecord{Time: earlier, SizeBefore: 300, SizeAfter: 100}), "kept from the last status")
+	g.Expect(s.Members[1].LastDefragmentation).To(Equal(&etcdv1alpha1.DefragmentationRecord{Time: metav1.NewTime(now), SizeBefore: 500, SizeAfter: 200}))
+	g.Expect(s.Members[2].LastDefragmentation).To(BeNil())
+	g.Expect(s.Maintenance).To(Equal(&etcdv1alpha1.MaintenanceStatus{Reason: "Scheduled", Message: "scheduled defragmentation of member e-1", LastScheduledRun: &earlier}))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse), "a defragmentation degrades nothing")
+
+	in.Maintenance = &status.Maintenance{Action: maintenance.Action{Kind: maintenance.None, Reason: maintenance.ReasonRunComplete}, RunCompleted: now}
+	s = compute(in)
+	g.Expect(s.Maintenance.LastScheduledRun).To(Equal(&metav1.Time{Time: now}))
+
+	in.Maintenance = nil
+	g.Expect(compute(in).Maintenance).To(Equal(c.Status.Maintenance), "a pass without maintenance keeps the last")
 }

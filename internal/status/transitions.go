@@ -35,6 +35,7 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	out = append(out, monitoringTransitions(old, updated)...)
 	out = append(out, upgradeTransitions(old.Upgrade, updated.Upgrade)...)
 	out = append(out, rolloutTransitions(old, updated)...)
+	out = append(out, defragmentationTransitions(old, updated)...)
 	wasHealthy := map[string]bool{}
 	for _, m := range old.Members {
 		wasHealthy[m.Name] = m.Healthy
@@ -49,6 +50,39 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	}
 	return out
 }
+
+// defragmentationTransitions: a member defragmented (a new lastDefragmentation), and the
+// NOSPACE alarm gone after it degraded the cluster.
+func defragmentationTransitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
+	var out []Event
+	last := map[string]metav1.Time{}
+	for _, m := range old.Members {
+		if m.LastDefragmentation != nil {
+			last[m.Name] = m.LastDefragmentation.Time
+		}
+	}
+	for _, m := range updated.Members {
+		if d := m.LastDefragmentation; d != nil && !d.Time.Equal(ptr(last[m.Name])) {
+			out = append(out, Event{corev1.EventTypeNormal, "MemberDefragmented", "Defragment", fmt.Sprintf(
+				"Defragmented member %s: its database file went from %s to %s", m.Name, mebibytes(d.SizeBefore), mebibytes(d.SizeAfter))})
+		}
+	}
+	was := meta.FindStatusCondition(old.Conditions, etcdv1alpha1.ConditionDegraded)
+	now := meta.FindStatusCondition(updated.Conditions, etcdv1alpha1.ConditionDegraded)
+	if was != nil && was.Status == metav1.ConditionTrue && isNoSpace(was.Reason) && (now == nil || !isNoSpace(now.Reason) || now.Status != metav1.ConditionTrue) {
+		out = append(out, Event{corev1.EventTypeNormal, "NoSpaceRecovered", "Observe", "The NOSPACE alarm is gone: the cluster accepts writes again"})
+	}
+	return out
+}
+
+func isNoSpace(reason string) bool {
+	return reason == etcdv1alpha1.ReasonNoSpace || reason == etcdv1alpha1.ReasonNoSpaceDataDoesNotFit
+}
+
+func ptr(t metav1.Time) *metav1.Time { return &t }
+
+// mebibytes shows a size in MiB with one decimal.
+func mebibytes(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // monitoringTransitions: the monitoring objects put in place, unavailable without the
 // Prometheus Operator, or failing. Disabling them is the user's own doing, and no news.

@@ -2,6 +2,7 @@ package status_test
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,4 +57,32 @@ func TestMonitoringTransitionsAreToldOnce(t *testing.T) {
 	failed := with(metav1.ConditionFalse, etcdv1alpha1.ReasonMonitoringFailed)
 	g.Expect(status.Transitions(configured, failed)).To(ConsistOf(
 		status.Event{Type: "Warning", Reason: "MonitoringFailed", Action: "Monitoring", Message: etcdv1alpha1.ReasonMonitoringFailed}))
+}
+
+func TestDefragmentationAndNoSpaceTransitionsAreToldOnce(t *testing.T) {
+	g := NewWithT(t)
+	at := func(day int) *etcdv1alpha1.DefragmentationRecord {
+		return &etcdv1alpha1.DefragmentationRecord{Time: metav1.NewTime(time.Date(2026, 11, day, 0, 0, 0, 0, time.UTC)), SizeBefore: 300 << 20, SizeAfter: 100 << 20}
+	}
+	with := func(defrag *etcdv1alpha1.DefragmentationRecord, degraded metav1.ConditionStatus, reason string) etcdv1alpha1.EtcdClusterStatus {
+		return etcdv1alpha1.EtcdClusterStatus{
+			Members:    []etcdv1alpha1.MemberStatus{{Name: "e-0", Healthy: true, LastDefragmentation: defrag}},
+			Conditions: []metav1.Condition{{Type: etcdv1alpha1.ConditionDegraded, Status: degraded, Reason: reason, Message: reason}},
+		}
+	}
+	defragmented := status.Event{Type: "Normal", Reason: "MemberDefragmented", Action: "Defragment",
+		Message: "Defragmented member e-0: its database file went from 300.0 MiB to 100.0 MiB"}
+	ok := etcdv1alpha1.ReasonAsExpected
+
+	g.Expect(status.Transitions(with(nil, metav1.ConditionFalse, ok), with(at(1), metav1.ConditionFalse, ok))).To(ConsistOf(defragmented))
+	g.Expect(status.Transitions(with(at(1), metav1.ConditionFalse, ok), with(at(1), metav1.ConditionFalse, ok))).To(BeEmpty(), "told once")
+	g.Expect(status.Transitions(with(at(1), metav1.ConditionFalse, ok), with(at(2), metav1.ConditionFalse, ok))).To(ConsistOf(defragmented))
+
+	full := with(at(2), metav1.ConditionTrue, etcdv1alpha1.ReasonNoSpace)
+	g.Expect(status.Transitions(with(at(2), metav1.ConditionFalse, ok), full)).To(ConsistOf(
+		status.Event{Type: "Warning", Reason: etcdv1alpha1.ReasonNoSpace, Action: "Observe", Message: etcdv1alpha1.ReasonNoSpace}))
+	g.Expect(status.Transitions(full, with(at(2), metav1.ConditionTrue, etcdv1alpha1.ReasonNoSpaceDataDoesNotFit))).To(ConsistOf(
+		status.Event{Type: "Warning", Reason: etcdv1alpha1.ReasonNoSpaceDataDoesNotFit, Action: "Observe", Message: etcdv1alpha1.ReasonNoSpaceDataDoesNotFit}))
+	g.Expect(status.Transitions(full, with(at(2), metav1.ConditionFalse, ok))).To(ConsistOf(
+		status.Event{Type: "Normal", Reason: "NoSpaceRecovered", Action: "Observe", Message: "The NOSPACE alarm is gone: the cluster accepts writes again"}))
 }

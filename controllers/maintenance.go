@@ -1,0 +1,135 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/maintenance"
+	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/internal/status"
+)
+
+// maintain is the maintenance step of a pass that has no membership change to make: it
+// plans one step of spec.maintenance (internal/maintenance) from what the pass observed and
+// carries it out. The NOSPACE recovery compacts first, then defragments: a pass that finds
+// the revision already compacted goes on to the next step at once. The outcome goes to the status, which records the defragmentation and the completed
+// scheduled run; an error is the pass's error. After a step, the next pass comes soon
+// (result), to see what the step did.
+func (r *EtcdClusterReconciler) maintain(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, result *reconcile.Result) (*status.Maintenance, error) {
+	out, err := r.maintainOnce(ctx, c, obs)
+	if err != nil {
+		return out, fmt.Errorf("maintenance: %w", err)
+	}
+	if k := out.Action.Kind; k != maintenance.None && k != maintenance.CannotRecover {
+		*result = reconcile.Result{RequeueAfter: requeueProgressing}
+	}
+	return out, nil
+}
+
+// maintainOnce is maintain without the error's context. It returns a nil outcome only with
+// an error: the status then keeps the last.
+func (r *EtcdClusterReconciler) maintainOnce(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) (*status.Maintenance, error) {
+	now := r.now()
+	policy, err := maintenance.PolicyFor(c, now)
+	if err != nil {
+		return nil, err
+	}
+	observed := maintenanceObserved(c, obs, now)
+	a := maintenance.Plan(policy, observed)
+	out := &status.Maintenance{Action: a}
+	if a.Kind != maintenance.None {
+		log.FromContext(ctx).Info("Maintenance", "action", a.Kind, "member", a.Member, "reason", a.Reason)
+	}
+	switch a.Kind {
+	case maintenance.Compact:
+		err := obs.etcd.Compact(ctx, a.Revision)
+		if err != nil && !etcd.IsCompacted(err) {
+			return out, err
+		}
+		if err == nil {
+			// The sizes this pass saw are from before the compaction: the next pass sees
+			// what it freed, and finds the revision compacted.
+			r.event(c, corev1.EventTypeNormal, "Compacted", "Maintenance", "%s", a.Message)
+			return out, nil
+		}
+		// Compacted by an earlier pass (or further, by etcd's auto-compaction): what this
+		// pass saw is after it, so the next step can be planned now.
+		observed.CompactedRevision = a.Revision
+		out.Action = maintenance.Plan(policy, observed)
+		return out, r.maintenanceStep(ctx, c, obs, out, now)
+	case maintenance.None:
+		if a.Reason == maintenance.ReasonRunComplete && policy.ScheduledRunDue {
+			out.RunCompleted = now
+		}
+		return out, nil
+	}
+	return out, r.maintenanceStep(ctx, c, obs, out, now)
+}
+
+// maintenanceStep carries out out.Action when it is a defragmentation or the disarming of
+// NOSPACE, and records the defragmentation in out.
+func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, out *status.Maintenance, now time.Time) error {
+	a := out.Action
+	switch a.Kind {
+	case maintenance.Defragment:
+		endpoint := cluster.For(c).ClientURL(a.Member)
+		before := obs.details[a.Member].DBSize
+		if err := obs.etcd.Defragment(ctx, endpoint); err != nil {
+			r.event(c, corev1.EventTypeWarning, "DefragmentationFailed", "Maintenance", "Defragmenting member %s failed: %v", a.Member, err)
+			return err
+		}
+		// The size after is what the member reports right after: the record says only what
+		// was observed.
+		after, err := obs.etcd.Status(ctx, endpoint)
+		if err != nil {
+			return fmt.Errorf("member %s was defragmented but did not answer its status call right after: %w", a.Member, err)
+		}
+		out.Defragmented = a.Member
+		out.Record = etcdv1alpha1.DefragmentationRecord{Time: metav1.NewTime(now), SizeBefore: before, SizeAfter: after.DBSize}
+	case maintenance.Disarm:
+		for _, m := range obs.planner.Members {
+			if !slices.Contains(obs.details[m.Name].Alarms, maintenance.AlarmNoSpace) {
+				continue
+			}
+			if err := obs.etcd.AlarmDisarm(ctx, m.ID, maintenance.AlarmNoSpace); err != nil {
+				return err
+			}
+		}
+		r.event(c, corev1.EventTypeNormal, "NoSpaceDisarmed", "Maintenance", "%s", a.Message)
+	}
+	return nil
+}
+
+// maintenanceObserved is what maintenance.Plan needs of this pass's observation.
+func maintenanceObserved(c *etcdv1alpha1.EtcdCluster, obs *observation, now time.Time) maintenance.Observed {
+	o := maintenance.Observed{Size: int(resources.WithDefaults(c.Spec).Size), Alarms: map[uint64][]string{}}
+	last := map[string]time.Time{}
+	for _, m := range c.Status.Members {
+		if m.LastDefragmentation != nil {
+			last[m.Name] = m.LastDefragmentation.Time.Time
+		}
+	}
+	for _, m := range obs.planner.Members {
+		d, answered := obs.details[m.Name]
+		o.Members = append(o.Members, maintenance.Member{
+			Name: m.Name, ID: m.ID, Learner: m.Learner, Leader: m.Leader, Reachable: answered,
+			Healthy: m.Healthy && m.Ready, DBSize: d.DBSize, DBSizeInUse: d.DBSizeInUse,
+			RecentlyDefragmented: now.Sub(last[m.Name]) < maintenance.MinInterval,
+		})
+		if len(d.Alarms) > 0 {
+			o.Alarms[m.ID] = d.Alarms
+		}
+		o.Revision = max(o.Revision, d.Revision)
+	}
+	return o
+}

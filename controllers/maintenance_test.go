@@ -1,0 +1,207 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/etcd/fake"
+)
+
+// The maintenance step (spec.maintenance) against the fake etcd: what the operator asks of
+// the members, in which order, and what the status and events say.
+
+const mi = int64(1) << 20
+
+// setSizes makes every member of cluster name report its database file at size bytes with
+// inUse in use, at revision 1000, member 1 leading, with errs as its reported errors.
+func setSizes(f *fake.Client, ns, name string, size, inUse int64, errs ...string) {
+	for i := range uint64(3) {
+		f.SetStatus(memberURL(ns, name, i, 2379), etcd.MemberStatus{MemberID: i + 1, LeaderID: 1, Version: "3.7.3",
+			DBSize: size, DBSizeInUse: inUse, Revision: 1000, Errors: errs})
+	}
+}
+
+// calls are the fake's calls of the given methods, in order.
+func calls(f *fake.Client, methods ...fake.Method) []string {
+	var out []string
+	for _, c := range f.Calls() {
+		for _, m := range methods {
+			if c == string(m) || strings.HasPrefix(c, string(m)+" ") {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func eventReasons(g Gomega, ns string) []string {
+	var evs eventsv1.EventList
+	g.Expect(k8sClient.List(context.Background(), &evs, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range evs.Items {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+func TestAFragmentedClusterIsDefragmentedOneMemberAtATimeLeaderLast(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	f := readyCluster(g, ns, "frag", nil)
+	f.ResetCalls()
+	setSizes(f, ns, "frag", 400*mi, 100*mi) // 75 % and 300 MiB to reclaim: due under the defaults
+
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "frag", &etcdv1alpha1.EtcdCluster{})
+		for _, m := range got.Status.Members {
+			g.Expect(m.LastDefragmentation).NotTo(BeNil(), "member %s", m.Name)
+			g.Expect(m.LastDefragmentation.SizeBefore).To(Equal(400 * mi))
+			g.Expect(m.LastDefragmentation.SizeAfter).To(Equal(100 * mi))
+		}
+		g.Expect(got.Status.Maintenance).NotTo(BeNil())
+		g.Expect(got.Status.Maintenance.Reason).To(Equal("BelowThresholds"))
+	}).WithTimeout(time.Minute).WithPolling(interval).Should(Succeed())
+
+	g.Expect(calls(f, fake.Defragment)).To(Equal([]string{
+		"Defragment " + memberURL(ns, "frag", 1, 2379),
+		"Defragment " + memberURL(ns, "frag", 2, 2379),
+		"Defragment " + memberURL(ns, "frag", 0, 2379),
+	}), "followers first (by name when they give back as much), the leader last, each once")
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, ns)).To(ContainElements("MemberDefragmented", "MemberDefragmented", "MemberDefragmented"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	// Fragmented again at once (a busy cluster): no member is defragmented again within
+	// the minimum interval.
+	setSizes(f, ns, "frag", 400*mi, 100*mi)
+	g.Consistently(func() []string { return calls(f, fake.Defragment) }).WithTimeout(5 * time.Second).WithPolling(interval).Should(HaveLen(3))
+	got := get(g, ns, "frag", &etcdv1alpha1.EtcdCluster{})
+	g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "a defragmentation degrades nothing")
+}
+
+func TestDefragmentationWaitsForAnUnhealthyMemberAndCanBeDisabled(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	f := readyCluster(g, ns, "wait", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Maintenance.Defragmentation.MinReclaimable = ptr.To(resource.MustParse("10Mi"))
+	})
+	f.ResetCalls()
+	setSizes(f, ns, "wait", 400*mi, 100*mi)
+	f.SetStatus(memberURL(ns, "wait", 2, 2379), etcd.MemberStatus{MemberID: 3, LeaderID: 1, DBSize: 400 * mi, DBSizeInUse: 100 * mi, Errors: []string{"raft: stopped"}})
+
+	g.Consistently(func() []string { return calls(f, fake.Defragment) }).WithTimeout(5*time.Second).WithPolling(interval).
+		Should(BeEmpty(), "nothing while a member is unhealthy")
+
+	c := get(g, ns, "wait", &etcdv1alpha1.EtcdCluster{})
+	c.Spec.Maintenance.Defragmentation.Mode = etcdv1alpha1.DefragmentationDisabled
+	g.Expect(k8sClient.Update(context.Background(), c)).To(Succeed())
+	setSizes(f, ns, "wait", 400*mi, 100*mi)
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "wait", &etcdv1alpha1.EtcdCluster{})
+		g.Expect(got.Status.Maintenance).NotTo(BeNil())
+		g.Expect(got.Status.Maintenance.Reason).To(Equal("Disabled"))
+	}).WithTimeout(time.Minute).WithPolling(interval).Should(Succeed())
+	g.Consistently(func() []string { return calls(f, fake.Defragment) }).WithTimeout(3 * time.Second).WithPolling(interval).Should(BeEmpty())
+}
+
+func TestNoSpaceIsRecoveredByCompactionDefragmentationAndDisarm(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	f := readyCluster(g, ns, "full", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Etcd.QuotaBackendBytes = ptr.To(resource.MustParse("64Mi"))
+	})
+	f.ResetCalls()
+	// Member 2 reached the quota; every member reports the cluster's alarm. After the
+	// defragmentations each file is 40 MiB, under 90 % of the quota.
+	setSizes(f, ns, "full", 64*mi, 40*mi, "memberID:2 alarm:NOSPACE")
+
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "full", &etcdv1alpha1.EtcdCluster{})
+		degraded := condition(got, etcdv1alpha1.ConditionDegraded)
+		g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonNoSpace))
+		g.Expect(degraded.Message).To(ContainSubstring("the NOSPACE alarm is raised on full-1"))
+		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+	}).WithTimeout(time.Minute).WithPolling(interval).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "full", &etcdv1alpha1.EtcdCluster{})
+		g.Expect(condition(got, etcdv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+		for _, m := range got.Status.Members {
+			g.Expect(m.Alarms).To(BeEmpty())
+		}
+	}).WithTimeout(time.Minute).WithPolling(interval).Should(Succeed())
+
+	steps := calls(f, fake.Compact, fake.Defragment, fake.AlarmDisarm)
+	g.Expect(steps[0]).To(Equal("Compact 1000"), "compaction first: %v", steps)
+	var rest []string
+	for _, s := range steps {
+		if !strings.HasPrefix(s, "Compact ") {
+			rest = append(rest, s)
+		}
+	}
+	g.Expect(rest).To(Equal([]string{
+		"Defragment " + memberURL(ns, "full", 1, 2379),
+		"Defragment " + memberURL(ns, "full", 2, 2379),
+		"Defragment " + memberURL(ns, "full", 0, 2379),
+		"AlarmDisarm 2 NOSPACE",
+	}), "then every member, the leader last, then the alarm: %v", steps)
+	g.Expect(f.Compacted()).To(Equal(int64(1000)))
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, ns)).To(ContainElements(etcdv1alpha1.ReasonNoSpace, "Compacted", "MemberDefragmented", "NoSpaceDisarmed", "NoSpaceRecovered"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
+func TestNoSpaceThatDoesNotFitIsReportedAndNotDisarmed(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	f := readyCluster(g, ns, "toofull", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Etcd.QuotaBackendBytes = ptr.To(resource.MustParse("64Mi"))
+	})
+	f.ResetCalls()
+	// 62 MiB in use: above 90 % of the quota even once defragmented.
+	setSizes(f, ns, "toofull", 64*mi, 62*mi, "memberID:1 alarm:NOSPACE")
+
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "toofull", &etcdv1alpha1.EtcdCluster{})
+		degraded := condition(got, etcdv1alpha1.ConditionDegraded)
+		g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonNoSpaceDataDoesNotFit))
+		g.Expect(degraded.Message).To(ContainSubstring("raise spec.etcd.quotaBackendBytes, or delete data"))
+	}).WithTimeout(time.Minute).WithPolling(interval).Should(Succeed())
+	g.Expect(calls(f, fake.Defragment)).To(HaveLen(3), "every member defragmented once")
+	g.Consistently(func() []string { return calls(f, fake.AlarmDisarm) }).WithTimeout(3 * time.Second).WithPolling(interval).Should(BeEmpty())
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, ns)).To(ContainElement(etcdv1alpha1.ReasonNoSpaceDataDoesNotFit))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
+func TestNoSpaceRecoveryCanBeLeftToAHuman(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	f := readyCluster(g, ns, "manual", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Maintenance.NoSpaceRecovery = etcdv1alpha1.NoSpaceRecoveryDisabled
+		c.Spec.Maintenance.Defragmentation.Mode = etcdv1alpha1.DefragmentationDisabled
+	})
+	f.ResetCalls()
+	setSizes(f, ns, "manual", 64*mi, 40*mi, fmt.Sprintf("memberID:%d alarm:NOSPACE", 3))
+
+	g.Eventually(func(g Gomega) {
+		degraded := condition(get(g, ns, "manual", &etcdv1alpha1.EtcdCluster{}), etcdv1alpha1.ConditionDegraded)
+		g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonNoSpace))
+		g.Expect(degraded.Message).To(ContainSubstring("automatic recovery is off"))
+	}).WithTimeout(time.Minute).WithPolling(interval).Should(Succeed())
+	g.Consistently(func() []string { return calls(f, fake.Compact, fake.Defragment, fake.AlarmDisarm) }).
+		WithTimeout(3 * time.Second).WithPolling(interval).Should(BeEmpty())
+}

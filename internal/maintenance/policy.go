@@ -1,0 +1,62 @@
+package maintenance
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/backup"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/resources"
+)
+
+// PolicyFor reads the Policy of cluster c at now from its spec.maintenance (fields left
+// empty, as in a cluster stored before they existed, take their defaults) and, for mode
+// Schedule, whether a run is due: a scheduled time passed since the last run completed
+// (status.maintenance.lastScheduledRun), or since the cluster was created when none has.
+// It fails only on a schedule the API's validation should have refused.
+func PolicyFor(c *etcdv1alpha1.EtcdCluster, now time.Time) (Policy, error) {
+	spec := c.Spec.Maintenance
+	p := Policy{
+		Mode:                    Auto,
+		MinFragmentationPercent: spec.Defragmentation.MinFragmentationPercent,
+		RecoverFromNoSpace:      spec.NoSpaceRecovery != etcdv1alpha1.NoSpaceRecoveryDisabled,
+	}
+	if q := spec.Defragmentation.MinReclaimable; q != nil {
+		p.MinReclaimableBytes = q.Value()
+	}
+	if q := resources.WithDefaults(c.Spec).Etcd.QuotaBackendBytes; q != nil {
+		p.QuotaBytes = q.Value()
+	}
+	switch spec.Defragmentation.Mode {
+	case etcdv1alpha1.DefragmentationDisabled:
+		p.Mode = Disabled
+	case etcdv1alpha1.DefragmentationSchedule:
+		p.Mode = Schedule
+		s, err := backup.ParseSchedule(spec.Defragmentation.Schedule)
+		if err != nil {
+			return Policy{}, fmt.Errorf("spec.maintenance.defragmentation.schedule: %w", err)
+		}
+		var last *time.Time
+		if st := c.Status.Maintenance; st != nil && st.LastScheduledRun != nil {
+			last = &st.LastScheduledRun.Time
+		}
+		_, p.ScheduledRunDue, _ = backup.Due(s, c.CreationTimestamp.Time, last, now)
+	}
+	return p, nil
+}
+
+// Healthy says whether a member that answered its status call with errs (its reported
+// Errors) is healthy, as far as alarms go: an error that is not an alarm makes it unhealthy,
+// and so does a CORRUPT alarm raised on the member itself. A NOSPACE alarm does not: the
+// member still serves reads and deletes, and the recovery needs it counted as healthy.
+// Every member reports every alarm of the cluster, so only the member's own alarms count.
+func Healthy(memberID uint64, errs []string) bool {
+	for _, e := range errs {
+		if !etcd.IsAlarm(e) {
+			return false
+		}
+	}
+	return !slices.Contains(etcd.Alarms(errs)[memberID], AlarmCorrupt)
+}

@@ -1,0 +1,77 @@
+package maintenance_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/maintenance"
+)
+
+func TestPolicyFor(t *testing.T) {
+	created := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	cluster := func(spec etcdv1alpha1.MaintenanceSpec, last *time.Time) *etcdv1alpha1.EtcdCluster {
+		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)},
+			Spec: etcdv1alpha1.EtcdClusterSpec{Maintenance: spec}}
+		if last != nil {
+			c.Status.Maintenance = &etcdv1alpha1.MaintenanceStatus{LastScheduledRun: &metav1.Time{Time: *last}}
+		}
+		return c
+	}
+	sundays := etcdv1alpha1.MaintenanceSpec{Defragmentation: etcdv1alpha1.DefragmentationSpec{Mode: etcdv1alpha1.DefragmentationSchedule, Schedule: "0 3 * * 0"}}
+	saturday := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	sundayRun := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	q := resource.MustParse("64Mi")
+	cases := []struct {
+		name string
+		c    *etcdv1alpha1.EtcdCluster
+		now  time.Time
+		want maintenance.Policy
+	}{
+		{"a cluster stored before spec.maintenance existed: Auto, recovery on, etcd's default quota",
+			cluster(etcdv1alpha1.MaintenanceSpec{}, nil), saturday,
+			maintenance.Policy{Mode: maintenance.Auto, RecoverFromNoSpace: true, QuotaBytes: 2 << 30}},
+		{"thresholds and recovery off from the spec",
+			cluster(etcdv1alpha1.MaintenanceSpec{NoSpaceRecovery: etcdv1alpha1.NoSpaceRecoveryDisabled,
+				Defragmentation: etcdv1alpha1.DefragmentationSpec{Mode: etcdv1alpha1.DefragmentationAuto, MinFragmentationPercent: 30, MinReclaimable: &q}}, nil), saturday,
+			maintenance.Policy{Mode: maintenance.Auto, MinFragmentationPercent: 30, MinReclaimableBytes: 64 << 20, QuotaBytes: 2 << 30}},
+		{"disabled",
+			cluster(etcdv1alpha1.MaintenanceSpec{Defragmentation: etcdv1alpha1.DefragmentationSpec{Mode: etcdv1alpha1.DefragmentationDisabled}}, nil), saturday,
+			maintenance.Policy{Mode: maintenance.Disabled, RecoverFromNoSpace: true, QuotaBytes: 2 << 30}},
+		{"schedule: a time passed since the cluster was created, no run yet: due",
+			cluster(sundays, nil), sundayRun.Add(time.Minute),
+			maintenance.Policy{Mode: maintenance.Schedule, ScheduledRunDue: true, RecoverFromNoSpace: true, QuotaBytes: 2 << 30}},
+		{"schedule: no time passed since the last run: not due",
+			cluster(sundays, &sundayRun), sundayRun.Add(time.Hour),
+			maintenance.Policy{Mode: maintenance.Schedule, RecoverFromNoSpace: true, QuotaBytes: 2 << 30}},
+		{"schedule: the next Sunday came: due",
+			cluster(sundays, &sundayRun), sundayRun.Add(7 * 24 * time.Hour),
+			maintenance.Policy{Mode: maintenance.Schedule, ScheduledRunDue: true, RecoverFromNoSpace: true, QuotaBytes: 2 << 30}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := maintenance.PolicyFor(tc.c, tc.now)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
+
+	g := NewWithT(t)
+	bad := cluster(etcdv1alpha1.MaintenanceSpec{Defragmentation: etcdv1alpha1.DefragmentationSpec{Mode: etcdv1alpha1.DefragmentationSchedule, Schedule: "every day"}}, nil)
+	_, err := maintenance.PolicyFor(bad, saturday)
+	g.Expect(err).To(MatchError(ContainSubstring("spec.maintenance.defragmentation.schedule")))
+}
+
+func TestHealthyDespiteAlarms(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(maintenance.Healthy(7, nil)).To(BeTrue())
+	g.Expect(maintenance.Healthy(7, []string{"memberID:7 alarm:NOSPACE"})).To(BeTrue(), "NOSPACE must not block its own recovery")
+	g.Expect(maintenance.Healthy(7, []string{"memberID:8 alarm:CORRUPT"})).To(BeTrue(), "another member's CORRUPT alarm")
+	g.Expect(maintenance.Healthy(7, []string{"memberID:7 alarm:CORRUPT"})).To(BeFalse(), "its own CORRUPT alarm")
+	g.Expect(maintenance.Healthy(7, []string{"raft: stopped"})).To(BeFalse(), "an error that is not an alarm")
+}

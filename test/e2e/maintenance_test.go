@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+)
+
+// spec.maintenance on real members: automatic defragmentation, and recovery from the
+// NOSPACE alarm, each with a client writing throughout.
+var _ = Describe("maintenance", func() {
+	It("defragments a fragmented cluster one member at a time, the leader last, every file shrinking, no write failing", func(ctx SpecContext) {
+		ns := newTestNamespace(ctx, "e2e-defrag-")
+		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "frag", Namespace: ns},
+			Spec: etcdv1alpha1.EtcdClusterSpec{Size: 3, DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete,
+				// A small threshold, so that a few MiB of garbage is enough.
+				Maintenance: etcdv1alpha1.MaintenanceSpec{Defragmentation: etcdv1alpha1.DefragmentationSpec{
+					MinReclaimable: ptr.To(resource.MustParse("8Mi"))}}}}
+		Expect(k8sClient.Create(ctx, c)).To(Succeed())
+		waitReady(ctx, c)
+		cli := etcdV3Client(ctx, ns, "frag")
+
+		// 24 MiB written and deleted, then compacted: free pages in every member's file.
+		value := strings.Repeat("x", 512<<10)
+		for i := range 48 {
+			_, err := cli.Put(ctx, fmt.Sprintf("/garbage/%02d", i), value)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		_, err := cli.Delete(ctx, "/garbage/", clientv3.WithPrefix())
+		Expect(err).NotTo(HaveOccurred())
+
+		w := startWriter(ctx, ns, "frag")
+		resp, err := cli.Get(ctx, "/garbage/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical())
+		Expect(err).NotTo(HaveOccurred())
+
+		var got *etcdv1alpha1.EtcdCluster
+		Eventually(func(g Gomega) {
+			got = get(ctx, ns, "frag", &etcdv1alpha1.EtcdCluster{})
+			for _, m := range got.Status.Members {
+				g.Expect(m.LastDefragmentation).NotTo(BeNil(), "member %s not defragmented yet", m.Name)
+				g.Expect(m.LastDefragmentation.SizeAfter).To(BeNumerically("<", m.LastDefragmentation.SizeBefore-(8<<20)), "member %s", m.Name)
+			}
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		written, failed := w.stop()
+		Expect(failed).To(BeZero(), "writes failed while members were defragmented")
+
+		// The leader went last: its defragmentation is the latest.
+		leader := leaderOf(got)
+		Expect(leader).NotTo(BeEmpty())
+		for _, m := range got.Status.Members {
+			if m.Name != leader {
+				Expect(m.LastDefragmentation.Time.Before(&leaderMember(got).LastDefragmentation.Time) ||
+					m.LastDefragmentation.Time.Equal(&leaderMember(got).LastDefragmentation.Time)).To(BeTrue(),
+					"follower %s defragmented at %s, after the leader %s at %s", m.Name, m.LastDefragmentation.Time, leader, leaderMember(got).LastDefragmentation.Time)
+			}
+		}
+		expectKeys(ctx, ns, "frag", written)
+		Eventually(func(g Gomega) {
+			g.Expect(eventCount(ctx, g, ns, "MemberDefragmented")).To(BeNumerically(">=", 3))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
+	It("gets a cluster out of the NOSPACE alarm without a human, losing no key", func(ctx SpecContext) {
+		ns := newTestNamespace(ctx, "e2e-nospace-")
+		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "full", Namespace: ns},
+			Spec: etcdv1alpha1.EtcdClusterSpec{Size: 3, DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete,
+				Etcd: etcdv1alpha1.EtcdOptions{QuotaBackendBytes: ptr.To(resource.MustParse("16Mi"))}}}
+		Expect(k8sClient.Create(ctx, c)).To(Succeed())
+		waitReady(ctx, c)
+		cli := etcdV3Client(ctx, ns, "full")
+
+		keep := map[string]string{}
+		for i := range 20 {
+			k, v := fmt.Sprintf("/keep/%02d", i), fmt.Sprintf("value %d", i)
+			_, err := cli.Put(ctx, k, v)
+			Expect(err).NotTo(HaveOccurred())
+			keep[k] = v
+		}
+		// One key rewritten until the quota is reached: the history, not the data, fills it.
+		value := strings.Repeat("y", 256<<10)
+		last := ""
+		var err error
+		for i := 0; i < 200; i++ {
+			v := fmt.Sprintf("%04d%s", i, value)
+			if _, err = cli.Put(ctx, "/churn", v); err != nil {
+				break
+			}
+			last = v
+		}
+		Expect(errors.Is(err, rpctypes.ErrNoSpace) || (err != nil && strings.Contains(err.Error(), "database space exceeded"))).To(BeTrue(),
+			"the writes end with NOSPACE: %v", err)
+
+		Eventually(func(g Gomega) {
+			degraded := meta.FindStatusCondition(get(ctx, ns, "full", &etcdv1alpha1.EtcdCluster{}).Status.Conditions, etcdv1alpha1.ConditionDegraded)
+			g.Expect(degraded).NotTo(BeNil())
+			g.Expect(eventCount(ctx, g, ns, etcdv1alpha1.ReasonNoSpace)).To(BeNumerically(">=", 1))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+
+		// Writes work again, with no one but the operator acting.
+		Eventually(func() error {
+			_, err := cli.Put(ctx, "/after", "writes work again")
+			return err
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		Expect(keysUnder(ctx, cli, "/keep/")).To(Equal(keep), "every key is intact")
+		Expect(keysUnder(ctx, cli, "/churn")).To(Equal(map[string]string{"/churn": last}), "the key's last acknowledged value is there")
+		got := waitReady(ctx, c)
+		for _, m := range got.Status.Members {
+			Expect(m.Alarms).To(BeEmpty(), "member %s", m.Name)
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(eventCount(ctx, g, ns, "NoSpaceDisarmed")).To(Equal(1))
+			g.Expect(eventCount(ctx, g, ns, "NoSpaceRecovered")).To(Equal(1))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+})
+
+func leaderMember(c *etcdv1alpha1.EtcdCluster) etcdv1alpha1.MemberStatus {
+	for _, m := range c.Status.Members {
+		if m.Leader {
+			return m
+		}
+	}
+	return etcdv1alpha1.MemberStatus{}
+}
+
+// eventCount is how many events of the namespace have reason.
+func eventCount(ctx context.Context, g Gomega, ns, reason string) int {
+	var evs eventsv1.EventList
+	g.Expect(k8sClient.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+	n := 0
+	for _, e := range evs.Items {
+		if e.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
