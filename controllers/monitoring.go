@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -42,35 +43,35 @@ type monitoringState struct {
 	// crdsCheckedAt and crdsPresent: the last look at the Prometheus Operator's CRDs.
 	crdsCheckedAt time.Time
 	crdsPresent   bool
-	// done: by EtcdCluster UID, the hash of the objects last put in place (or "disabled")
-	// and when.
+	// done: by EtcdCluster UID, what the objects last put in place were made from
+	// (monitoringInputs, or "disabled") and when.
 	done map[types.UID]monitoringDone
 }
 
 type monitoringDone struct {
-	hash string
-	at   time.Time
+	inputs string
+	at     time.Time
 }
 
-// upToDate says whether cluster uid's objects were put in place from hash recently enough.
-func (s *monitoringState) upToDate(uid types.UID, hash string, now time.Time) bool {
+// upToDate says whether cluster uid's objects were put in place from inputs recently enough.
+func (s *monitoringState) upToDate(uid types.UID, inputs string, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, ok := s.done[uid]
-	return ok && d.hash == hash && now.Sub(d.at) < monitoringRecheck
+	return ok && d.inputs == inputs && now.Sub(d.at) < monitoringRecheck
 }
 
-func (s *monitoringState) record(uid types.UID, hash string, now time.Time) {
+func (s *monitoringState) record(uid types.UID, inputs string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done == nil {
 		s.done = map[types.UID]monitoringDone{}
 	}
-	if hash == "" {
+	if inputs == "" {
 		delete(s.done, uid)
 		return
 	}
-	s.done[uid] = monitoringDone{hash: hash, at: now}
+	s.done[uid] = monitoringDone{inputs: inputs, at: now}
 }
 
 // Forget drops what is remembered about a deleted cluster.
@@ -116,13 +117,14 @@ func (r *EtcdClusterReconciler) ensureMonitoring(ctx context.Context, c *etcdv1a
 		return &metav1.Condition{Status: metav1.ConditionFalse, Reason: etcdv1alpha1.ReasonPrometheusOperatorMissing,
 			Message: "the Prometheus Operator's CRDs (monitoring.coreos.com/v1 PodMonitor and PrometheusRule) are not installed: no monitoring objects are created; every member serves its metrics on port 2381 (named metrics) all the same"}
 	}
-	objs, err := monitoring.For(c, monitoring.Dashboard)
-	if err != nil {
-		return monitoringFailed(err)
-	}
-	hash := objs.PodMonitor.GetAnnotations()[monitoring.AnnotationHash] + objs.PrometheusRule.GetAnnotations()[monitoring.AnnotationHash] +
-		objs.Dashboard.Annotations[monitoring.AnnotationHash]
-	if !r.monitoring.upToDate(c.UID, hash, now) {
+	// Building the objects (rules and dashboard scoped to the cluster) costs more than the
+	// rest of a steady pass: it is done only when they may need a change.
+	inputs := monitoringInputs(c)
+	if !r.monitoring.upToDate(c.UID, inputs, now) {
+		objs, err := monitoring.For(c, monitoring.Dashboard)
+		if err != nil {
+			return monitoringFailed(err)
+		}
 		for _, obj := range []client.Object{objs.PodMonitor, objs.PrometheusRule, objs.Dashboard} {
 			if err := r.applyMonitoringObject(ctx, c, obj); err != nil {
 				if meta.IsNoMatchError(err) {
@@ -134,11 +136,22 @@ func (r *EtcdClusterReconciler) ensureMonitoring(ctx context.Context, c *etcdv1a
 				return monitoringFailed(err)
 			}
 		}
-		r.monitoring.record(c.UID, hash, now)
+		r.monitoring.record(c.UID, inputs, now)
 	}
 	return &metav1.Condition{Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonMonitoringConfigured,
 		Message: fmt.Sprintf("PodMonitor %s, PrometheusRule %s and ConfigMap %s (a Grafana dashboard) are in place",
-			objs.PodMonitor.GetName(), objs.PrometheusRule.GetName(), objs.Dashboard.Name)}
+			monitoring.PodMonitorName(c), monitoring.PrometheusRuleName(c), monitoring.DashboardName(c))}
+}
+
+// monitoringInputs is what monitoring.For reads of a cluster that can change: its name (the
+// namespace and UID are fixed) and spec.monitoring.labels (JSON sorts the keys). The rules
+// and the dashboard are this binary's, and what a pass remembers lives no longer than it.
+func monitoringInputs(c *etcdv1alpha1.EtcdCluster) string {
+	labels, err := json.Marshal(c.Spec.Monitoring.Labels)
+	if err != nil {
+		panic(err) // a map of strings always marshals
+	}
+	return "auto " + c.Name + " " + string(labels)
 }
 
 func monitoringFailed(err error) *metav1.Condition {

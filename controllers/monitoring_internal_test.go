@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/monitoring"
 )
 
 // countingMapper is a RESTMapper that knows only core and etcdpilot kinds, like an API
@@ -85,4 +87,45 @@ func TestMonitoringWithoutThePrometheusOperator(t *testing.T) {
 		"every pass says it, so that a lost status patch loses nothing")
 	g.Expect(reads).To(Equal(1), "nothing looked at again right away")
 	g.Expect(writes).To(BeZero())
+}
+
+// A steady pass skips building the monitoring objects when monitoringInputs did not change:
+// they must change exactly when the objects do.
+func TestMonitoringInputsChangeExactlyWhenTheObjectsDo(t *testing.T) {
+	base := func(mutate func(*etcdv1alpha1.EtcdCluster)) *etcdv1alpha1.EtcdCluster {
+		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1"},
+			Spec: etcdv1alpha1.EtcdClusterSpec{Size: 3, Monitoring: etcdv1alpha1.MonitoringSpec{Labels: map[string]string{"team": "x", "tier": "1"}}}}
+		if mutate != nil {
+			mutate(c)
+		}
+		return c
+	}
+	hashes := func(g Gomega, c *etcdv1alpha1.EtcdCluster) []string {
+		objs, err := monitoring.For(c, monitoring.Dashboard)
+		g.Expect(err).NotTo(HaveOccurred())
+		return []string{objs.PodMonitor.GetAnnotations()[monitoring.AnnotationHash], objs.PrometheusRule.GetAnnotations()[monitoring.AnnotationHash],
+			objs.Dashboard.Annotations[monitoring.AnnotationHash]}
+	}
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*etcdv1alpha1.EtcdCluster)
+		changes bool
+	}{
+		{"nothing", nil, false},
+		{"the size", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 5 }, false},
+		{"the version", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = "3.6.16" }, false},
+		{"the same labels, built in another order", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Monitoring.Labels = map[string]string{"tier": "1", "team": "x"}
+		}, false},
+		{"a label value", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Monitoring.Labels["team"] = "y" }, true},
+		{"no labels", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Monitoring.Labels = nil }, true},
+		{"the name", func(c *etcdv1alpha1.EtcdCluster) { c.Name = "b" }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			before, after := base(nil), base(tc.mutate)
+			g.Expect(monitoringInputs(after) != monitoringInputs(before)).To(Equal(tc.changes))
+			g.Expect(slices.Equal(hashes(g, after), hashes(g, before))).To(Equal(!tc.changes))
+		})
+	}
 }
