@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,6 +21,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/agent"
+	"github.com/etcdpilot/etcdpilot/internal/etcdtest"
 )
 
 // backupDBBytes is the least database size the backup benchmark fills before it measures.
@@ -170,11 +170,13 @@ func fill(ctx context.Context, b *testing.B, c client.Client, ns, name string) {
 		b.Fatal(err)
 	}
 	defer func() { _ = cli.Close() }()
-	value := make([]byte, 1<<20)
+	// Text shaped like Kubernetes objects, as etcd usually holds, each value a different
+	// slice of it: random bytes would measure the worst case of every compression.
+	pool := etcdtest.ObjectText(48 << 20)
 	for i := 0; i < backupDBBytes>>20+16; i++ {
-		_, _ = rand.Read(value)
+		off := (i * 7919 * 1024) % (len(pool) - 1<<20)
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := cli.Put(wctx, fmt.Sprintf("/bench/backup/%05d", i), string(value))
+		err := cli.Put(wctx, fmt.Sprintf("/bench/backup/%05d", i), pool[off:off+1<<20])
 		cancel()
 		if err != nil {
 			b.Fatalf("filling the database: %v", err)
