@@ -13,14 +13,15 @@ import (
 
 // CacheOptions are the manager's cache options: the operator only reads the pods, claims,
 // services, secrets, disruption budgets and jobs it made; caching only those (by label)
-// keeps its memory flat however big the cluster. With namespaces listed, it caches those
-// namespaces only.
+// keeps its memory flat however big the cluster. No cached object keeps its managed fields:
+// the operator never reads them (it patches and updates, it does not apply), and they are
+// the largest part of many objects. With namespaces listed, it caches those namespaces only.
 func CacheOptions(namespaces []string) cache.Options {
 	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{cluster.LabelManagedBy: cluster.ManagedBy})}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}: ours, &corev1.PersistentVolumeClaim{}: ours, &corev1.Service{}: ours,
 		&corev1.Secret{}: ours, &policyv1.PodDisruptionBudget{}: ours, &batchv1.Job{}: ours,
-	}}
+	}, DefaultTransform: cache.TransformStripManagedFields()}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range namespaces {

@@ -112,7 +112,8 @@ func runWithEnvtest(m *testing.M) int {
 	if err := etcdv1alpha1.AddToScheme(scheme); err != nil {
 		panic(err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	// The operator's own cache options (main.go), so that the tests read what it reads.
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: controllers.CacheOptions(nil), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "creating manager:", err)
 		return 1

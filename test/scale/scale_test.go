@@ -196,6 +196,9 @@ func startEnvtest(b *testing.B, s settings) (*envtest.Environment, *rest.Config)
 			filepath.Join(prom, "monitoring.coreos.com_podmonitors.yaml"), filepath.Join(prom, "monitoring.coreos.com_prometheusrules.yaml")},
 		ErrorIfCRDPathMissing: true,
 	}
+	// envtest's default service range (a /24) runs out of ClusterIPs at about 250 clusters
+	// (one client Service each).
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
 	cfg, err := env.Start()
 	if err != nil {
 		b.Fatal("starting envtest: ", err)
@@ -314,21 +317,27 @@ func waitReady(ctx context.Context, b *testing.B, r client.Reader, s settings, s
 		if err := r.List(ctx, &list); err != nil {
 			b.Fatal(err)
 		}
-		ready := 0
+		ready, waiting := 0, map[string]int{}
 		for i := range list.Items {
 			c := &list.Items[i]
 			if meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionReady) && c.Status.ObservedGeneration == c.Generation {
 				ready++
+				continue
 			}
+			why := "no Progressing condition"
+			if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionProgressing); cond != nil {
+				why = cond.Reason
+			}
+			waiting[why]++
 		}
 		if ready == s.clusters {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d clusters Ready after %s", ready, s.clusters, s.readyTimeout)
+			b.Fatalf("%d of %d clusters Ready after %s; the others by reason of Progressing: %v", ready, s.clusters, s.readyTimeout, waiting)
 		}
 		if time.Since(lastLog) > 30*time.Second {
-			b.Logf("%s: %d of %d clusters Ready", time.Since(start).Round(time.Second), ready, s.clusters)
+			b.Logf("%s: %d of %d clusters Ready; the others by reason of Progressing: %v", time.Since(start).Round(time.Second), ready, s.clusters, waiting)
 			lastLog = time.Now()
 		}
 		time.Sleep(2 * time.Second)
