@@ -22,9 +22,9 @@ import (
 // maintain is the maintenance step of a pass that has no membership change to make: it
 // plans one step of spec.maintenance (internal/maintenance) from what the pass observed and
 // carries it out. The NOSPACE recovery compacts first, then defragments: a pass that finds
-// the revision already compacted goes on to the next step at once. The outcome goes to the status, which records the defragmentation and the completed
-// scheduled run; an error is the pass's error. After a step, the next pass comes soon
-// (result), to see what the step did.
+// the revision already compacted goes on to the next step at once. The outcome goes to the
+// status, which records the defragmentation and the completed scheduled run; an error is
+// the pass's error. After a step, the next pass comes soon (result), to see what it did.
 func (r *EtcdClusterReconciler) maintain(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, result *reconcile.Result) (*status.Maintenance, error) {
 	out, err := r.maintainOnce(ctx, c, obs)
 	if err != nil {
