@@ -25,12 +25,26 @@ import (
 const mi = int64(1) << 20
 
 // setSizes makes every member of cluster name report its database file at size bytes with
-// inUse in use, at revision 1000, member 1 leading, with errs as its reported errors.
-func setSizes(f *fake.Client, ns, name string, size, inUse int64, errs ...string) {
+// inUse in use, at revision 1000, member 1 leading, with errs as its reported errors, and
+// has the cluster reconciled at once rather than at its next steady pass, 30 s away.
+func setSizes(g Gomega, f *fake.Client, ns, name string, size, inUse int64, errs ...string) {
 	for i := range uint64(3) {
 		f.SetStatus(memberURL(ns, name, i, 2379), etcd.MemberStatus{MemberID: i + 1, LeaderID: 1, Version: "3.7.3",
 			DBSize: size, DBSizeInUse: inUse, Revision: 1000, Errors: errs})
 	}
+	poke(g, ns, name)
+}
+
+// poke changes an annotation of cluster name, so that it is reconciled at once.
+func poke(g Gomega, ns, name string) {
+	g.Eventually(func(g Gomega) {
+		c := get(g, ns, name, &etcdv1alpha1.EtcdCluster{})
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations["test.etcdpilot.io/poke"] = time.Now().Format(time.RFC3339Nano)
+		g.Expect(k8sClient.Update(context.Background(), c)).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
 
 // calls are the fake's calls of the given methods, in order.
@@ -61,7 +75,7 @@ func TestAFragmentedClusterIsDefragmentedOneMemberAtATimeLeaderLast(t *testing.T
 	ns := newNamespace(t)
 	f := readyCluster(g, ns, "frag", nil)
 	f.ResetCalls()
-	setSizes(f, ns, "frag", 400*mi, 100*mi) // 75 % and 300 MiB to reclaim: due under the defaults
+	setSizes(g, f, ns, "frag", 400*mi, 100*mi) // 75 % and 300 MiB to reclaim: due under the defaults
 
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "frag", &etcdv1alpha1.EtcdCluster{})
@@ -85,7 +99,7 @@ func TestAFragmentedClusterIsDefragmentedOneMemberAtATimeLeaderLast(t *testing.T
 
 	// Fragmented again at once (a busy cluster): no member is defragmented again within
 	// the minimum interval.
-	setSizes(f, ns, "frag", 400*mi, 100*mi)
+	setSizes(g, f, ns, "frag", 400*mi, 100*mi)
 	g.Consistently(func() []string { return calls(f, fake.Defragment) }).WithTimeout(5 * time.Second).WithPolling(interval).Should(HaveLen(3))
 	got := get(g, ns, "frag", &etcdv1alpha1.EtcdCluster{})
 	g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "a defragmentation degrades nothing")
@@ -98,8 +112,14 @@ func TestDefragmentationWaitsForAnUnhealthyMemberAndCanBeDisabled(t *testing.T) 
 		c.Spec.Maintenance.Defragmentation.MinReclaimable = ptr.To(resource.MustParse("10Mi"))
 	})
 	f.ResetCalls()
-	setSizes(f, ns, "wait", 400*mi, 100*mi)
-	f.SetStatus(memberURL(ns, "wait", 2, 2379), etcd.MemberStatus{MemberID: 3, LeaderID: 1, DBSize: 400 * mi, DBSizeInUse: 100 * mi, Errors: []string{"raft: stopped"}})
+	for i := range uint64(3) {
+		st := etcd.MemberStatus{MemberID: i + 1, LeaderID: 1, DBSize: 400 * mi, DBSizeInUse: 100 * mi, Revision: 1000}
+		if i == 2 {
+			st.Errors = []string{"raft: stopped"}
+		}
+		f.SetStatus(memberURL(ns, "wait", i, 2379), st)
+	}
+	poke(g, ns, "wait")
 
 	g.Consistently(func() []string { return calls(f, fake.Defragment) }).WithTimeout(5*time.Second).WithPolling(interval).
 		Should(BeEmpty(), "nothing while a member is unhealthy")
@@ -107,7 +127,7 @@ func TestDefragmentationWaitsForAnUnhealthyMemberAndCanBeDisabled(t *testing.T) 
 	c := get(g, ns, "wait", &etcdv1alpha1.EtcdCluster{})
 	c.Spec.Maintenance.Defragmentation.Mode = etcdv1alpha1.DefragmentationDisabled
 	g.Expect(k8sClient.Update(context.Background(), c)).To(Succeed())
-	setSizes(f, ns, "wait", 400*mi, 100*mi)
+	setSizes(g, f, ns, "wait", 400*mi, 100*mi)
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "wait", &etcdv1alpha1.EtcdCluster{})
 		g.Expect(got.Status.Maintenance).NotTo(BeNil())
@@ -125,7 +145,7 @@ func TestNoSpaceIsRecoveredByCompactionDefragmentationAndDisarm(t *testing.T) {
 	f.ResetCalls()
 	// Member 2 reached the quota; every member reports the cluster's alarm. After the
 	// defragmentations each file is 40 MiB, under 90 % of the quota.
-	setSizes(f, ns, "full", 64*mi, 40*mi, "memberID:2 alarm:NOSPACE")
+	setSizes(g, f, ns, "full", 64*mi, 40*mi, "memberID:2 alarm:NOSPACE")
 
 	g.Eventually(func() []string { return calls(f, fake.AlarmDisarm) }).WithTimeout(time.Minute).WithPolling(interval).ShouldNot(BeEmpty())
 	g.Eventually(func(g Gomega) {
@@ -181,7 +201,7 @@ func TestNoSpaceThatDoesNotFitIsReportedAndNotDisarmed(t *testing.T) {
 	})
 	f.ResetCalls()
 	// 62 MiB in use: above 90 % of the quota even once defragmented.
-	setSizes(f, ns, "toofull", 64*mi, 62*mi, "memberID:1 alarm:NOSPACE")
+	setSizes(g, f, ns, "toofull", 64*mi, 62*mi, "memberID:1 alarm:NOSPACE")
 
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "toofull", &etcdv1alpha1.EtcdCluster{})
@@ -204,7 +224,7 @@ func TestNoSpaceRecoveryCanBeLeftToAHuman(t *testing.T) {
 		c.Spec.Maintenance.Defragmentation.Mode = etcdv1alpha1.DefragmentationDisabled
 	})
 	f.ResetCalls()
-	setSizes(f, ns, "manual", 64*mi, 40*mi, fmt.Sprintf("memberID:%d alarm:NOSPACE", 3))
+	setSizes(g, f, ns, "manual", 64*mi, 40*mi, fmt.Sprintf("memberID:%d alarm:NOSPACE", 3))
 
 	g.Eventually(func(g Gomega) {
 		degraded := condition(get(g, ns, "manual", &etcdv1alpha1.EtcdCluster{}), etcdv1alpha1.ConditionDegraded)
