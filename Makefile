@@ -62,6 +62,7 @@ LOCAL_PATH_PROVISIONER_VERSION := $(call modver,local-path-provisioner,github.co
 # The S3 server of the backup tests (a local process in the integration tests, make s3-up in
 # the cluster).
 VERSITYGW_VERSION := $(call modver,versitygw,github.com/versity/versitygw)
+NFDELAY_VERSION := $(call modver,nfdelay,github.com/mdlayher/netlink)
 # promtool, which checks the alerting rules and runs their unit tests (internal/monitoring).
 PROMETHEUS_VERSION := $(call modver,prometheus,github.com/prometheus/prometheus)
 # The Prometheus release that module version is (v0.316.0 is v3.16.0).
@@ -95,6 +96,9 @@ PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 # promcheck (hack/tools/prometheus/promcheck, our own code on the pinned Prometheus module)
 # checks the PromQL and metric names of the rules and the dashboard; rebuilt when it changes.
 PROMCHECK ?= $(LOCALBIN)/promcheck
+# nfdelay (hack/tools/nfdelay, our own code on the pinned netlink module) holds NFQUEUE
+# packets to add latency between member pods in the e2e tests (hack/latency.sh).
+NFDELAY ?= $(LOCALBIN)/nfdelay-$(NFDELAY_VERSION)
 PROMETHEUS ?= $(LOCALBIN)/prometheus-$(PROMETHEUS_VERSION)
 PROMETHEUS_OPERATOR ?= $(LOCALBIN)/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 PROMETHEUS_CONFIG_RELOADER ?= $(LOCALBIN)/prometheus-config-reloader-$(PROMETHEUS_OPERATOR_VERSION)
@@ -437,8 +441,8 @@ PREVIOUS_VERSION = $(shell hack/catalog.sh releases | tail -n 1 | cut -d' ' -f1)
 test-e2e: test-e2e-deploy test-e2e-olm test-e2e-scorecard ## Run the whole e2e suite on the local cluster: with make deploy, through OLM, then the scorecard tests of the claimed levels.
 
 .PHONY: test-e2e-deploy
-test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up monitoring-up ## Run the e2e specs on the operator `make deploy` installs.
-	KUBECTL=$(KUBECTL) LOCAL_IMG=$(LOCAL_IMG) $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --label-filter='!olm' ./test/e2e
+test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) $(NFDELAY) cluster-ensure images s3-up monitoring-up ## Run the e2e specs on the operator `make deploy` installs.
+	KUBECTL=$(KUBECTL) NFDELAY=$(NFDELAY) LOCAL_IMG=$(LOCAL_IMG) $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --label-filter='!olm' ./test/e2e
 
 # The OLM specs install the operator themselves, from the catalog image (the committed
 # catalog/ served by opm) and bundle images, which name public images that the local
@@ -551,7 +555,7 @@ capabilities: $(SCORECARD_DEPS) ## Run every scorecard test, set the CSV's capab
 ##@ Tools
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(VERSITYGW) $(PROMTOOL) $(PROMETHEUS) $(PROMETHEUS_OPERATOR) $(PROMETHEUS_CONFIG_RELOADER) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(NFDELAY) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(VERSITYGW) $(PROMTOOL) $(PROMETHEUS) $(PROMETHEUS_OPERATOR) $(PROMETHEUS_CONFIG_RELOADER) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
 
 # go-install-tool installs package $(2) at version $(3) as $(1) (a versioned file name).
 define go-install-tool
@@ -603,6 +607,9 @@ $(VERSITYGW):
 
 $(PROMTOOL):
 	$(call go-build-module,$@,prometheus,github.com/prometheus/prometheus/cmd/promtool,-ldflags "-s -w")
+
+$(NFDELAY): $(wildcard hack/tools/nfdelay/*.go) hack/tools/nfdelay/go.mod hack/tools/nfdelay/go.sum
+	$(call go-build-module,$@,nfdelay,.,-ldflags "-s -w")
 
 $(PROMCHECK): $(wildcard hack/tools/prometheus/promcheck/*.go) hack/tools/prometheus/go.mod hack/tools/prometheus/go.sum
 	$(call go-build-module,$@,prometheus,./promcheck,-ldflags "-s -w")

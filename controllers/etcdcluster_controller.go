@@ -78,8 +78,14 @@ type EtcdClusterReconciler struct {
 	// of a restored cluster (spec.bootstrap.restore).
 	AgentImage string
 
+	// PeerRoundTrip reads a member's peer round trips for Auto raft timing (autopilot.go);
+	// nil reads its metrics port.
+	PeerRoundTrip PeerRoundTripReader
+
 	// monitoring is what passes remember of the clusters' monitoring objects (monitoring.go).
 	monitoring monitoringState
+	// autopilot is what passes remember for Auto raft timing and storage autoscaling.
+	autopilot autopilotState
 }
 
 // RBAC: each verb is what the reconciler does, and nothing more (controllers/rbac_test.go
@@ -134,6 +140,11 @@ type EtcdClusterReconciler struct {
 //  8. With no membership change to make, one step of maintenance (maintenance.go,
 //     internal/maintenance): defragment one member, or, under a NOSPACE alarm, compact,
 //     defragment or disarm, as spec.maintenance says and only while every member is healthy.
+//     Then, with every member healthy and running the spec, the self-tuning of
+//     autopilot.go: the raft timing of etcd.timingProfile Auto from the measured round
+//     trips (internal/tuning), and storage.autoscaling's quota and volume size
+//     (internal/autoscale); both decide into the status, and the next passes roll the
+//     decision out like a change of the spec (resources.Effective).
 //  9. With nothing else to do and every member healthy, move the rotation of the operator's
 //     CA on (pki.NextRotation): start it when asked (annotation etcd.etcdpilot.io/rotate-ca)
 //     or when the CA nears its expiry, and end each phase once every member runs it; the
@@ -146,6 +157,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.Forget(req.Namespace, req.Name)
+			r.autopilot.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -220,6 +232,14 @@ func (r *EtcdClusterReconciler) whenIdle(ctx context.Context, c *etcdv1alpha1.Et
 		var err error
 		if in.Maintenance, err = r.maintain(ctx, c, obs, result); err != nil {
 			return err
+		}
+		if obs.planner.Settled() {
+			var next time.Duration
+			in.RaftTiming = r.tune(ctx, c, obs, &next)
+			in.Storage = r.autoscaleStorage(ctx, c, obs)
+			if next > 0 && (result.RequeueAfter == 0 || next < result.RequeueAfter) {
+				result.RequeueAfter = next
+			}
 		}
 	}
 	err := r.advanceCARotation(ctx, c, tlsState, idle && obs.planner.Settled(), result)

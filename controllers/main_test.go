@@ -121,7 +121,7 @@ func runWithEnvtest(m *testing.M) int {
 	if err := (&controllers.EtcdClusterReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("etcdpilot"),
 		EtcdImages: versions.Images{Repository: testImageRepository}, ClusterDomain: "cluster.local", NewEtcdClient: fakeEtcd.factory,
-		AgentImage: testAgentImage, CAMinPhase: time.Second, Metrics: testMetrics,
+		AgentImage: testAgentImage, CAMinPhase: time.Second, Metrics: testMetrics, PeerRoundTrip: roundTrips.read,
 	}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up controller:", err)
 		return 1

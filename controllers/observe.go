@@ -171,7 +171,7 @@ func volumeOf(pvc *corev1.PersistentVolumeClaim) membership.Volume {
 // does not cache StorageClasses for a question it rarely asks). A class it cannot read leaves
 // Expandable unknown, with the reason: the planner then changes no claim and says why.
 func (r *EtcdClusterReconciler) observeStorage(ctx context.Context, c *etcdv1alpha1.EtcdCluster, o *observation) {
-	spec := resources.WithDefaults(c.Spec)
+	spec := resources.Effective(c)
 	if spec.Storage.Ephemeral || spec.Storage.Size == nil {
 		return
 	}

@@ -36,8 +36,9 @@ func TestDefaults(t *testing.T) {
 	g.Expect(c.Spec.Etcd).To(Equal(etcdv1alpha1.EtcdOptions{
 		AutoCompactionMode: etcdv1alpha1.AutoCompactionPeriodic, AutoCompactionRetention: "1h",
 		QuotaBackendBytes: ptr.To(resource.MustParse("2Gi")), SnapshotCount: 10000,
-		HeartbeatIntervalMillis: 100, ElectionTimeoutMillis: 1000,
+		HeartbeatIntervalMillis: 100, ElectionTimeoutMillis: 1000, TimingProfile: etcdv1alpha1.TimingCustom,
 	}))
+	g.Expect(c.Spec.Storage.Autoscaling).To(BeNil(), "storage autoscaling is opt-in")
 	g.Expect(c.Spec.Monitoring).To(Equal(etcdv1alpha1.MonitoringSpec{Mode: etcdv1alpha1.MonitoringAuto}))
 	g.Expect(c.Spec.Maintenance).To(Equal(etcdv1alpha1.MaintenanceSpec{
 		NoSpaceRecovery: etcdv1alpha1.NoSpaceRecoveryAuto,
@@ -55,6 +56,43 @@ func TestCreateValidation(t *testing.T) {
 		refusal string
 	}{
 		{"size 1", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 1 }, ""},
+		{"timing profile Slower", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingSlower }, ""},
+		{"timing profile Auto with a window", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingAuto
+			c.Spec.Etcd.AutoTimingWindow = &metav1.Duration{Duration: 5 * time.Minute}
+		}, ""},
+		{"unknown timing profile", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.TimingProfile = "Fast" }, "Unsupported value: \"Fast\""},
+		{"timing profile with its own heartbeat", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingAuto
+			c.Spec.Etcd.HeartbeatIntervalMillis = 200
+			c.Spec.Etcd.ElectionTimeoutMillis = 2000
+		}, "etcd.heartbeatIntervalMillis and etcd.electionTimeoutMillis are set by etcd.timingProfile"},
+		{"custom timing", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Etcd.HeartbeatIntervalMillis = 200
+			c.Spec.Etcd.ElectionTimeoutMillis = 2000
+		}, ""},
+		{"auto timing window without Auto", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Etcd.AutoTimingWindow = &metav1.Duration{Duration: 5 * time.Minute}
+		}, "etcd.autoTimingWindow applies only with etcd.timingProfile Auto"},
+		{"auto timing window too short", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingAuto
+			c.Spec.Etcd.AutoTimingWindow = &metav1.Duration{Duration: 10 * time.Second}
+		}, "etcd.autoTimingWindow must be between 1m and 24h"},
+		{"storage autoscaling with ceilings", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingAuto,
+				MaxQuotaBackendBytes: ptr.To(resource.MustParse("8Gi")), MaxSize: ptr.To(resource.MustParse("32Gi"))}
+		}, ""},
+		{"storage autoscaling quota ceiling above 8Gi", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingAuto,
+				MaxQuotaBackendBytes: ptr.To(resource.MustParse("9Gi"))}
+		}, "storage.autoscaling.maxQuotaBackendBytes must be between 16Mi and 8Gi"},
+		{"storage autoscaling volume ceiling too small", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingAuto,
+				MaxSize: ptr.To(resource.MustParse("10Mi"))}
+		}, "storage.autoscaling.maxSize must be at least 64Mi"},
+		{"unknown storage autoscaling mode", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: "Always"}
+		}, "Unsupported value: \"Always\""},
 		{"defragmentation on a schedule", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.Maintenance.Defragmentation = etcdv1alpha1.DefragmentationSpec{Mode: etcdv1alpha1.DefragmentationSchedule, Schedule: "0 3 * * 0"}
 		}, ""},

@@ -118,6 +118,11 @@ const (
 	// compacted and every member defragmented: the data itself does not fit under the
 	// quota. Raise spec.etcd.quotaBackendBytes, or delete data.
 	ReasonNoSpaceDataDoesNotFit = "NoSpaceDataDoesNotFit"
+	// ReasonStorageCeilingReached (Degraded=True): with storage.autoscaling Auto, the
+	// largest member's database is past the threshold and neither the quota nor the
+	// volumes can grow further (a ceiling, or a StorageClass that does not expand); the
+	// message says which and what to do before the NOSPACE alarm stops writes.
+	ReasonStorageCeilingReached = "StorageCeilingReached"
 	// ReasonReconcileFailed (Degraded=True): the last reconcile hit an error; the message
 	// says which step.
 	ReasonReconcileFailed = "ReconcileFailed"

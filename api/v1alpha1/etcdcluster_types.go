@@ -385,6 +385,12 @@ type StorageSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Ephemeral (no persistent volume)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Ephemeral bool `json:"ephemeral,omitempty"`
+
+	// autoscaling lets the operator raise the quota and grow the volumes before the data
+	// reaches the quota (off by default).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage Autoscaling"
+	Autoscaling *StorageAutoscalingSpec `json:"autoscaling,omitempty"`
 }
 
 // PodTemplate holds the settings applied to every member pod on top of the operator's own.
@@ -548,6 +554,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionMode) || !has(self.autoCompactionRetention) || self.autoCompactionMode != 'periodic' || self.autoCompactionRetention.matches('^([0-9]+(\\\\.[0-9]+)?(h|m|s))+$')",message="etcd.autoCompactionRetention must be a duration such as 1h or 30m when autoCompactionMode is periodic"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionMode) || !has(self.autoCompactionRetention) || self.autoCompactionMode != 'revision' || self.autoCompactionRetention.matches('^[1-9][0-9]*$')",message="etcd.autoCompactionRetention must be a positive number of revisions such as 10000 when autoCompactionMode is revision"
 // +kubebuilder:validation:XValidation:rule="!has(self.electionTimeoutMillis) || !has(self.heartbeatIntervalMillis) || self.electionTimeoutMillis >= 5 * self.heartbeatIntervalMillis",message="etcd.electionTimeoutMillis must be at least 5 times etcd.heartbeatIntervalMillis, or members start needless elections"
+// +kubebuilder:validation:XValidation:rule="!has(self.timingProfile) || self.timingProfile == 'Custom' || ((!has(self.heartbeatIntervalMillis) || self.heartbeatIntervalMillis == 100) && (!has(self.electionTimeoutMillis) || self.electionTimeoutMillis == 1000))",message="etcd.heartbeatIntervalMillis and etcd.electionTimeoutMillis are set by etcd.timingProfile: leave them out, or set timingProfile to Custom"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoTimingWindow) || (has(self.timingProfile) && self.timingProfile == 'Auto')",message="etcd.autoTimingWindow applies only with etcd.timingProfile Auto"
 type EtcdOptions struct {
 	// autoCompactionMode is how old revisions are compacted: periodic (keep a time window
 	// of history) or revision (keep a number of revisions).
@@ -598,6 +606,91 @@ type EtcdOptions struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Election Timeout (ms)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:number"}
 	ElectionTimeoutMillis int32 `json:"electionTimeoutMillis,omitempty"`
+
+	// timingProfile chooses the raft timing (heartbeat interval and election timeout):
+	// Custom (the default) uses heartbeatIntervalMillis and electionTimeoutMillis;
+	// Standard is etcd's own 100 ms and 1000 ms; Slower is 500 ms and 2500 ms, for members
+	// far apart or on slow networks; Auto measures the round trip between the members
+	// (etcd's peer round-trip histogram, every member's, over autoTimingWindow) and sets
+	// the heartbeat near its 99th percentile (never below 100 ms) and the election timeout
+	// at ten times that (at most 50 s). Auto changes the timing only when the measured
+	// round trip leaves a wide band around the value in force (raised from 1.5 times,
+	// lowered at half, at most once per window), so noise never restarts members; each
+	// change is rolled out one member at a time. status.raftTiming shows the values set
+	// and why. With any profile but Custom, heartbeatIntervalMillis and
+	// electionTimeoutMillis must be left at their defaults.
+	// +kubebuilder:default=Custom
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Raft Timing Profile",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:select:Custom","urn:alm:descriptor:com.tectonic.ui:select:Standard","urn:alm:descriptor:com.tectonic.ui:select:Slower","urn:alm:descriptor:com.tectonic.ui:select:Auto"}
+	TimingProfile TimingProfile `json:"timingProfile,omitempty"`
+
+	// autoTimingWindow is, with timingProfile Auto, how long the round trips are measured
+	// before the timing is changed, and the least time between two changes (10m by
+	// default; from 1m to 24h).
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="etcd.autoTimingWindow must be between 1m and 24h"
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Auto Timing Window",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:text"}
+	AutoTimingWindow *metav1.Duration `json:"autoTimingWindow,omitempty"`
+}
+
+// TimingProfile chooses how the raft timing of the members is set.
+// +kubebuilder:validation:Enum=Custom;Standard;Slower;Auto
+type TimingProfile string
+
+const (
+	// TimingCustom uses etcd.heartbeatIntervalMillis and etcd.electionTimeoutMillis.
+	TimingCustom TimingProfile = "Custom"
+	// TimingStandard is etcd's default: heartbeat 100 ms, election timeout 1000 ms.
+	TimingStandard TimingProfile = "Standard"
+	// TimingSlower is heartbeat 500 ms, election timeout 2500 ms.
+	TimingSlower TimingProfile = "Slower"
+	// TimingAuto sets the timing from the round trip the members measure.
+	TimingAuto TimingProfile = "Auto"
+)
+
+// StorageAutoscalingMode says whether the operator raises the quota and grows the volumes.
+// +kubebuilder:validation:Enum=Disabled;Auto
+type StorageAutoscalingMode string
+
+const (
+	// StorageAutoscalingDisabled leaves etcd.quotaBackendBytes and storage.size as they are.
+	StorageAutoscalingDisabled StorageAutoscalingMode = "Disabled"
+	// StorageAutoscalingAuto raises the quota, and grows the claims, before the data
+	// reaches the quota, up to the ceilings.
+	StorageAutoscalingAuto StorageAutoscalingMode = "Auto"
+)
+
+// StorageAutoscalingSpec lets the operator give the members more room before they run out.
+//
+// With mode Auto the operator watches the largest member's database: once it is at 75% of
+// the quota in force, or growing fast enough to reach it within 6 hours, the quota is raised
+// (by half, or enough to bring the use down to half of it, whichever is more), one member
+// restarted at a time. The quota always leaves room on the volume for the write-ahead log,
+// snapshots and the copy a defragmentation writes; when the volume is too small for the next
+// quota and its StorageClass allows expansion, the claims are grown first (up to maxSize).
+// Nothing is ever made smaller. The quota and volume size in force are in status.storage;
+// they are at least etcd.quotaBackendBytes and storage.size. When a ceiling stops the growth
+// while the database is above the threshold, the cluster is Degraded/StorageCeilingReached.
+// Setting the mode back to Disabled returns to etcd.quotaBackendBytes: copy
+// status.storage.quotaBackendBytes there first to keep the raised quota.
+type StorageAutoscalingSpec struct {
+	// mode is Disabled (the default) or Auto.
+	// +kubebuilder:default=Disabled
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage Autoscaling",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Disabled","urn:alm:descriptor:com.tectonic.ui:select:Auto"}
+	Mode StorageAutoscalingMode `json:"mode,omitempty"`
+
+	// maxQuotaBackendBytes is the highest quota the operator sets (8Gi by default, etcd's
+	// recommended maximum; at most 8Gi).
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('15Mi')) && (quantity(string(self)).isLessThan(quantity('8Gi')) || quantity(string(self)).compareTo(quantity('8Gi')) == 0)",message="storage.autoscaling.maxQuotaBackendBytes must be between 16Mi and 8Gi"
+	// +optional
+	MaxQuotaBackendBytes *resource.Quantity `json:"maxQuotaBackendBytes,omitempty"`
+
+	// maxSize is the largest the operator grows each member's volume to; unset, volumes
+	// keep storage.size and only the quota is raised within them.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('63Mi'))",message="storage.autoscaling.maxSize must be at least 64Mi"
+	// +optional
+	MaxSize *resource.Quantity `json:"maxSize,omitempty"`
 }
 
 // EtcdClusterStatus is the observed state of an etcd cluster, written only by the operator.
@@ -678,6 +771,59 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Maintenance"
 	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
+
+	// raftTiming is the raft timing the operator sets for the members (etcd.timingProfile),
+	// what it measured and why; members run it once updatedMembers equals spec.size.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Raft Timing"
+	RaftTiming *RaftTimingStatus `json:"raftTiming,omitempty"`
+
+	// storage is the quota and volume size the operator sets for the members with
+	// storage.autoscaling, and why.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Storage"
+	Storage *StorageStatus `json:"storage,omitempty"`
+}
+
+// RaftTimingStatus is the raft timing the operator sets, and why.
+type RaftTimingStatus struct {
+	// profile is the etcd.timingProfile this was decided under.
+	Profile TimingProfile `json:"profile"`
+	// heartbeatIntervalMillis is the heartbeat interval set for the members, in ms.
+	HeartbeatIntervalMillis int32 `json:"heartbeatIntervalMillis"`
+	// electionTimeoutMillis is the election timeout set for the members, in ms.
+	ElectionTimeoutMillis int32 `json:"electionTimeoutMillis"`
+	// measuredRoundTripMillis is, with profile Auto, the 99th percentile of the round
+	// trips between members that they reported over the last window, in ms (rounded up to
+	// the bucket etcd counts it in); absent until enough were reported.
+	// +optional
+	MeasuredRoundTripMillis *int32 `json:"measuredRoundTripMillis,omitempty"`
+	// lastChangeTime is when Auto last changed the timing.
+	// +optional
+	LastChangeTime *metav1.Time `json:"lastChangeTime,omitempty"`
+	// reason is why the timing is what it is, in one word: Profile, Custom, Measuring,
+	// TooFewSamples, WithinBand, Raised or Lowered.
+	Reason string `json:"reason,omitempty"`
+	// message says the same for people, with the figures.
+	Message string `json:"message,omitempty"`
+}
+
+// StorageStatus is the quota and volume size the operator's storage autoscaling sets.
+type StorageStatus struct {
+	// quotaBackendBytes is the quota set for the members (at least etcd.quotaBackendBytes).
+	// +optional
+	QuotaBackendBytes *resource.Quantity `json:"quotaBackendBytes,omitempty"`
+	// size is the volume size set for the members' claims (at least storage.size).
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+	// lastChangeTime is when the autoscaling last raised the quota or grew the volumes.
+	// +optional
+	LastChangeTime *metav1.Time `json:"lastChangeTime,omitempty"`
+	// reason is what the last pass decided, in one word: for example BelowThreshold,
+	// QuotaRaised, VolumeGrown, QuotaCeiling, VolumeCeiling, VolumeNotExpandable.
+	Reason string `json:"reason,omitempty"`
+	// message says the same for people, with the sizes and the growth trend.
+	Message string `json:"message,omitempty"`
 }
 
 // AnnotationRotateCA on an EtcdCluster (tls.mode OperatorCA) asks for a rotation of its CA:

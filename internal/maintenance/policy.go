@@ -26,7 +26,7 @@ func PolicyFor(c *etcdv1alpha1.EtcdCluster, now time.Time) (Policy, error) {
 	if q := spec.Defragmentation.MinReclaimable; q != nil {
 		p.MinReclaimableBytes = q.Value()
 	}
-	if q := resources.WithDefaults(c.Spec).Etcd.QuotaBackendBytes; q != nil {
+	if q := resources.Effective(c).Etcd.QuotaBackendBytes; q != nil {
 		p.QuotaBytes = q.Value()
 	}
 	switch spec.Defragmentation.Mode {

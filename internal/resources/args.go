@@ -69,7 +69,7 @@ type MemberConfig struct {
 // its peers' refuses to start, and a divergence found at a compaction raises the CORRUPT
 // alarm.
 func EtcdArgs(c *etcdv1alpha1.EtcdCluster, m MemberConfig) []string {
-	spec := WithDefaults(c.Spec)
+	spec := Effective(c)
 	cl := cluster.For(c)
 	s := scheme(cl)
 	args := []string{

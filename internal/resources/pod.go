@@ -68,7 +68,7 @@ func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, images versions.Imag
 		c = c.DeepCopy()
 		c.Spec.Version = m.Version
 	}
-	spec := WithDefaults(c.Spec)
+	spec := Effective(c)
 	cl := cluster.For(c)
 	labels := cl.MemberLabels(m.Name)
 	labels[cluster.LabelVersion] = spec.Version

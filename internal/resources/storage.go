@@ -14,7 +14,7 @@ import (
 // old identity. ReadWriteOnce is enough because only the member's own pod mounts it. A
 // nil storage class leaves the choice to the cluster's default StorageClass.
 func MemberPVC(c *etcdv1alpha1.EtcdCluster, member string) *corev1.PersistentVolumeClaim {
-	spec := WithDefaults(c.Spec)
+	spec := Effective(c)
 	cl := cluster.For(c)
 	return &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},

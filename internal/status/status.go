@@ -72,6 +72,12 @@ type Input struct {
 	// Maintenance is what the maintenance step did; nil when it did not run (the cluster
 	// had something else to do), and status.maintenance stays as it was.
 	Maintenance *Maintenance
+	// RaftTiming is what the tuning step decided with etcd.timingProfile Auto; nil when it
+	// did not run, and status.raftTiming stays.
+	RaftTiming *etcdv1alpha1.RaftTimingStatus
+	// Storage is what the storage autoscaling step decided; nil when it did not run, and
+	// status.storage stays.
+	Storage *etcdv1alpha1.StorageStatus
 }
 
 // Compute returns the status the cluster should have after this reconcile. Existing
@@ -106,6 +112,8 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 		cond.Type = etcdv1alpha1.ConditionMonitoring
 		set(cond)
 	}
+	out.RaftTiming = raftTimingStatus(c, in.RaftTiming)
+	out.Storage = storageStatus(c, in.Storage)
 	if !in.Seen {
 		// Nothing was observed: members, versions and availability stay as last observed,
 		// Available with the generation it was observed for.
@@ -360,6 +368,9 @@ func degradedCondition(in Input, st etcdv1alpha1.EtcdClusterStatus) metav1.Condi
 		return degraded(etcdv1alpha1.ReasonUpgradeRolledBack, st.Upgrade.RolledBack.Reason)
 	}
 	if c, ok := noSpace(in); ok {
+		return c
+	}
+	if c, ok := storageCeiling(in.Cluster, st.Storage); ok {
 		return c
 	}
 	if in.Observed.Members != nil {

@@ -36,6 +36,7 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	out = append(out, upgradeTransitions(old.Upgrade, updated.Upgrade)...)
 	out = append(out, rolloutTransitions(old, updated)...)
 	out = append(out, defragmentationTransitions(old, updated)...)
+	out = append(out, autopilotTransitions(old, updated)...)
 	wasHealthy := map[string]bool{}
 	for _, m := range old.Members {
 		wasHealthy[m.Name] = m.Healthy

@@ -1,0 +1,184 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/tuning"
+)
+
+// The self-tuning of autopilot.go against the fake etcd: raft timing profiles and Auto
+// timing from the round trips the members report, and storage autoscaling.
+
+// roundTrips stands in for the members' metrics ports: each read of a member of a
+// namespace adds observations of that namespace's round trip to the member's histogram,
+// as etcd's prober does every 30 s.
+var roundTrips = &fakeRoundTrips{rtt: map[string]float64{}, hist: map[string]tuning.Histogram{}}
+
+type fakeRoundTrips struct {
+	mu   sync.Mutex
+	rtt  map[string]float64 // seconds, by namespace
+	hist map[string]tuning.Histogram
+}
+
+func (f *fakeRoundTrips) set(ns string, seconds float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rtt[ns] = seconds
+}
+
+// bounds are etcd's buckets of etcd_network_peer_round_trip_time_seconds.
+var bounds = func() []float64 {
+	var out []float64
+	for b := 0.0001; len(out) < 16; b *= 2 {
+		out = append(out, b)
+	}
+	return out
+}()
+
+func (f *fakeRoundTrips) read(_ context.Context, pod *corev1.Pod) (tuning.Histogram, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rtt, ok := f.rtt[pod.Namespace]
+	if !ok {
+		return tuning.Histogram{}, fmt.Errorf("no metrics for %s", pod.Namespace)
+	}
+	key := pod.Namespace + "/" + pod.Name
+	h := f.hist[key]
+	if h.Counts == nil {
+		h = tuning.Histogram{Bounds: append(append([]float64{}, bounds...), math.Inf(1)), Counts: make([]uint64, len(bounds)+1)}
+	}
+	// Two peers, two observations each.
+	for i, b := range h.Bounds {
+		if rtt <= b {
+			h.Counts[i] += 4
+		}
+	}
+	h.Sum += 4 * rtt
+	f.hist[key] = tuning.Histogram{Bounds: h.Bounds, Counts: append([]uint64{}, h.Counts...), Sum: h.Sum}
+	return h, nil
+}
+
+func TestATimingProfileSetsTheMembersFlags(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	readyCluster(g, ns, "slow", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingSlower })
+	got := get(g, ns, "slow", &etcdv1alpha1.EtcdCluster{})
+	g.Expect(got.Status.RaftTiming).To(Equal(&etcdv1alpha1.RaftTimingStatus{Profile: etcdv1alpha1.TimingSlower,
+		HeartbeatIntervalMillis: 500, ElectionTimeoutMillis: 2500, Reason: "Profile", Message: "the Slower profile"}))
+	for _, m := range []string{"slow-0", "slow-1", "slow-2"} {
+		args := get(g, ns, m, &corev1.Pod{}).Spec.Containers[0].Args
+		g.Expect(args).To(ContainElements("--heartbeat-interval=500", "--election-timeout=2500"), "pod %s", m)
+	}
+}
+
+// Auto timing: a round trip of 0.4 s raises the heartbeat to cover it and the election
+// timeout to ten times that, rolled out to every member; the status shows the measurement.
+func TestAutoTimingRaisesTheTimingToTheMeasuredRoundTrip(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	// The round trip is high from the start: a raise needs a whole window (1m) of it.
+	roundTrips.set(ns, 0.4)
+	readyCluster(g, ns, "auto", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingAuto
+		c.Spec.Etcd.AutoTimingWindow = &metav1.Duration{Duration: time.Minute}
+	})
+	got := get(g, ns, "auto", &etcdv1alpha1.EtcdCluster{})
+	g.Expect(got.Status.RaftTiming.HeartbeatIntervalMillis).To(Equal(int32(100)), "etcd's defaults until measured")
+	g.Expect(got.Status.RaftTiming.ElectionTimeoutMillis).To(Equal(int32(1000)))
+	g.Expect(got.Status.RaftTiming.Reason).To(Equal(string(tuning.ReasonMeasuring)))
+	before := podUIDs(g, ns)
+	g.Eventually(func(g Gomega) {
+		podsReady(g, ns)
+		got := get(g, ns, "auto", &etcdv1alpha1.EtcdCluster{})
+		st := got.Status.RaftTiming
+		g.Expect(st).NotTo(BeNil())
+		g.Expect(st.Reason).To(Equal(string(tuning.ReasonRaised)))
+		g.Expect(st.HeartbeatIntervalMillis).To(BeNumerically(">=", 400))
+		g.Expect(st.ElectionTimeoutMillis).To(Equal(10 * st.HeartbeatIntervalMillis))
+		g.Expect(st.MeasuredRoundTripMillis).To(HaveValue(BeNumerically(">=", 400)))
+		g.Expect(st.LastChangeTime).NotTo(BeNil())
+		g.Expect(got.Status.UpdatedMembers).To(Equal(int32(3)))
+		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+		for _, m := range []string{"auto-0", "auto-1", "auto-2"} {
+			pod := get(g, ns, m, &corev1.Pod{})
+			g.Expect(pod.UID).NotTo(Equal(before[m]), "pod %s restarted", m)
+			g.Expect(pod.Spec.Containers[0].Args).To(ContainElements(
+				fmt.Sprintf("--heartbeat-interval=%d", st.HeartbeatIntervalMillis),
+				fmt.Sprintf("--election-timeout=%d", st.ElectionTimeoutMillis)), "pod %s", m)
+		}
+	}).WithTimeout(3 * timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).Should(ContainElement("RaftTimingChanged"))
+}
+
+// Storage autoscaling: a database past 75 % of the quota gets a larger quota, rolled out
+// to every member; at the ceiling, the cluster says so and nothing restarts.
+func TestStorageAutoscalingRaisesTheQuotaBeforeItIsReached(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	f := readyCluster(g, ns, "grow", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Etcd.QuotaBackendBytes = ptr.To(resource.MustParse("100Mi"))
+		c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingAuto,
+			MaxQuotaBackendBytes: ptr.To(resource.MustParse("1Gi"))}
+	})
+	setSizes(g, f, ns, "grow", 40*mi, 40*mi)
+	g.Eventually(func(g Gomega) {
+		st := get(g, ns, "grow", &etcdv1alpha1.EtcdCluster{}).Status.Storage
+		g.Expect(st).NotTo(BeNil())
+		g.Expect(st.QuotaBackendBytes.String()).To(Equal("100Mi"))
+		g.Expect(st.Size.String()).To(Equal("4Gi"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	before := podUIDs(g, ns)
+
+	setSizes(g, f, ns, "grow", 80*mi, 80*mi)
+	var quota int64
+	g.Eventually(func(g Gomega) {
+		podsReady(g, ns)
+		got := get(g, ns, "grow", &etcdv1alpha1.EtcdCluster{})
+		g.Expect(got.Status.Storage).NotTo(BeNil())
+		quota = got.Status.Storage.QuotaBackendBytes.Value()
+		g.Expect(quota).To(BeNumerically(">=", 150*mi))
+		g.Expect(got.Status.UpdatedMembers).To(Equal(int32(3)))
+		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+		for _, m := range []string{"grow-0", "grow-1", "grow-2"} {
+			pod := get(g, ns, m, &corev1.Pod{})
+			g.Expect(pod.UID).NotTo(Equal(before[m]), "pod %s restarted", m)
+			g.Expect(pod.Spec.Containers[0].Args).To(ContainElement(fmt.Sprintf("--quota-backend-bytes=%d", quota)))
+		}
+	}).WithTimeout(3 * timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).Should(ContainElement("QuotaRaised"))
+	g.Expect(f.MembershipChanges()).To(BeEmpty(), "a quota rollout keeps every member's identity")
+}
+
+func TestStorageAutoscalingAtItsCeilingSaysSoAndChangesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	f := readyCluster(g, ns, "full", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Etcd.QuotaBackendBytes = ptr.To(resource.MustParse("100Mi"))
+		c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingAuto,
+			MaxQuotaBackendBytes: ptr.To(resource.MustParse("100Mi"))}
+	})
+	before := podUIDs(g, ns)
+	setSizes(g, f, ns, "full", 90*mi, 90*mi)
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "full", &etcdv1alpha1.EtcdCluster{})
+		degraded := condition(got, etcdv1alpha1.ConditionDegraded)
+		g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonStorageCeilingReached))
+		g.Expect(degraded.Message).To(ContainSubstring("maxQuotaBackendBytes"))
+		g.Expect(got.Status.Storage.QuotaBackendBytes.String()).To(Equal("100Mi"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(podUIDs(g, ns)).To(Equal(before), "nothing restarted")
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).Should(ContainElement(etcdv1alpha1.ReasonStorageCeilingReached))
+}

@@ -1,0 +1,123 @@
+package status
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/resources"
+)
+
+// Reasons of status.raftTiming for the profiles that need no measurement.
+const (
+	// RaftTimingReasonCustom: etcd.timingProfile Custom, the spec's own values.
+	RaftTimingReasonCustom = "Custom"
+	// RaftTimingReasonProfile: a fixed profile (Standard, Slower).
+	RaftTimingReasonProfile = "Profile"
+)
+
+// raftTimingStatus is status.raftTiming: with profile Auto what this pass's tuning step
+// decided (decided; nil when it did not run, and the last stays, unless the profile just
+// became Auto), otherwise the profile's or the spec's values.
+func raftTimingStatus(c *etcdv1alpha1.EtcdCluster, decided *etcdv1alpha1.RaftTimingStatus) *etcdv1alpha1.RaftTimingStatus {
+	profile := c.Spec.Etcd.TimingProfile
+	if profile == "" {
+		profile = etcdv1alpha1.TimingCustom
+	}
+	last := c.Status.RaftTiming
+	if profile == etcdv1alpha1.TimingAuto {
+		if decided != nil {
+			return decided
+		}
+		if last != nil && last.Profile == etcdv1alpha1.TimingAuto {
+			return last
+		}
+	}
+	spec := resources.Effective(c)
+	out := &etcdv1alpha1.RaftTimingStatus{
+		Profile:                 profile,
+		HeartbeatIntervalMillis: spec.Etcd.HeartbeatIntervalMillis,
+		ElectionTimeoutMillis:   spec.Etcd.ElectionTimeoutMillis,
+		Reason:                  RaftTimingReasonProfile,
+	}
+	switch profile {
+	case etcdv1alpha1.TimingCustom:
+		out.Reason = RaftTimingReasonCustom
+		out.Message = "etcd.heartbeatIntervalMillis and etcd.electionTimeoutMillis"
+	case etcdv1alpha1.TimingAuto:
+		out.Reason = "Measuring"
+		out.Message = "etcd's defaults until the round trips between members are measured"
+	default:
+		out.Message = fmt.Sprintf("the %s profile", profile)
+	}
+	if last != nil && *last == *out {
+		return last
+	}
+	return out
+}
+
+// storageStatus is status.storage: what this pass's autoscaling step decided (nil when it
+// did not run: the last stays), and nothing while storage.autoscaling is off.
+func storageStatus(c *etcdv1alpha1.EtcdCluster, decided *etcdv1alpha1.StorageStatus) *etcdv1alpha1.StorageStatus {
+	if !resources.AutoscalingEnabled(c) {
+		return nil
+	}
+	if decided != nil {
+		return decided
+	}
+	return c.Status.Storage
+}
+
+// storageCeiling is the Degraded condition of a cluster whose storage autoscaling can grow
+// nothing more while the data is past its threshold.
+func storageCeiling(c *etcdv1alpha1.EtcdCluster, st *etcdv1alpha1.StorageStatus) (metav1.Condition, bool) {
+	if st == nil || !resources.AutoscalingEnabled(c) || !StorageAtCeiling(st.Reason) {
+		return metav1.Condition{}, false
+	}
+	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue,
+		Reason: etcdv1alpha1.ReasonStorageCeilingReached, Message: st.Message}, true
+}
+
+// StorageAtCeiling says whether a status.storage reason is one of the autoscaling's
+// ceilings (set by the controller from internal/autoscale's reasons).
+func StorageAtCeiling(reason string) bool {
+	switch reason {
+	case StorageReasonQuotaCeiling, StorageReasonVolumeCeiling, StorageReasonVolumeNotExpandable:
+		return true
+	}
+	return false
+}
+
+// The reasons of status.storage that mean a ceiling was reached.
+const (
+	StorageReasonQuotaCeiling        = "QuotaCeiling"
+	StorageReasonVolumeCeiling       = "VolumeCeiling"
+	StorageReasonVolumeNotExpandable = "VolumeNotExpandable"
+)
+
+// autopilotTransitions: the raft timing Auto changed, the quota raised, the volumes grown.
+// The ceiling is a Degraded transition, emitted with the others.
+func autopilotTransitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
+	var out []Event
+	if o, n := old.RaftTiming, updated.RaftTiming; o != nil && n != nil && n.Profile == etcdv1alpha1.TimingAuto &&
+		(o.HeartbeatIntervalMillis != n.HeartbeatIntervalMillis || o.ElectionTimeoutMillis != n.ElectionTimeoutMillis) {
+		out = append(out, Event{corev1.EventTypeNormal, "RaftTimingChanged", "Tune", fmt.Sprintf(
+			"Raft timing set to heartbeat %d ms, election timeout %d ms (was %d ms and %d ms): %s",
+			n.HeartbeatIntervalMillis, n.ElectionTimeoutMillis, o.HeartbeatIntervalMillis, o.ElectionTimeoutMillis, n.Message)})
+	}
+	o, n := old.Storage, updated.Storage
+	if o == nil || n == nil {
+		return out
+	}
+	if o.QuotaBackendBytes != nil && n.QuotaBackendBytes != nil && n.QuotaBackendBytes.Cmp(*o.QuotaBackendBytes) > 0 {
+		out = append(out, Event{corev1.EventTypeNormal, "QuotaRaised", "Autoscale", fmt.Sprintf(
+			"Quota raised from %s to %s: %s", o.QuotaBackendBytes, n.QuotaBackendBytes, n.Message)})
+	}
+	if o.Size != nil && n.Size != nil && n.Size.Cmp(*o.Size) > 0 {
+		out = append(out, Event{corev1.EventTypeNormal, "VolumesGrowing", "Autoscale", fmt.Sprintf(
+			"Member volumes growing from %s to %s: %s", o.Size, n.Size, n.Message)})
+	}
+	return out
+}
