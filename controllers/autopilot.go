@@ -48,7 +48,11 @@ type clusterAutopilot struct {
 	window     *tuning.Window
 	since      time.Time
 	lastScrape time.Time
-	sizes      *autoscale.History
+	// decided is the timing change this operator decided last, until a pass reads it back
+	// from the status: a pass that reads an older status (the cache has not caught up with
+	// the patch) repeats it instead of deciding afresh on a window reset by the change.
+	decided *etcdv1alpha1.RaftTimingStatus
+	sizes   *autoscale.History
 }
 
 func (s *autopilotState) get(key types.NamespacedName) *clusterAutopilot {
@@ -63,6 +67,16 @@ func (s *autopilotState) get(key types.NamespacedName) *clusterAutopilot {
 		s.clusters[key] = ca
 	}
 	return ca
+}
+
+// forgetTiming drops the round trips and the decision remembered for a cluster that left
+// Auto timing, so that coming back to it starts afresh.
+func (s *autopilotState) forgetTiming(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ca := s.clusters[key]; ca != nil {
+		ca.window, ca.decided = nil, nil
+	}
 }
 
 // Forget drops what is remembered about a deleted cluster.
@@ -112,6 +126,7 @@ func readPeerRoundTrip(ctx context.Context, pod *corev1.Pod) (tuning.Histogram, 
 // steady ones.
 func (r *EtcdClusterReconciler) tune(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, requeue *time.Duration) *etcdv1alpha1.RaftTimingStatus {
 	if c.Spec.Etcd.TimingProfile != etcdv1alpha1.TimingAuto {
+		r.autopilot.forgetTiming(client.ObjectKeyFromObject(c))
 		return nil
 	}
 	now := r.now()
@@ -143,8 +158,14 @@ func (r *EtcdClusterReconciler) tune(ctx context.Context, c *etcdv1alpha1.EtcdCl
 		}
 	}
 	*requeue = scrapeEvery(window)
-	current, _ := resources.Timing(c)
 	last := c.Status.RaftTiming
+	if d := st.decided; d != nil {
+		if last == nil || last.LastChangeTime == nil || last.LastChangeTime.Before(d.LastChangeTime) {
+			return d
+		}
+		st.decided = nil
+	}
+	current, _ := resources.Timing(c)
 	sinceChange := now.Sub(st.since)
 	if last != nil && last.Profile == etcdv1alpha1.TimingAuto && last.LastChangeTime != nil {
 		sinceChange = min(sinceChange, now.Sub(last.LastChangeTime.Time))
@@ -164,7 +185,9 @@ func (r *EtcdClusterReconciler) tune(ctx context.Context, c *etcdv1alpha1.EtcdCl
 		out.LastChangeTime = last.LastChangeTime
 	}
 	if d.Changed {
-		out.LastChangeTime = &metav1.Time{Time: now}
+		// Whole seconds, as the status stores it.
+		out.LastChangeTime = &metav1.Time{Time: now.Truncate(time.Second)}
+		st.decided = out
 		// The members restart with the new timing: their counters start again, and the
 		// round trips measured under the old timing say nothing of the new.
 		st.window.Reset()
@@ -228,10 +251,10 @@ func (r *EtcdClusterReconciler) autoscaleStorage(ctx context.Context, c *etcdv1a
 	switch d.Kind {
 	case autoscale.RaiseQuota:
 		out.QuotaBackendBytes = resource.NewQuantity(d.To, resource.BinarySI)
-		out.LastChangeTime = &metav1.Time{Time: now}
+		out.LastChangeTime = &metav1.Time{Time: now.Truncate(time.Second)}
 	case autoscale.GrowVolume:
 		out.Size = resource.NewQuantity(d.To, resource.BinarySI)
-		out.LastChangeTime = &metav1.Time{Time: now}
+		out.LastChangeTime = &metav1.Time{Time: now.Truncate(time.Second)}
 	}
 	if d.Kind == autoscale.RaiseQuota || d.Kind == autoscale.GrowVolume {
 		log.FromContext(ctx).Info("Storage autoscaling", "decision", d.Kind, "to", d.To, "reason", d.Reason)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/tuning"
@@ -181,4 +182,51 @@ func TestStorageAutoscalingAtItsCeilingSaysSoAndChangesNothing(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	g.Expect(podUIDs(g, ns)).To(Equal(before), "nothing restarted")
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).Should(ContainElement(etcdv1alpha1.ReasonStorageCeilingReached))
+}
+
+// When the next quota does not fit the volumes and their class expands, the claims grow
+// first, one at a time, and the quota is raised once they have.
+func TestStorageAutoscalingGrowsTheClaimsBeforeAQuotaThatWouldNotFit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	storageClass(g, "expandable-"+ns, true)
+	f := readyCluster(g, ns, "vol", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Storage.StorageClassName = ptr.To("expandable-" + ns)
+		c.Spec.Etcd.QuotaBackendBytes = ptr.To(resource.MustParse("1536Mi"))
+		c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingAuto,
+			MaxSize: ptr.To(resource.MustParse("8Gi"))}
+	})
+	bindClaims(g, ns)
+	// 1200Mi of 1536Mi: due; half as much again (2304Mi) needs twice that plus 512Mi
+	// within 90 % of the volume: 6Gi, not 4Gi.
+	setSizes(g, f, ns, "vol", 1200*mi, 1200*mi)
+	g.Eventually(func(g Gomega) {
+		st := get(g, ns, "vol", &etcdv1alpha1.EtcdCluster{}).Status.Storage
+		g.Expect(st).NotTo(BeNil())
+		g.Expect(st.Size.String()).To(Equal("6Gi"))
+		g.Expect(st.QuotaBackendBytes.String()).To(Equal("1536Mi"), "the quota waits for the volumes")
+		g.Expect(requested(g, ns)).To(HaveKeyWithValue("vol-0-data", "6Gi"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	// The storage provider grows each volume in turn; then the quota is raised.
+	g.Eventually(func(g Gomega) {
+		var pvcs corev1.PersistentVolumeClaimList
+		g.Expect(k8sClient.List(ctx, &pvcs, client.InNamespace(ns))).To(Succeed())
+		for i := range pvcs.Items {
+			pvc := &pvcs.Items[i]
+			want := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+			if have := pvc.Status.Capacity[corev1.ResourceStorage]; have.Cmp(want) != 0 {
+				pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: want}
+				g.Expect(k8sClient.Status().Update(ctx, pvc)).To(Succeed())
+			}
+		}
+		podsReady(g, ns)
+		g.Expect(requested(g, ns)).To(Equal(map[string]string{"vol-0-data": "6Gi", "vol-1-data": "6Gi", "vol-2-data": "6Gi"}))
+		got := get(g, ns, "vol", &etcdv1alpha1.EtcdCluster{})
+		g.Expect(got.Status.Storage.QuotaBackendBytes.Value()).To(BeNumerically(">=", 2304*mi))
+		g.Expect(got.Status.UpdatedMembers).To(Equal(int32(3)))
+		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(3 * timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).Should(ContainElements("VolumesGrowing", "QuotaRaised"))
 }

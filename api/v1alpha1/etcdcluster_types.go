@@ -662,17 +662,21 @@ const (
 
 // StorageAutoscalingSpec lets the operator give the members more room before they run out.
 //
-// With mode Auto the operator watches the largest member's database: once it is at 75% of
-// the quota in force, or growing fast enough to reach it within 6 hours, the quota is raised
-// (by half, or enough to bring the use down to half of it, whichever is more), one member
-// restarted at a time. The quota always leaves room on the volume for the write-ahead log,
-// snapshots and the copy a defragmentation writes; when the volume is too small for the next
-// quota and its StorageClass allows expansion, the claims are grown first (up to maxSize).
-// Nothing is ever made smaller. The quota and volume size in force are in status.storage;
-// they are at least etcd.quotaBackendBytes and storage.size. When a ceiling stops the growth
-// while the database is above the threshold, the cluster is Degraded/StorageCeilingReached.
-// Setting the mode back to Disabled returns to etcd.quotaBackendBytes: copy
-// status.storage.quotaBackendBytes there first to keep the raised quota.
+// With mode Auto the operator watches the largest member's data (its database's size in
+// use; the free pages are for defragmentation to give back): once it is at 75% of the quota
+// in force, or growing fast enough to reach it within 6 hours (a trend over the last 4
+// hours), the quota is raised by half, or until the data fills half of it, or to what lasts
+// 12 hours at the trend, whichever is most (in steps of 64Mi), one member restarted at a
+// time. A quota must leave room on the volume: twice the quota (a defragmentation or a
+// snapshot from the leader writes a second copy of the database) plus 512Mi for the
+// write-ahead log must fit in 90% of it. When the next quota does not fit and the claims'
+// StorageClass allows expansion, the claims are grown first (in whole Gi, up to maxSize),
+// one at a time. Nothing is ever made smaller. The quota and volume size in force are in
+// status.storage; they are at least etcd.quotaBackendBytes and storage.size. When a ceiling
+// stops the growth while the data is past the threshold, the cluster is
+// Degraded/StorageCeilingReached. Setting the mode back to Disabled returns to
+// etcd.quotaBackendBytes and storage.size: copy status.storage's values there first to keep
+// them.
 type StorageAutoscalingSpec struct {
 	// mode is Disabled (the default) or Auto.
 	// +kubebuilder:default=Disabled
@@ -801,8 +805,9 @@ type RaftTimingStatus struct {
 	// lastChangeTime is when Auto last changed the timing.
 	// +optional
 	LastChangeTime *metav1.Time `json:"lastChangeTime,omitempty"`
-	// reason is why the timing is what it is, in one word: Profile, Custom, Measuring,
-	// TooFewSamples, WithinBand, Raised or Lowered.
+	// reason is why the timing is what it is, in one word: Custom or Profile (not Auto);
+	// with Auto: Measuring, TooFewSamples, WithinBand, RecentlyChanged, NotSustained (a
+	// rise that did not last the whole window), Raised or Lowered.
 	Reason string `json:"reason,omitempty"`
 	// message says the same for people, with the figures.
 	Message string `json:"message,omitempty"`
@@ -819,8 +824,9 @@ type StorageStatus struct {
 	// lastChangeTime is when the autoscaling last raised the quota or grew the volumes.
 	// +optional
 	LastChangeTime *metav1.Time `json:"lastChangeTime,omitempty"`
-	// reason is what the last pass decided, in one word: for example BelowThreshold,
-	// QuotaRaised, VolumeGrown, QuotaCeiling, VolumeCeiling, VolumeNotExpandable.
+	// reason is what the last pass decided, in one word: BelowThreshold (nothing to do),
+	// NearQuota or FullSoon (why the quota was raised or the volumes grown), QuotaCeiling,
+	// VolumeCeiling or VolumeNotExpandable (nothing more can grow).
 	Reason string `json:"reason,omitempty"`
 	// message says the same for people, with the sizes and the growth trend.
 	Message string `json:"message,omitempty"`
