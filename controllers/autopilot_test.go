@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/etcd/fake"
 	"github.com/etcdpilot/etcdpilot/internal/tuning"
 )
 
@@ -71,6 +73,16 @@ func (f *fakeRoundTrips) read(_ context.Context, pod *corev1.Pod) (tuning.Histog
 	return h, nil
 }
 
+// keepSizes makes every member of cluster name report its database at size bytes, all in
+// use, with the leader the fake has now: called in a loop while a rollout moves the
+// leadership (setSizes pins member 1 as the leader).
+func keepSizes(f *fake.Client, ns, name string, size int64) {
+	for i := range uint64(3) {
+		f.SetStatus(memberURL(ns, name, i, 2379), etcd.MemberStatus{MemberID: i + 1, LeaderID: f.Leader(), Version: "3.7.3",
+			DBSize: size, DBSizeInUse: size, Revision: 1000})
+	}
+}
+
 func TestATimingProfileSetsTheMembersFlags(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
@@ -100,16 +112,23 @@ func TestAutoTimingRaisesTheTimingToTheMeasuredRoundTrip(t *testing.T) {
 	g.Expect(got.Status.RaftTiming.ElectionTimeoutMillis).To(Equal(int32(1000)))
 	g.Expect(got.Status.RaftTiming.Reason).To(Equal(string(tuning.ReasonMeasuring)))
 	before := podUIDs(g, ns)
+	// Raised: the reason stays while the rollout waits for the first restarted pod, which
+	// only this test makes Ready.
+	var st *etcdv1alpha1.RaftTimingStatus
+	g.Eventually(func(g Gomega) {
+		st = get(g, ns, "auto", &etcdv1alpha1.EtcdCluster{}).Status.RaftTiming
+		g.Expect(st).NotTo(BeNil())
+		g.Expect(st.Reason).To(Equal(string(tuning.ReasonRaised)))
+	}).WithTimeout(3 * timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(st.HeartbeatIntervalMillis).To(BeNumerically(">=", 400))
+	g.Expect(st.ElectionTimeoutMillis).To(Equal(10 * st.HeartbeatIntervalMillis))
+	g.Expect(st.MeasuredRoundTripMillis).To(HaveValue(BeNumerically(">=", 400)))
+	g.Expect(st.LastChangeTime).NotTo(BeNil())
+	g.Expect(st.Message).To(ContainSubstring("raising heartbeat from 100ms to %dms", st.HeartbeatIntervalMillis))
 	g.Eventually(func(g Gomega) {
 		podsReady(g, ns)
 		got := get(g, ns, "auto", &etcdv1alpha1.EtcdCluster{})
-		st := got.Status.RaftTiming
-		g.Expect(st).NotTo(BeNil())
-		g.Expect(st.Reason).To(Equal(string(tuning.ReasonRaised)))
-		g.Expect(st.HeartbeatIntervalMillis).To(BeNumerically(">=", 400))
-		g.Expect(st.ElectionTimeoutMillis).To(Equal(10 * st.HeartbeatIntervalMillis))
-		g.Expect(st.MeasuredRoundTripMillis).To(HaveValue(BeNumerically(">=", 400)))
-		g.Expect(st.LastChangeTime).NotTo(BeNil())
+		g.Expect(got.Status.RaftTiming.HeartbeatIntervalMillis).To(Equal(st.HeartbeatIntervalMillis), "no second change")
 		g.Expect(got.Status.UpdatedMembers).To(Equal(int32(3)))
 		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
 		for _, m := range []string{"auto-0", "auto-1", "auto-2"} {
@@ -145,6 +164,7 @@ func TestStorageAutoscalingRaisesTheQuotaBeforeItIsReached(t *testing.T) {
 	setSizes(g, f, ns, "grow", 80*mi, 80*mi)
 	var quota int64
 	g.Eventually(func(g Gomega) {
+		keepSizes(f, ns, "grow", 80*mi)
 		podsReady(g, ns)
 		got := get(g, ns, "grow", &etcdv1alpha1.EtcdCluster{})
 		g.Expect(got.Status.Storage).NotTo(BeNil())
@@ -221,6 +241,7 @@ func TestStorageAutoscalingGrowsTheClaimsBeforeAQuotaThatWouldNotFit(t *testing.
 				g.Expect(k8sClient.Status().Update(ctx, pvc)).To(Succeed())
 			}
 		}
+		keepSizes(f, ns, "vol", 1200*mi)
 		podsReady(g, ns)
 		g.Expect(requested(g, ns)).To(Equal(map[string]string{"vol-0-data": "6Gi", "vol-1-data": "6Gi", "vol-2-data": "6Gi"}))
 		got := get(g, ns, "vol", &etcdv1alpha1.EtcdCluster{})
