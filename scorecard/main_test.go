@@ -41,7 +41,8 @@ func TestRun(t *testing.T) {
 		name  string
 		state scapiv1alpha3.State
 	}{
-		{args: []string{"level-5-auto-pilot"}, name: "level-5-auto-pilot", state: scapiv1alpha3.FailState},
+		// Reads the bundle first, and there is none at /bundle here.
+		{args: []string{"level-5-auto-pilot"}, name: "level-5-auto-pilot", state: scapiv1alpha3.ErrorState},
 		{args: []string{"level-0"}, name: "level-0", state: scapiv1alpha3.ErrorState},
 		{args: nil, name: command, state: scapiv1alpha3.ErrorState},
 		{args: []string{"level-5-auto-pilot", "extra"}, name: command, state: scapiv1alpha3.ErrorState},
@@ -74,7 +75,8 @@ func TestCommand(t *testing.T) {
 		state scapiv1alpha3.State
 		err   string
 	}{
-		{args: []string{"level-5-auto-pilot"}, state: scapiv1alpha3.FailState, err: "missing: tuning from observed load"},
+		{args: []string{"level-5-auto-pilot"}, env: []string{"SCORECARD_BUNDLE_DIR=" + filepath.Join(t.TempDir(), "none")},
+			state: scapiv1alpha3.ErrorState, err: "reading the bundle in "},
 		{args: []string{"nope"}, state: scapiv1alpha3.ErrorState, err: `unknown test "nope"`},
 		// Reads the bundle, then stops before reaching for a cluster.
 		{args: []string{"level-1-basic-install"}, env: []string{"SCORECARD_BUNDLE_DIR=" + filepath.Join("..", "bundle")},

@@ -201,7 +201,7 @@ func (e *Env) release(ctx context.Context, kind string, obj client.Object, opts 
 	if err := e.Client.Delete(ctx, obj, opts...); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %s %s: %w", kind, obj.GetName(), err)
 	}
-	grace, cancel := halfOf(ctx)
+	grace, cancel := HalfOf(ctx)
 	err := e.waitGone(grace, obj)
 	cancel()
 	if err == nil {
@@ -256,9 +256,9 @@ func (e *Env) waitGone(ctx context.Context, obj client.Object) error {
 	})
 }
 
-// halfOf returns a context that ends halfway to ctx's deadline, or with ctx when it has
+// HalfOf returns a context that ends halfway to ctx's deadline, or with ctx when it has
 // none.
-func halfOf(ctx context.Context) (context.Context, context.CancelFunc) {
+func HalfOf(ctx context.Context) (context.Context, context.CancelFunc) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return context.WithCancel(ctx)

@@ -7,6 +7,7 @@
 // by Env.Cleanup, which the test runner calls after every test, passed or failed, with a
 // budget of its own. The decisions (is the cluster settled, which member to destroy, which
 // keys were lost, does a backup's status describe a usable artifact, which samples a
-// metrics answer holds) are pure functions over the observed objects, tested without a
-// cluster. GETs of metrics endpoints go through Env.HTTP, which tests replace.
+// metrics answer holds, was every member defragmented and the leader last, is an error
+// etcd's NOSPACE) are pure functions over the observed objects, tested without a cluster.
+// GETs of metrics endpoints go through Env.HTTP, which tests replace.
 package harness

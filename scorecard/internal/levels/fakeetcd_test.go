@@ -6,70 +6,184 @@ import (
 	"maps"
 	"sync"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 )
 
-// fakeEtcds are the etcd clusters behind the fake operator's EtcdClusters: one key-value
-// store per client endpoint, so that a restored cluster holds what its backup held and
-// nothing written since.
+// fakeEtcds are the etcd clusters behind the fake operator's EtcdClusters: one database per
+// client endpoint, so that a restored cluster holds what its backup held and nothing
+// written since.
 type fakeEtcds struct {
-	mu     sync.Mutex
-	stores map[string]map[string]string // client endpoint -> key -> value
+	mu  sync.Mutex
+	dbs map[string]*fakeDB // client endpoint -> its cluster's database
 }
 
-func newFakeEtcds() *fakeEtcds { return &fakeEtcds{stores: map[string]map[string]string{}} }
+// fakeDB is the data of one fake etcd cluster and, roughly, its members' database files, as
+// far as level 5 needs them: a rewritten value stays in the history until it is compacted;
+// every member's file grows to hold what is in use and shrinks only when the member is
+// defragmented; a file past the quota raises NOSPACE, after which writes are refused until
+// the alarm is disarmed.
+type fakeDB struct {
+	keys     map[string]string
+	revision int64
+	// live is the size of the keys' latest values, history that of the older values not
+	// compacted yet.
+	live, history int64
+	// files are the members' database file sizes, by member name.
+	files   map[string]int64
+	quota   int64 // 0: none
+	noSpace bool
+}
+
+func newFakeDB(keys map[string]string) *fakeDB {
+	d := &fakeDB{keys: map[string]string{}, files: map[string]int64{}}
+	for k, v := range keys {
+		d.put(k, v)
+	}
+	return d
+}
+
+func newFakeEtcds() *fakeEtcds { return &fakeEtcds{dbs: map[string]*fakeDB{}} }
 
 // endpoint is the client endpoint of c, as the scorecard dials it (TLS disabled).
 func endpoint(c *etcdv1alpha1.EtcdCluster) string {
 	return fmt.Sprintf("http://%s.%s.svc:%d", cluster.For(c).ClientService(), c.Namespace, cluster.ClientPort)
 }
 
-// factory connects to the store of the first endpoint.
+// factory connects to the database of the first endpoint.
 func (f *fakeEtcds) factory() etcd.Factory {
 	return func(cfg etcd.Config) (etcd.Client, error) {
 		return &fakeKV{etcds: f, endpoint: cfg.Endpoints[0]}, nil
 	}
 }
 
-// snapshot returns a copy of the keys of endpoint.
-func (f *fakeEtcds) snapshot(endpoint string) map[string]string {
+// with runs fn on the database of endpoint, under the lock.
+func (f *fakeEtcds) with(endpoint string, fn func(d *fakeDB)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return maps.Clone(f.stores[endpoint])
+	if f.dbs[endpoint] == nil {
+		f.dbs[endpoint] = newFakeDB(nil)
+	}
+	fn(f.dbs[endpoint])
+}
+
+// snapshot returns a copy of the keys of endpoint.
+func (f *fakeEtcds) snapshot(endpoint string) (keys map[string]string) {
+	f.with(endpoint, func(d *fakeDB) { keys = maps.Clone(d.keys) })
+	return keys
 }
 
 // restore makes keys the data of endpoint.
 func (f *fakeEtcds) restore(endpoint string, keys map[string]string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.stores[endpoint] = maps.Clone(keys)
+	f.dbs[endpoint] = newFakeDB(keys)
+}
+
+func entrySize(key, value string) int64 { return int64(len(key) + len(value)) }
+
+func (d *fakeDB) inUse() int64 { return d.live + d.history }
+
+// put writes key and grows every member's file to hold what is in use.
+func (d *fakeDB) put(key, value string) {
+	if old, ok := d.keys[key]; ok {
+		d.live -= entrySize(key, old)
+		d.history += entrySize(key, old)
+	}
+	d.keys[key] = value
+	d.live += entrySize(key, value)
+	d.revision++
+	for m, size := range d.files {
+		d.files[m] = max(size, d.inUse())
+	}
+}
+
+// largestFile is the size of the largest member file; what is in use before any member
+// registered one.
+func (d *fakeDB) largestFile() int64 {
+	n := d.inUse()
+	for _, size := range d.files {
+		n = max(n, size)
+	}
+	return n
+}
+
+// setMembers registers the files of members (a new member's holds what is in use) and
+// the quota.
+func (d *fakeDB) setMembers(members []string, quota int64) {
+	for _, m := range members {
+		if _, ok := d.files[m]; !ok {
+			d.files[m] = d.inUse()
+		}
+	}
+	d.quota = quota
+}
+
+// defragment shrinks member's file to what is in use and returns its size before and after.
+func (d *fakeDB) defragment(member string) (before, after int64) {
+	before = d.files[member]
+	d.files[member] = d.inUse()
+	return before, d.files[member]
 }
 
 // fakeKV is a client of one fake etcd cluster. It serves what the scorecard uses, Put,
-// Get and Close; the other methods of etcd.Client are not implemented (nil).
+// Get, Status, Compact and Close; the other methods of etcd.Client are not implemented
+// (nil).
 type fakeKV struct {
 	etcd.Client
 	etcds    *fakeEtcds
 	endpoint string
 }
 
-func (c *fakeKV) Put(_ context.Context, key, value string) error {
-	c.etcds.mu.Lock()
-	defer c.etcds.mu.Unlock()
-	if c.etcds.stores[c.endpoint] == nil {
-		c.etcds.stores[c.endpoint] = map[string]string{}
+// Put writes key, unless NOSPACE is raised. Like etcd, it applies the write that takes a
+// file past the quota and answers it with NOSPACE all the same.
+func (c *fakeKV) Put(_ context.Context, key, value string) (err error) {
+	c.etcds.with(c.endpoint, func(d *fakeDB) {
+		if d.noSpace {
+			err = rpctypes.ErrNoSpace
+			return
+		}
+		d.put(key, value)
+		if d.quota > 0 && d.largestFile() > d.quota {
+			d.noSpace, err = true, rpctypes.ErrNoSpace
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("writing etcd key %q: %w", key, err)
 	}
-	c.etcds.stores[c.endpoint][key] = value
 	return nil
 }
 
-func (c *fakeKV) Get(_ context.Context, key string) (string, bool, error) {
-	c.etcds.mu.Lock()
-	defer c.etcds.mu.Unlock()
-	v, ok := c.etcds.stores[c.endpoint][key]
-	return v, ok, nil
+func (c *fakeKV) Get(_ context.Context, key string) (value string, found bool, err error) {
+	c.etcds.with(c.endpoint, func(d *fakeDB) { value, found = d.keys[key] })
+	return value, found, nil
+}
+
+// Status reports the largest member file: the scorecard asks through the client Service,
+// which may reach any member.
+func (c *fakeKV) Status(_ context.Context, endpoint string) (s etcd.MemberStatus, err error) {
+	c.etcds.with(c.endpoint, func(d *fakeDB) {
+		s = etcd.MemberStatus{Endpoint: endpoint, MemberID: 1, LeaderID: 1, DBSize: d.largestFile(), DBSizeInUse: d.inUse(), Revision: d.revision}
+		if d.noSpace {
+			s.Errors = []string{"memberID:1 alarm:NOSPACE"}
+		}
+	})
+	return s, nil
+}
+
+// Compact drops the whole history: the scorecard compacts at the current revision.
+func (c *fakeKV) Compact(_ context.Context, revision int64) (err error) {
+	c.etcds.with(c.endpoint, func(d *fakeDB) {
+		if revision > d.revision {
+			err = fmt.Errorf("compacting etcd at revision %d: %w", revision, rpctypes.ErrFutureRev)
+			return
+		}
+		d.history = 0
+	})
+	return err
 }
 
 func (c *fakeKV) Close() error { return nil }

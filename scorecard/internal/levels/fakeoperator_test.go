@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -36,7 +37,10 @@ const backupFinalizer = "etcd.etcdpilot.io/delete-artifact"
 //
 // Level 4's insights are options, off by default (an operator without them): its
 // transport answers the GETs of member metrics and of the operator's metrics endpoint, and
-// it keeps monitoring objects and the Monitoring condition.
+// it keeps monitoring objects and the Monitoring condition. So is level 5's maintenance
+// (maintaining): defragmentation by spec.maintenance's thresholds and NOSPACE recovery.
+// Without it, the fake etcd clusters still raise NOSPACE at spec.etcd.quotaBackendBytes,
+// and nothing gets them out.
 type fakeOperator struct {
 	c     client.Client
 	ns    string
@@ -61,14 +65,21 @@ type fakeOperator struct {
 	// restoreLive makes a broken restore: the restored cluster gets the backed-up
 	// cluster's keys as they are now, not as the backup took them.
 	restoreLive bool
+	// maintaining makes the operator defragment members past spec.maintenance's thresholds
+	// and recover from NOSPACE, recording its events.
+	maintaining bool
+	// leaderFirst makes it defragment the leader first rather than last.
+	leaderFirst bool
 
 	mu        sync.Mutex
 	ids       map[string]string // member name -> etcd ID
 	nextID    int
 	nextIP    int
-	snapshots map[string]map[string]string // backup name -> keys
-	sources   map[string]string            // backup name -> endpoint of the backed-up cluster
-	restored  map[string]bool              // UIDs of restored clusters
+	snapshots map[string]map[string]string                   // backup name -> keys
+	sources   map[string]string                              // backup name -> endpoint of the backed-up cluster
+	restored  map[string]bool                                // UIDs of restored clusters
+	defrags   map[string]*etcdv1alpha1.DefragmentationRecord // member name -> its last defragmentation
+	nextEvent int
 }
 
 // fakeOption changes the fake operator before it starts.
@@ -91,10 +102,17 @@ func insightful(o *fakeOperator) { o.memberMetrics, o.operatorMetrics, o.monitor
 // prometheusCRDs installs the Prometheus Operator's CRDs.
 func prometheusCRDs(o *fakeOperator) { o.crds = true }
 
+// maintaining makes an operator with level 5's maintenance.
+func maintaining(o *fakeOperator) { o.maintaining = true }
+
+// leaderFirst makes the maintaining operator defragment the leader first.
+func leaderFirst(o *fakeOperator) { o.leaderFirst = true }
+
 func startFakeOperator(t *testing.T, c client.Client, ns string, etcds *fakeEtcds, events bool, opts ...fakeOption) *fakeOperator {
 	t.Helper()
 	o := &fakeOperator{c: c, ns: ns, etcds: etcds, events: events, ids: map[string]string{},
-		snapshots: map[string]map[string]string{}, sources: map[string]string{}, restored: map[string]bool{}}
+		snapshots: map[string]map[string]string{}, sources: map[string]string{}, restored: map[string]bool{},
+		defrags: map[string]*etcdv1alpha1.DefragmentationRecord{}}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -178,6 +196,7 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		_ = o.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name}})
 		_ = o.c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: names.PVCName(name)}})
 	}
+	o.observeEtcd(ctx, c, members)
 	_ = o.c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: names.ClientService()},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: cluster.ClientPort}}}})
 	if o.events {
@@ -205,6 +224,113 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		ClientService: names.ClientService(), ClientSecret: "", // plain http: the fake etcd needs no certificate
 	}
 	_ = o.c.Status().Update(ctx, c) // a conflict is retried on the next round
+}
+
+// observeEtcd registers c's members and quota with its fake etcd, maintains it when the
+// operator is maintaining, and fills in what the members report: their files, their alarms
+// and their last defragmentation.
+func (o *fakeOperator) observeEtcd(ctx context.Context, c *etcdv1alpha1.EtcdCluster, members []etcdv1alpha1.MemberStatus) {
+	quota := int64(2 << 30) // the API's default
+	if q := c.Spec.Etcd.QuotaBackendBytes; q != nil {
+		quota = q.Value()
+	}
+	names := make([]string, len(members))
+	for i, m := range members {
+		names[i] = m.Name
+	}
+	o.etcds.with(endpoint(c), func(d *fakeDB) { d.setMembers(names, quota) })
+	if o.maintaining {
+		o.maintain(ctx, c, names)
+	}
+	o.etcds.with(endpoint(c), func(d *fakeDB) {
+		for i := range members {
+			m := &members[i]
+			m.DBSize, m.DBSizeInUse = d.files[m.Name], d.inUse()
+			if m.DBSize > 0 {
+				m.FragmentationPercent = int32(100 * (m.DBSize - m.DBSizeInUse) / m.DBSize)
+			}
+			if d.noSpace {
+				m.Alarms = []string{"NOSPACE"}
+			}
+		}
+	})
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := range members {
+		members[i].LastDefragmentation = o.defrags[members[i].Name].DeepCopy()
+	}
+}
+
+// maintain is the operator's maintenance of c, whose members are names (the first is the
+// leader): with NOSPACE raised, it compacts, defragments every member and disarms, all in
+// one pass; otherwise it defragments the next member past spec.maintenance's thresholds,
+// followers first and the leader last (first, with leaderFirst), one member per pass.
+func (o *fakeOperator) maintain(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	order := append(slices.Clone(names[1:]), names[0])
+	if o.leaderFirst {
+		order = names
+	}
+	var noSpace bool
+	o.etcds.with(endpoint(c), func(d *fakeDB) { noSpace = d.noSpace })
+	if noSpace {
+		if c.Spec.Maintenance.NoSpaceRecovery == etcdv1alpha1.NoSpaceRecoveryDisabled {
+			return
+		}
+		o.event(ctx, c, corev1.EventTypeWarning, etcdv1alpha1.ReasonNoSpace, "the NOSPACE alarm is raised")
+		o.etcds.with(endpoint(c), func(d *fakeDB) { d.history = 0 })
+		for _, m := range order {
+			o.defragment(ctx, c, m)
+		}
+		o.etcds.with(endpoint(c), func(d *fakeDB) { d.noSpace = false })
+		o.event(ctx, c, corev1.EventTypeNormal, "NoSpaceDisarmed", "Disarmed NOSPACE")
+		o.event(ctx, c, corev1.EventTypeNormal, "NoSpaceRecovered", "The NOSPACE alarm is gone: the cluster accepts writes again")
+		return
+	}
+	spec := c.Spec.Maintenance.Defragmentation
+	if spec.Mode != "" && spec.Mode != etcdv1alpha1.DefragmentationAuto {
+		return
+	}
+	minFree, minPercent := int64(100<<20), int64(45) // the API's defaults
+	if spec.MinReclaimable != nil {
+		minFree = spec.MinReclaimable.Value()
+	}
+	if spec.MinFragmentationPercent > 0 {
+		minPercent = int64(spec.MinFragmentationPercent)
+	}
+	for _, m := range order {
+		var size, free int64
+		o.etcds.with(endpoint(c), func(d *fakeDB) { size, free = d.files[m], d.files[m]-d.inUse() })
+		if free >= minFree && 100*free >= minPercent*size {
+			o.defragment(ctx, c, m)
+			return
+		}
+	}
+}
+
+// defragment defragments member of c, keeps its record and records its event.
+func (o *fakeOperator) defragment(ctx context.Context, c *etcdv1alpha1.EtcdCluster, member string) {
+	var before, after int64
+	o.etcds.with(endpoint(c), func(d *fakeDB) { before, after = d.defragment(member) })
+	o.mu.Lock()
+	o.defrags[member] = &etcdv1alpha1.DefragmentationRecord{Time: metav1.Now(), SizeBefore: before, SizeAfter: after}
+	o.mu.Unlock()
+	o.event(ctx, c, corev1.EventTypeNormal, "MemberDefragmented", fmt.Sprintf(
+		"Defragmented member %s: its database file went from %.1f MiB to %.1f MiB", member, float64(before)/(1<<20), float64(after)/(1<<20)))
+}
+
+// event records an event about c, as the operator does through events.k8s.io: with an
+// eventTime in microseconds.
+func (o *fakeOperator) event(ctx context.Context, c *etcdv1alpha1.EtcdCluster, eventType, reason, message string) {
+	o.mu.Lock()
+	o.nextEvent++
+	name := fmt.Sprintf("%s.%d", c.Name, o.nextEvent)
+	o.mu.Unlock()
+	_ = o.c.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: name},
+		InvolvedObject: corev1.ObjectReference{Kind: "EtcdCluster", Name: c.Name, UID: c.UID},
+		Type:           eventType, Reason: reason, Message: message, EventTime: metav1.NowMicro()})
 }
 
 // restore starts a cluster with spec.bootstrap.restore from its backup, once, and reports

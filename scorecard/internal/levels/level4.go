@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
@@ -78,28 +77,9 @@ func deepInsights(ctx context.Context, in Input, r *report.Report) {
 }
 
 // eventually runs check every insightsPoll until it passes or insightsWait is over, and
-// returns its last error. The operator's metrics endpoint refusing the test's token is
-// final: waiting does not change RBAC.
+// returns its last error (see retryFor).
 func eventually(ctx context.Context, check func(context.Context) error) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, insightsPoll, insightsWait, true, func(ctx context.Context) (bool, error) {
-		problem := check(ctx)
-		if problem != nil && ctx.Err() != nil && last != nil {
-			// The wait ended during this check: the problem worth reporting is the last one
-			// a whole check found, not the deadline.
-			return false, nil
-		}
-		last = problem
-		var se *harness.StatusError
-		if errors.As(last, &se) && se.Refused() {
-			return false, last
-		}
-		return last == nil, nil
-	})
-	if last != nil {
-		return last
-	}
-	return err
+	return retryFor(ctx, insightsWait, insightsPoll, check)
 }
 
 // memberMetrics GETs http://<pod IP>:<metrics port>/metrics of every member pod of c and

@@ -2,16 +2,347 @@ package levels
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
 )
 
-// autoPilot (level 5): the operator would recover from quorum loss, defragment on a
-// schedule and tune etcd from the load it observes. None of this has an API yet, so the
-// test fails listing it without touching a cluster.
-func autoPilot(_ context.Context, _ Input, r *report.Report) {
-	r.Logf("level 5 needs APIs etcdpilot does not have yet; nothing to run on a cluster")
+const (
+	// autoPilotSize is the size of level 5's clusters: with followers and a leader, the
+	// order of the defragmentations shows.
+	autoPilotSize = 3
+	// garbageValues values of garbageValueSize (24 MiB) are written and then overwritten,
+	// three times minReclaimable: free pages enough in every member's file whatever else
+	// the file holds.
+	garbageValues    = 48
+	garbageValueSize = 512 << 10
+	// keepKeys is how many keys are written before the NOSPACE cluster is filled, and must
+	// be intact once it accepts writes again.
+	keepKeys = 20
+	// churnValueSize is the size of the values one key is rewritten with until the quota
+	// is reached: the history, not the data, fills it, so that compacting it makes room.
+	churnValueSize = 256 << 10
+	// churnWrites bounds the rewrites: 50 MiB, three times the quota.
+	churnWrites = 200
+)
+
+var (
+	// minReclaimable is the defragmentation threshold of the defragmentation cluster (the
+	// API's default is 100Mi): a test-sized amount of garbage is enough.
+	minReclaimable = resource.MustParse("8Mi")
+	// noSpaceQuota is the NOSPACE cluster's etcd.quotaBackendBytes, the API's minimum.
+	noSpaceQuota = resource.MustParse("16Mi")
+)
+
+// maintenanceWait bounds each wait for the operator's maintenance: every member
+// defragmented, or writes working again after NOSPACE. The operator notices on its next
+// steady pass (every 30s), then defragments one member per pass; on the local cluster both
+// took under a minute (test/e2e/maintenance_test.go). eventsWait bounds the wait for the
+// events that go with them, and autoPilotPoll is how often level 5 looks again.
+var (
+	maintenanceWait = 3 * time.Minute
+	eventsWait      = 30 * time.Second
+	autoPilotPoll   = 2 * time.Second
+)
+
+// autoPilot (level 5): the operator keeps etcd's databases in shape without a human. A
+// 3-member cluster whose members' files are fragmented is defragmented, member by member,
+// the leader last, every file shrinking; a 3-member cluster whose writes fill its quota
+// (NOSPACE) accepts writes again with no action by the test and every key intact. The two
+// run one after the other, the first within half of the time. Then the test fails listing
+// what has no API yet (AutoPilotMissing).
+func autoPilot(ctx context.Context, in Input, r *report.Report) {
+	first, cancel := harness.HalfOf(ctx)
+	defragmentation(first, in, r)
+	cancel()
+	noSpaceRecovery(ctx, in, r)
 	for _, m := range AutoPilotMissing() {
 		r.Fail("missing: " + m)
 	}
+	r.Suggest("Recover a cluster that lost quorum without a human, replace a member whose data fails etcd's consistency checks, and verify backups.")
+}
+
+// defragmentation: 24 MiB written, overwritten and compacted leave every member's file
+// mostly free pages; the operator must defragment every member (its lastDefragmentation
+// at least minReclaimable smaller), record a MemberDefragmented event for each, and take
+// the leader last.
+func defragmentation(ctx context.Context, in Input, r *report.Report) {
+	c, ok := newCluster(in, r, "sc-l5-", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Name += "-defrag"
+		c.Spec.Size = autoPilotSize
+		c.Spec.Maintenance.Defragmentation = etcdv1alpha1.DefragmentationSpec{
+			Mode: etcdv1alpha1.DefragmentationAuto, MinReclaimable: ptr.To(minReclaimable.DeepCopy())}
+	})
+	if !ok {
+		return
+	}
+	garbage := fmt.Sprintf("%d values of %d KiB", garbageValues, garbageValueSize>>10)
+	shrink := fmt.Sprintf("its file at least %s smaller", minReclaimable.String())
+	runSteps(r,
+		createKeeping(ctx, in, c, "spec.maintenance.defragmentation.minReclaimable", func(c *etcdv1alpha1.EtcdCluster) bool {
+			return c.Spec.Maintenance.Defragmentation.MinReclaimable != nil
+		}),
+		settleStep(ctx, in, c, autoPilotSize),
+		step{fmt.Sprintf("write %s, then overwrite each with a few bytes", garbage), func() error { return fragment(ctx, in, r, c) }},
+		step{"compact the history", func() error { return compact(ctx, in, r, c) }},
+		step{"wait until every member is defragmented, " + shrink, func() error {
+			wctx, cancel := context.WithTimeout(ctx, maintenanceWait)
+			defer cancel()
+			return in.Env.WaitFor(wctx, c, "every member defragmented, "+shrink, harness.Defragmented(minReclaimable.Value()))
+		}},
+		step{"check the " + harness.EventMemberDefragmented + " events: one per member, the leader last", func() error {
+			return defragmentationEvents(ctx, in, r, c)
+		}},
+	)
+}
+
+// noSpaceRecovery: a cluster with the smallest quota is written into the NOSPACE alarm;
+// the operator must get it out (writes work again) with every key intact, the cluster
+// Ready without alarms, and say so in its events.
+func noSpaceRecovery(ctx context.Context, in Input, r *report.Report) {
+	c, ok := newCluster(in, r, "sc-l5-", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Name += "-nospace"
+		c.Spec.Size = autoPilotSize
+		c.Spec.Etcd.QuotaBackendBytes = ptr.To(noSpaceQuota.DeepCopy())
+		c.Spec.Maintenance.NoSpaceRecovery = etcdv1alpha1.NoSpaceRecoveryAuto
+		// Autoscaling would raise the quota before the data reaches it.
+		c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingDisabled}
+	})
+	if !ok {
+		return
+	}
+	var keep map[string]string
+	var churn churned
+	var after string
+	runSteps(r,
+		createKeeping(ctx, in, c, "spec.maintenance.noSpaceRecovery", func(c *etcdv1alpha1.EtcdCluster) bool {
+			return c.Spec.Maintenance.NoSpaceRecovery == etcdv1alpha1.NoSpaceRecoveryAuto
+		}),
+		settleStep(ctx, in, c, autoPilotSize),
+		step{fmt.Sprintf("write %d keys", keepKeys), func() error {
+			var err error
+			keep, err = writeKeys(ctx, in, c, "/keep", keepKeys)
+			return err
+		}},
+		step{fmt.Sprintf("fill the %s quota: rewrite one key with %d KiB values until etcd refuses a write with NOSPACE", noSpaceQuota.String(), churnValueSize>>10), func() error {
+			var err error
+			churn, err = fillQuota(ctx, in, r, c)
+			return err
+		}},
+		step{"wait until writes work again, with no action by the test", func() error {
+			var err error
+			after, err = writeAgain(ctx, in, r, c)
+			return err
+		}},
+		step{fmt.Sprintf("read back the %d keys and the rewritten key", keepKeys), func() error {
+			return checkAfterNoSpace(ctx, in, c, keep, after, churn)
+		}},
+		step{fmt.Sprintf("wait for %d ready members, Available and Ready, without alarms", autoPilotSize), func() error {
+			return in.Env.WaitFor(ctx, c, "ready members without alarms", harness.All(harness.Settled(autoPilotSize), harness.NoAlarms()))
+		}},
+		step{"look for the events " + harness.EventNoSpaceDisarmed + " and " + harness.EventNoSpaceRecovered, func() error {
+			return noSpaceEvents(ctx, in, r, c)
+		}},
+	)
+}
+
+// createKeeping creates c and checks that the API server kept field, which kept says:
+// an EtcdCluster CRD older than the feature drops it without an error.
+func createKeeping(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, field string, kept func(*etcdv1alpha1.EtcdCluster) bool) step {
+	return step{"create EtcdCluster " + c.Name, func() error {
+		if err := in.Env.Create(ctx, c); err != nil {
+			return err
+		}
+		if !kept(c) {
+			return fmt.Errorf("the API server dropped %s: the EtcdCluster CRD installed predates it", field)
+		}
+		return nil
+	}}
+}
+
+// fragment writes garbageValues large values to c and overwrites each with a few bytes:
+// once the history is compacted, the large ones are free pages in every member's file.
+// Overwriting frees them as deleting would; the test's etcd client has no delete.
+func fragment(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) error {
+	cli, err := in.Env.Connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cli.Close() }() // every write was acknowledged or failed by then
+	prefix := keyPrefix(c) + "/garbage"
+	large := strings.Repeat("x", garbageValueSize)
+	for _, value := range []string{large, "overwritten"} {
+		for i := range garbageValues {
+			if err := cli.Put(ctx, fmt.Sprintf("%s/%02d", prefix, i), value); err != nil {
+				return err
+			}
+		}
+	}
+	r.Logf("wrote %s under %s/ and overwrote each", harness.MiB(garbageValues*garbageValueSize), prefix)
+	return nil
+}
+
+// compact compacts c's history up to the revision the member behind the client Service
+// reports, and logs what that member's file holds afterwards.
+func compact(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) error {
+	endpoint, err := harness.ClientEndpoint(c)
+	if err != nil {
+		return err
+	}
+	cli, err := in.Env.Connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cli.Close() }() // the compaction is applied or failed by then
+	before, err := cli.Status(ctx, endpoint)
+	if err != nil {
+		return err
+	}
+	if err := cli.Compact(ctx, before.Revision); err != nil && !etcd.IsCompacted(err) {
+		return err
+	}
+	after, err := cli.Status(ctx, endpoint)
+	if err != nil {
+		return err
+	}
+	r.Logf("compacted at revision %d; the member behind %s now has a %s file with %s in use",
+		before.Revision, endpoint, harness.MiB(after.DBSize), harness.MiB(after.DBSizeInUse))
+	return nil
+}
+
+// defragmentationEvents waits for a MemberDefragmented event about every member of c, the
+// leader's last, and logs the order.
+func defragmentationEvents(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) error {
+	var order []string
+	err := retryFor(ctx, eventsWait, autoPilotPoll, func(ctx context.Context) error {
+		events, err := in.Env.EventsFor(ctx, c)
+		if err != nil {
+			return err
+		}
+		order, err = harness.CheckDefragmentationOrder(c, events)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r.Logf("members defragmented in the order %s: the leader last", strings.Join(order, ", "))
+	return nil
+}
+
+// churned is what fillQuota wrote to its key: the last value etcd acknowledged, and the one
+// it refused with NOSPACE. etcd applies the write that crosses the quota and answers it
+// with NOSPACE all the same, so the key may hold either.
+type churned struct {
+	key, acknowledged, refused string
+}
+
+// fillQuota rewrites one key of c with large values until etcd refuses a write with
+// NOSPACE. Any other failure, or no refusal within churnWrites, fails.
+func fillQuota(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) (churned, error) {
+	w := churned{key: keyPrefix(c) + "/churn"}
+	cli, err := in.Env.Connect(ctx, c)
+	if err != nil {
+		return w, err
+	}
+	defer func() { _ = cli.Close() }() // every write was acknowledged or refused by then
+	filler := strings.Repeat("y", churnValueSize-4)
+	for i := range churnWrites {
+		value := fmt.Sprintf("%04d%s", i, filler)
+		err := cli.Put(ctx, w.key, value)
+		switch {
+		case err == nil:
+			w.acknowledged = value
+		case harness.IsNoSpace(err):
+			w.refused = value
+			r.Logf("etcd acknowledged %d writes of %d KiB to %s, then refused one: %v", i, churnValueSize>>10, w.key, err)
+			return w, nil
+		default:
+			return w, fmt.Errorf("write %d of %d KiB failed, but not with NOSPACE: %w", i+1, churnValueSize>>10, err)
+		}
+	}
+	return w, fmt.Errorf("etcd acknowledged all %d writes of %d KiB (%s) with a quota of %s: no NOSPACE",
+		churnWrites, churnValueSize>>10, harness.MiB(churnWrites*churnValueSize), noSpaceQuota.String())
+}
+
+// writtenAgain is the value of the key written once c accepts writes again.
+const writtenAgain = "writes work again"
+
+// writeAgain tries a write to c every autoPilotPoll until it is acknowledged, for at most
+// maintenanceWait, and returns its key.
+func writeAgain(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) (string, error) {
+	key := keyPrefix(c) + "/after-nospace"
+	cli, err := in.Env.Connect(ctx, c)
+	if err != nil {
+		return key, err
+	}
+	defer func() { _ = cli.Close() }() // the write was acknowledged or given up by then
+	start, tries := time.Now(), 0
+	err = retryFor(ctx, maintenanceWait, autoPilotPoll, func(ctx context.Context) error {
+		tries++
+		return cli.Put(ctx, key, writtenAgain)
+	})
+	if err != nil {
+		return key, fmt.Errorf("writes still fail after %d tries in %s: %w", tries, time.Since(start).Round(time.Second), err)
+	}
+	r.Logf("write %d to %s acknowledged, %s after the first try", tries, key, time.Since(start).Round(time.Millisecond))
+	return key, nil
+}
+
+// checkAfterNoSpace reads back from c the keys of keep, the key after written once writes
+// worked again, and the churned key, which must hold the last value acknowledged or the one
+// refused with NOSPACE.
+func checkAfterNoSpace(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, keep map[string]string, after string, w churned) error {
+	want := maps.Clone(keep)
+	want[after] = writtenAgain
+	cli, err := in.Env.Connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cli.Close() }() // nothing to do about a failed close of a read-only client
+	if err := harness.CheckKeys(ctx, cli, want); err != nil {
+		return err
+	}
+	got, found, err := cli.Get(ctx, w.key)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return fmt.Errorf("key %s is gone", w.key)
+	case got != w.acknowledged && got != w.refused:
+		// The values start with their number: enough to tell them apart.
+		return fmt.Errorf("key %s holds value %.4s, neither the last acknowledged (%.4s) nor the refused one (%.4s)",
+			w.key, got, w.acknowledged, w.refused)
+	}
+	return nil
+}
+
+// noSpaceEvents waits for the NoSpaceDisarmed and NoSpaceRecovered events about c, and
+// logs the events about it.
+func noSpaceEvents(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) error {
+	var summary string
+	err := retryFor(ctx, eventsWait, autoPilotPoll, func(ctx context.Context) error {
+		events, err := in.Env.EventsFor(ctx, c)
+		if err != nil {
+			return err
+		}
+		summary = SummarizeEvents(events)
+		if missing := harness.MissingReasons(events, harness.EventNoSpaceDisarmed, harness.EventNoSpaceRecovered); len(missing) > 0 {
+			return fmt.Errorf("no %s event about EtcdCluster %s (events: %s)", strings.Join(missing, " or "), c.Name, summary)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	r.Logf("events about EtcdCluster %s: %s", c.Name, summary)
+	return nil
 }

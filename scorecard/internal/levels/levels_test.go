@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -82,7 +83,11 @@ func TestMissing(t *testing.T) {
 	}))
 	g.Expect(levels.DeepInsightsMissing([]levels.Insight{{What: "a"}, {What: "b"}})).To(BeEmpty())
 
-	g.Expect(levels.AutoPilotMissing()).To(HaveLen(3))
+	g.Expect(levels.AutoPilotMissing()).To(Equal([]string{
+		"automatic recovery from quorum loss (no API for it yet)",
+		"consistency checks that replace a corrupt member (no API for it yet)",
+		"verified backups (no API for them yet)",
+	}))
 }
 
 func TestSummarizeEvents(t *testing.T) {
@@ -120,7 +125,8 @@ func TestRunWithoutCluster(t *testing.T) {
 			state: scapiv1alpha3.ErrorState, err: "reading the bundle in /nonexistent"},
 		{name: "no namespace", test: "level-3-full-lifecycle", vars: map[string]string{"SCORECARD_BUNDLE_DIR": bundleDir},
 			state: scapiv1alpha3.ErrorState, err: "SCORECARD_NAMESPACE is not set"},
-		{name: "level 5", test: "level-5-auto-pilot", state: scapiv1alpha3.FailState, err: "missing: automatic recovery from quorum loss"},
+		{name: "level 5 reads the bundle", test: "level-5-auto-pilot", vars: map[string]string{"SCORECARD_NAMESPACE": ns, "SCORECARD_BUNDLE_DIR": "/nonexistent"},
+			state: scapiv1alpha3.ErrorState, err: "reading the bundle in /nonexistent"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,6 +153,17 @@ func newFakeCluster(t *testing.T, events bool, funcs interceptor.Funcs, opts ...
 	s, err := harness.Scheme()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The API server gives every object a UID; events name theirs by it (EventsFor).
+	create := funcs.Create
+	funcs.Create = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if obj.GetUID() == "" {
+			obj.SetUID(uuid.NewUUID())
+		}
+		if create != nil {
+			return create(ctx, c, obj, opts...)
+		}
+		return c.Create(ctx, obj, opts...)
 	}
 	c := fake.NewClientBuilder().WithScheme(s).
 		WithStatusSubresource(&etcdv1alpha1.EtcdCluster{}, &etcdv1alpha1.EtcdBackup{}).
@@ -427,6 +444,114 @@ func TestDeepInsightsNone(t *testing.T) {
 		HavePrefix("missing: the cluster's monitoring objects"),
 		HavePrefix("missing: Kubernetes events about the EtcdCluster")))
 	g.Expect(res.Log).To(ContainSubstring("clean up: done in"))
+}
+
+// runAutoPilot runs level 5 against a fake cluster with short waits.
+func runAutoPilot(t *testing.T, opts ...fakeOption) scapiv1alpha3.TestResult {
+	t.Helper()
+	t.Cleanup(levels.SetAutoPilotWaits(time.Second, time.Second, 10*time.Millisecond))
+	return newFakeCluster(t, false, interceptor.Funcs{}, opts...).run(t, "level-5-auto-pilot")
+}
+
+// autoPilotMissing are the failures level 5 ends with whatever the operator does.
+var autoPilotMissing = []string{
+	"missing: automatic recovery from quorum loss (no API for it yet)",
+	"missing: consistency checks that replace a corrupt member (no API for it yet)",
+	"missing: verified backups (no API for them yet)",
+}
+
+// The steps of level 5, each followed by "done" when it passes: the defragmentation
+// cluster's, then the NOSPACE cluster's.
+var (
+	defragSteps = []string{
+		`create EtcdCluster sc-l5-[a-z0-9]{5}-defrag`,
+		`wait for 3 ready members, Available and Ready`,
+		`write 48 values of 512 KiB, then overwrite each with a few bytes`,
+		`compact the history`,
+		`wait until every member is defragmented, its file at least 8Mi smaller`,
+		`check the MemberDefragmented events: one per member, the leader last`,
+	}
+	noSpaceSteps = []string{
+		`create EtcdCluster sc-l5-[a-z0-9]{5}-nospace`,
+		`write 20 keys`,
+		`fill the 16Mi quota: rewrite one key with 256 KiB values until etcd refuses a write with NOSPACE`,
+		`wait until writes work again, with no action by the test`,
+		`read back the 20 keys and the rewritten key`,
+		`wait for 3 ready members, Available and Ready, without alarms`,
+		`look for the events NoSpaceDisarmed and NoSpaceRecovered`,
+	}
+)
+
+// An operator that defragments and recovers from NOSPACE: every step passes, and the test
+// fails on what has no API yet, and on nothing else.
+func TestAutoPilot(t *testing.T) {
+	g := NewWithT(t)
+	res := runAutoPilot(t, maintaining)
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(Equal(autoPilotMissing), res.Log)
+	g.Expect(res.Suggestions).To(HaveLen(1))
+	for _, step := range append(defragSteps, noSpaceSteps...) {
+		g.Expect(res.Log).To(MatchRegexp(step+`: done in`), step)
+	}
+	for _, line := range []string{
+		`created EtcdCluster scorecard/sc-l5-[a-z0-9]{5}-defrag: size 3`,
+		`wrote 24\.0 MiB under /etcdpilot-scorecard/sc-l5-[a-z0-9]{5}-defrag/garbage/ and overwrote each`,
+		`compacted at revision 96; the member behind http://sc-l5-[a-z0-9]{5}-defrag-client\.scorecard\.svc:2379 now has a 24\.\d MiB file with 0\.\d MiB in use`,
+		`sc-l5-[a-z0-9]{5}-defrag: sc-l5-[a-z0-9]{5}-defrag-0 not defragmented \(file 24\.\d MiB, 9\d% free\)`,
+		`sc-l5-[a-z0-9]{5}-defrag-0 defragmented from 24\.\d MiB to 0\.\d MiB; sc-l5-[a-z0-9]{5}-defrag-1 defragmented from 24\.\d MiB to 0\.\d MiB; `,
+		`members defragmented in the order sc-l5-[a-z0-9]{5}-defrag-1, sc-l5-[a-z0-9]{5}-defrag-2, sc-l5-[a-z0-9]{5}-defrag-0: the leader last`,
+		`created EtcdCluster scorecard/sc-l5-[a-z0-9]{5}-nospace: size 3`,
+		`etcd acknowledged \d+ writes of 256 KiB to /etcdpilot-scorecard/sc-l5-[a-z0-9]{5}-nospace/churn, then refused one: ` +
+			`writing etcd key "/etcdpilot-scorecard/sc-l5-[a-z0-9]{5}-nospace/churn": etcdserver: mvcc: database space exceeded`,
+		`write \d+ to /etcdpilot-scorecard/sc-l5-[a-z0-9]{5}-nospace/after-nospace acknowledged`,
+		`events about EtcdCluster sc-l5-[a-z0-9]{5}-nospace: Normal MemberDefragmented x3, Normal NoSpaceDisarmed x1, Normal NoSpaceRecovered x1, Warning NoSpace x1`,
+		// Newest first.
+		`(?s)deleted EtcdCluster sc-l5-[a-z0-9]{5}-nospace .*deleted EtcdCluster sc-l5-[a-z0-9]{5}-defrag `,
+	} {
+		g.Expect(res.Log).To(MatchRegexp(line), line)
+	}
+}
+
+// An operator without maintenance: no member is defragmented, and a cluster in NOSPACE
+// stays there. Both parts fail at their wait, after the steps before it passed.
+func TestAutoPilotWithoutMaintenance(t *testing.T) {
+	g := NewWithT(t)
+	res := runAutoPilot(t)
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(HaveExactElements(append([]any{
+		MatchRegexp(`^wait until every member is defragmented, its file at least 8Mi smaller: gave up waiting for every member defragmented, ` +
+			`its file at least 8Mi smaller \(context deadline exceeded\); last seen: sc-l5-[a-z0-9]{5}-defrag-0 not defragmented \(file 24\.\d MiB, 9\d% free\)`),
+		MatchRegexp(`^wait until writes work again, with no action by the test: writes still fail after \d+ tries in 1s: ` +
+			`writing etcd key "/etcdpilot-scorecard/sc-l5-[a-z0-9]{5}-nospace/after-nospace": etcdserver: mvcc: database space exceeded$`),
+	}, anyOf(autoPilotMissing)...)))
+	for _, step := range append(defragSteps[:4], noSpaceSteps[:3]...) {
+		g.Expect(res.Log).To(MatchRegexp(step+`: done in`), step)
+	}
+	g.Expect(res.Log).NotTo(ContainSubstring("check the MemberDefragmented events"), "the steps after a failure are skipped")
+	g.Expect(res.Log).NotTo(ContainSubstring("read back the 20 keys"))
+}
+
+// An operator that defragments the leader first fails the order check.
+func TestAutoPilotLeaderFirst(t *testing.T) {
+	g := NewWithT(t)
+	res := runAutoPilot(t, maintaining, leaderFirst)
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(HaveExactElements(append([]any{
+		MatchRegexp(`^check the MemberDefragmented events: one per member, the leader last: the leader (sc-l5-[a-z0-9]{5}-defrag)-0 was not ` +
+			`defragmented last: the events tell the order sc-l5-[a-z0-9]{5}-defrag-0, sc-l5-[a-z0-9]{5}-defrag-1, sc-l5-[a-z0-9]{5}-defrag-2$`),
+	}, anyOf(autoPilotMissing)...)))
+	for _, step := range noSpaceSteps {
+		g.Expect(res.Log).To(MatchRegexp(step+`: done in`), step)
+	}
+}
+
+// anyOf turns strings into the elements HaveExactElements expects.
+func anyOf(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 func TestPanicIsAnErrorAndCleansUp(t *testing.T) {

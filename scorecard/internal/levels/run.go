@@ -37,7 +37,7 @@ var tests = []test{
 	{name: "level-2-seamless-upgrades", needsBundle: true, needsCluster: true, run: seamlessUpgrades},
 	{name: "level-3-full-lifecycle", needsBundle: true, needsCluster: true, run: fullLifecycle},
 	{name: "level-4-deep-insights", needsBundle: true, needsCluster: true, run: deepInsights},
-	{name: "level-5-auto-pilot", run: autoPilot},
+	{name: "level-5-auto-pilot", needsBundle: true, needsCluster: true, run: autoPilot},
 }
 
 // Names returns the test names, in level order.

@@ -2,9 +2,13 @@ package levels
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/bundle"
@@ -92,3 +96,28 @@ func checkAbsent(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, key
 
 // keyPrefix is where a test cluster's keys go.
 func keyPrefix(c *etcdv1alpha1.EtcdCluster) string { return "/etcdpilot-scorecard/" + c.Name }
+
+// retryFor runs check every interval until it passes or within is over, and returns its
+// last error: what was still wrong, rather than the deadline. A refusal of the test's token
+// (a 401 or 403 from a metrics endpoint) is final: waiting does not change RBAC.
+func retryFor(ctx context.Context, within, interval time.Duration, check func(context.Context) error) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, interval, within, true, func(ctx context.Context) (bool, error) {
+		problem := check(ctx)
+		if problem != nil && ctx.Err() != nil && last != nil {
+			// The wait ended during this check: the problem worth reporting is the last one
+			// a whole check found, not the deadline.
+			return false, nil
+		}
+		last = problem
+		var se *harness.StatusError
+		if errors.As(last, &se) && se.Refused() {
+			return false, last
+		}
+		return last == nil, nil
+	})
+	if last != nil {
+		return last
+	}
+	return err
+}

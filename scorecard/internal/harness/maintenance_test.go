@@ -1,0 +1,148 @@
+package harness_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+)
+
+func TestIsNoSpace(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(harness.IsNoSpace(nil)).To(BeFalse())
+	g.Expect(harness.IsNoSpace(fmt.Errorf("writing etcd key %q: %w", "/k", rpctypes.ErrNoSpace))).To(BeTrue(), "as clientv3 returns it")
+	g.Expect(harness.IsNoSpace(rpctypes.ErrGRPCNoSpace)).To(BeTrue(), "a raw gRPC status")
+	g.Expect(harness.IsNoSpace(errors.New("rpc error: code = ResourceExhausted desc = etcdserver: mvcc: database space exceeded"))).To(BeTrue())
+	g.Expect(harness.IsNoSpace(rpctypes.ErrTimeout)).To(BeFalse())
+	g.Expect(harness.IsNoSpace(errors.New("context deadline exceeded"))).To(BeFalse())
+}
+
+const mib = 1 << 20
+
+// defragmented records a defragmentation from before MiB to 1 MiB.
+func defragmented(before int64) *etcdv1alpha1.DefragmentationRecord {
+	return &etcdv1alpha1.DefragmentationRecord{Time: metav1.Now(), SizeBefore: before * mib, SizeAfter: mib}
+}
+
+func TestDefragmented(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(c *etcdv1alpha1.EtcdCluster)
+		want   bool
+		state  string
+	}{
+		{name: "every member shrank by 8 MiB or more", change: func(*etcdv1alpha1.EtcdCluster) {}, want: true,
+			state: "c-0 defragmented from 25.0 MiB to 1.0 MiB; c-1 defragmented from 25.0 MiB to 1.0 MiB; c-2 defragmented from 9.0 MiB to 1.0 MiB"},
+		{name: "a member not yet", change: func(c *etcdv1alpha1.EtcdCluster) {
+			c.Status.Members[0].LastDefragmentation = nil
+			c.Status.Members[0].DBSize, c.Status.Members[0].FragmentationPercent = 25*mib, 96
+		}, state: "c-0 not defragmented (file 25.0 MiB, 96% free); c-1 defragmented"},
+		{name: "a member shrank too little", change: func(c *etcdv1alpha1.EtcdCluster) {
+			c.Status.Members[2].LastDefragmentation = defragmented(8)
+		}, state: "c-0 defragmented from 25.0 MiB to 1.0 MiB; c-1 defragmented from 25.0 MiB to 1.0 MiB; " +
+			"c-2 defragmented from 8.0 MiB to 1.0 MiB, less than 8.0 MiB smaller"},
+		{name: "a member missing from status", change: func(c *etcdv1alpha1.EtcdCluster) { c.Status.Members = c.Status.Members[:2] },
+			state: "c-0 defragmented from 25.0 MiB to 1.0 MiB; c-1 defragmented from 25.0 MiB to 1.0 MiB"},
+		{name: "no members", change: func(c *etcdv1alpha1.EtcdCluster) { c.Status.Members = nil }, state: "no members in status yet"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := settled()
+			c.Status.Members[0].LastDefragmentation = defragmented(25)
+			c.Status.Members[1].LastDefragmentation = defragmented(25)
+			c.Status.Members[2].LastDefragmentation = defragmented(9)
+			tc.change(c)
+			done, state := harness.Defragmented(8 * mib)(c)
+			g.Expect(done).To(Equal(tc.want))
+			g.Expect(state).To(HavePrefix(tc.state))
+		})
+	}
+}
+
+func TestNoAlarms(t *testing.T) {
+	g := NewWithT(t)
+	c := settled()
+	done, state := harness.NoAlarms()(c)
+	g.Expect(done).To(BeTrue())
+	g.Expect(state).To(Equal(harness.Describe(c)))
+
+	c.Status.Members[1].Alarms = []string{"NOSPACE"}
+	c.Status.Members[2].Alarms = []string{"NOSPACE", "CORRUPT"}
+	done, state = harness.NoAlarms()(c)
+	g.Expect(done).To(BeFalse())
+	g.Expect(state).To(HaveSuffix(", alarms on c-1 NOSPACE, c-2 NOSPACE+CORRUPT"))
+}
+
+// defragEvent is a MemberDefragmented event about member at second s of eventTime.
+func defragEvent(member string, s int) corev1.Event {
+	return corev1.Event{Reason: harness.EventMemberDefragmented, Type: corev1.EventTypeNormal,
+		Message:   fmt.Sprintf("Defragmented member %s: its database file went from 25.0 MiB to 0.1 MiB", member),
+		EventTime: metav1.NewMicroTime(time.Date(2026, 1, 1, 0, 0, s, 0, time.UTC))}
+}
+
+func TestCheckDefragmentationOrder(t *testing.T) {
+	other := corev1.Event{Reason: "ClusterAvailable", Message: "member c-0: ok"}
+	coreEvent := defragEvent("c-1", 0)
+	coreEvent.EventTime = metav1.MicroTime{}
+	coreEvent.LastTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC))
+	cases := []struct {
+		name   string
+		events []corev1.Event
+		order  []string
+		err    string
+	}{
+		{name: "followers first, the leader last", order: []string{"c-2", "c-1", "c-0"},
+			events: []corev1.Event{defragEvent("c-0", 3), other, defragEvent("c-1", 2), defragEvent("c-2", 1)}},
+		{name: "a core event, in seconds", order: []string{"c-1", "c-2", "c-0"},
+			events: []corev1.Event{defragEvent("c-0", 3), coreEvent, defragEvent("c-2", 2)}},
+		{name: "a member twice: its first counts", order: []string{"c-1", "c-2", "c-0"},
+			events: []corev1.Event{defragEvent("c-1", 1), defragEvent("c-2", 2), defragEvent("c-0", 3), defragEvent("c-1", 4)}},
+		{name: "the leader first", order: []string{"c-0", "c-1", "c-2"},
+			events: []corev1.Event{defragEvent("c-0", 1), defragEvent("c-1", 2), defragEvent("c-2", 3)},
+			err:    "the leader c-0 was not defragmented last: the events tell the order c-0, c-1, c-2"},
+		{name: "a member without an event", order: []string{"c-1", "c-0"},
+			events: []corev1.Event{defragEvent("c-1", 1), defragEvent("c-0", 2), defragEvent("c-20", 3)},
+			err:    "no MemberDefragmented event about member c-2 (events of members c-1, c-0)"},
+		{name: "no events", err: "no MemberDefragmented event about member c-0, c-1, c-2 (events of members none)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			order, err := harness.CheckDefragmentationOrder(settled(), tc.events)
+			g.Expect(order).To(Equal(tc.order))
+			if tc.err == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+			} else {
+				g.Expect(err).To(MatchError(tc.err))
+			}
+		})
+	}
+	g := NewWithT(t)
+	c := settled()
+	c.Status.Members[0].Leader = false
+	_, err := harness.CheckDefragmentationOrder(c, []corev1.Event{defragEvent("c-0", 1), defragEvent("c-1", 2), defragEvent("c-2", 3)})
+	g.Expect(err).To(MatchError("no member of EtcdCluster c is the leader in status.members"))
+}
+
+func TestMissingReasons(t *testing.T) {
+	g := NewWithT(t)
+	events := []corev1.Event{{Reason: "NoSpace"}, {Reason: harness.EventNoSpaceDisarmed}}
+	g.Expect(harness.MissingReasons(events, harness.EventNoSpaceDisarmed, harness.EventNoSpaceRecovered)).To(Equal([]string{harness.EventNoSpaceRecovered}))
+	g.Expect(harness.MissingReasons(events, harness.EventNoSpaceDisarmed)).To(BeEmpty())
+	g.Expect(harness.MissingReasons(nil, "A", "B")).To(Equal([]string{"A", "B"}))
+}
+
+func TestMiB(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(harness.MiB(24*mib + mib/2)).To(Equal("24.5 MiB"))
+	g.Expect(harness.MiB(0)).To(Equal("0.0 MiB"))
+}
