@@ -120,7 +120,6 @@ func readPeerRoundTrip(ctx context.Context, pod *corev1.Pod) (tuning.Histogram, 
 // every scrapeEvery), and decides the timing from the window (internal/tuning). The
 // decision goes to status.raftTiming, from which the member pods are built
 // (resources.Effective): a change is rolled out by the next passes, one member at a time.
-// A member that cannot be read is skipped (its round trips are missing from the window).
 //
 // requeue is set to when the next read is due: Auto clusters are passed more often than
 // steady ones.
@@ -140,22 +139,7 @@ func (r *EtcdClusterReconciler) tune(ctx context.Context, c *etcdv1alpha1.EtcdCl
 	}
 	if now.Sub(st.lastScrape) >= scrapeEvery(window) {
 		st.lastScrape = now
-		read := r.PeerRoundTrip
-		if read == nil {
-			read = readPeerRoundTrip
-		}
-		for _, m := range obs.planner.Members {
-			pod := obs.pods[m.Name]
-			if !m.Healthy || pod == nil {
-				continue
-			}
-			h, err := read(ctx, pod)
-			if err != nil {
-				log.FromContext(ctx).Info("Could not read the peer round trips", "member", m.Name, "error", err.Error())
-				continue
-			}
-			st.window.Add(m.Name, now, h)
-		}
+		r.readRoundTrips(ctx, obs, st.window, now)
 	}
 	*requeue = scrapeEvery(window)
 	last := c.Status.RaftTiming
@@ -171,6 +155,44 @@ func (r *EtcdClusterReconciler) tune(ctx context.Context, c *etcdv1alpha1.EtcdCl
 		sinceChange = min(sinceChange, now.Sub(last.LastChangeTime.Time))
 	}
 	d := tuning.Decide(tuning.Input{Current: current, Observed: st.window.Observed(now), Window: window, SinceChange: sinceChange})
+	out := raftTimingOf(d, last)
+	if d.Changed {
+		// Whole seconds, as the status stores it.
+		out.LastChangeTime = &metav1.Time{Time: now.Truncate(time.Second)}
+		st.decided = out
+		// The members restart with the new timing: their counters start again, and the
+		// round trips measured under the old timing say nothing of the new.
+		st.window.Reset()
+		st.since = now
+		log.FromContext(ctx).Info("Raft timing changed", "heartbeat", d.Target.HeartbeatMillis, "election", d.Target.ElectionMillis, "reason", d.Reason)
+	}
+	return out
+}
+
+// readRoundTrips adds to window what every healthy member reports of its peer round
+// trips. A member that cannot be read is left out (its round trips are missing from the
+// window).
+func (r *EtcdClusterReconciler) readRoundTrips(ctx context.Context, obs *observation, window *tuning.Window, now time.Time) {
+	read := r.PeerRoundTrip
+	if read == nil {
+		read = readPeerRoundTrip
+	}
+	for _, m := range obs.planner.Members {
+		pod := obs.pods[m.Name]
+		if !m.Healthy || pod == nil {
+			continue
+		}
+		h, err := read(ctx, pod)
+		if err != nil {
+			log.FromContext(ctx).Info("Could not read the peer round trips", "member", m.Name, "error", err.Error())
+			continue
+		}
+		window.Add(m.Name, now, h)
+	}
+}
+
+// raftTimingOf is status.raftTiming for decision d, keeping the last change's time.
+func raftTimingOf(d tuning.Decision, last *etcdv1alpha1.RaftTimingStatus) *etcdv1alpha1.RaftTimingStatus {
 	out := &etcdv1alpha1.RaftTimingStatus{
 		Profile:                 etcdv1alpha1.TimingAuto,
 		HeartbeatIntervalMillis: d.Target.HeartbeatMillis,
@@ -181,18 +203,8 @@ func (r *EtcdClusterReconciler) tune(ctx context.Context, c *etcdv1alpha1.EtcdCl
 	if d.MeasuredP99 > 0 {
 		out.MeasuredRoundTripMillis = ptr.To(int32((d.MeasuredP99 + time.Millisecond - 1) / time.Millisecond))
 	}
-	if last != nil && last.LastChangeTime != nil {
+	if last != nil && last.Profile == etcdv1alpha1.TimingAuto && last.LastChangeTime != nil {
 		out.LastChangeTime = last.LastChangeTime
-	}
-	if d.Changed {
-		// Whole seconds, as the status stores it.
-		out.LastChangeTime = &metav1.Time{Time: now.Truncate(time.Second)}
-		st.decided = out
-		// The members restart with the new timing: their counters start again, and the
-		// round trips measured under the old timing say nothing of the new.
-		st.window.Reset()
-		st.since = now
-		log.FromContext(ctx).Info("Raft timing changed", "heartbeat", d.Target.HeartbeatMillis, "election", d.Target.ElectionMillis, "reason", d.Reason)
 	}
 	return out
 }
@@ -280,17 +292,18 @@ func claimCapacity(obs *observation, fallback int64) int64 {
 // storageClassExpands says whether the StorageClass of the members' claims allows volume
 // expansion (read from the API server, as observeStorage does); false when it cannot tell.
 func (r *EtcdClusterReconciler) storageClassExpands(ctx context.Context, obs *observation) bool {
-	for _, member := range sortedKeys(obs.pvcs) {
-		name := ptr.Deref(obs.pvcs[member].Spec.StorageClassName, "")
-		if name == "" {
-			return false
-		}
-		sc := &storagev1.StorageClass{}
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, sc); err != nil {
-			log.FromContext(ctx).Info("Could not read the StorageClass", "class", name, "error", err.Error())
-			return false
-		}
-		return ptr.Deref(sc.AllowVolumeExpansion, false)
+	members := sortedKeys(obs.pvcs)
+	if len(members) == 0 {
+		return false
 	}
-	return false
+	name := ptr.Deref(obs.pvcs[members[0]].Spec.StorageClassName, "")
+	if name == "" {
+		return false
+	}
+	sc := &storagev1.StorageClass{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, sc); err != nil {
+		log.FromContext(ctx).Info("Could not read the StorageClass", "class", name, "error", err.Error())
+		return false
+	}
+	return ptr.Deref(sc.AllowVolumeExpansion, false)
 }

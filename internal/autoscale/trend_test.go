@@ -23,8 +23,9 @@ func ramp(n int, step time.Duration, f func(hours float64) float64) []autoscale.
 	return out
 }
 
-func linear(start, perHour float64) func(float64) float64 {
-	return func(h float64) float64 { return start + perHour*h }
+// linear grows from 1 GiB by perHour bytes an hour.
+func linear(perHour float64) func(float64) float64 {
+	return func(h float64) float64 { return float64(gib) + perHour*h }
 }
 
 func TestTrend(t *testing.T) {
@@ -35,25 +36,25 @@ func TestTrend(t *testing.T) {
 		want    float64 // MiB an hour; 0 for no trend
 		within  float64 // MiB an hour either side
 	}{
-		{name: "linear growth", samples: ramp(37, 5*time.Minute, linear(float64(gib), float64(100*mib))),
+		{name: "linear growth", samples: ramp(37, 5*time.Minute, linear(float64(100*mib))),
 			want: 100, within: 0.001},
 		{name: "linear growth with noise of 30 MiB either side", samples: ramp(241, time.Minute, func(h float64) float64 {
 			return float64(gib) + float64(100*mib)*h + (noise.Float64()*2-1)*float64(30*mib)
 		}), want: 100, within: 5},
-		{name: "shrinking is no trend", samples: ramp(37, 5*time.Minute, linear(float64(gib), -float64(50*mib)))},
-		{name: "flat is no trend", samples: ramp(37, 5*time.Minute, linear(float64(gib), 0))},
+		{name: "shrinking is no trend", samples: ramp(37, 5*time.Minute, linear(-float64(50*mib)))},
+		{name: "flat is no trend", samples: ramp(37, 5*time.Minute, linear(0))},
 		{name: "no samples", samples: nil},
-		{name: "9 samples are too few", samples: ramp(9, 20*time.Minute, linear(float64(gib), float64(100*mib)))},
-		{name: "10 samples are enough", samples: ramp(10, 20*time.Minute, linear(float64(gib), float64(100*mib))),
+		{name: "9 samples are too few", samples: ramp(9, 20*time.Minute, linear(float64(100*mib)))},
+		{name: "10 samples are enough", samples: ramp(10, 20*time.Minute, linear(float64(100*mib))),
 			want: 100, within: 0.001},
 		{name: "a span a second short of 2 hours is too short", samples: append(
-			ramp(10, 10*time.Minute, linear(float64(gib), float64(100*mib))),
+			ramp(10, 10*time.Minute, linear(float64(100*mib))),
 			autoscale.Sample{At: t0.Add(2*time.Hour - time.Second), Bytes: gib + 200*mib})},
 		{name: "a span of 2 hours is enough", samples: append(
-			ramp(10, 10*time.Minute, linear(float64(gib), float64(100*mib))),
+			ramp(10, 10*time.Minute, linear(float64(100*mib))),
 			autoscale.Sample{At: t0.Add(2 * time.Hour), Bytes: gib + 200*mib}),
 			want: 100, within: 0.001},
-		{name: "all at one time", samples: append(ramp(20, 0, linear(float64(gib), 0)), autoscale.Sample{At: t0, Bytes: 2 * gib})},
+		{name: "all at one time", samples: append(ramp(20, 0, linear(0)), autoscale.Sample{At: t0, Bytes: 2 * gib})},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,7 +168,7 @@ func TestHistory(t *testing.T) {
 	t.Run("a History yields the trend", func(t *testing.T) {
 		g := NewWithT(t)
 		h := autoscale.NewHistory()
-		for _, s := range ramp(3*60, time.Minute, linear(float64(gib), float64(100*mib))) {
+		for _, s := range ramp(3*60, time.Minute, linear(float64(100*mib))) {
 			h.Add(s)
 		}
 		got, ok := autoscale.Trend(h.Samples())

@@ -367,10 +367,7 @@ func degradedCondition(in Input, st etcdv1alpha1.EtcdClusterStatus) metav1.Condi
 	if st.Upgrade != nil && st.Upgrade.RolledBack != nil {
 		return degraded(etcdv1alpha1.ReasonUpgradeRolledBack, st.Upgrade.RolledBack.Reason)
 	}
-	if c, ok := noSpace(in); ok {
-		return c
-	}
-	if c, ok := storageCeiling(in.Cluster, st.Storage); ok {
+	if c, ok := outOfSpace(in, st); ok {
 		return c
 	}
 	if in.Observed.Members != nil {
@@ -387,6 +384,15 @@ func degradedCondition(in Input, st etcdv1alpha1.EtcdClusterStatus) metav1.Condi
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse,
 		Reason: etcdv1alpha1.ReasonAsExpected, Message: fmt.Sprintf("%d members observed", len(ms))}
+}
+
+// outOfSpace is the Degraded condition of a cluster out of space (noSpace) or about to be
+// with nothing left to grow (storageCeiling).
+func outOfSpace(in Input, st etcdv1alpha1.EtcdClusterStatus) (metav1.Condition, bool) {
+	if c, ok := noSpace(in); ok {
+		return c, true
+	}
+	return storageCeiling(in.Cluster, st.Storage)
 }
 
 // noSpace is the Degraded condition of a cluster with a NOSPACE alarm raised on a member it

@@ -140,7 +140,7 @@ var _ = Describe("autopilot", func() {
 		run("hack/latency.sh", "remove", queue)
 		Eventually(timing).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(5 * time.Second).Should(And(
 			HaveField("Reason", "Lowered"), HaveField("HeartbeatIntervalMillis", int32(100)), HaveField("ElectionTimeoutMillis", int32(1000))))
-		got = waitReady(ctx, c)
+		waitReady(ctx, c)
 		for _, p := range clusterPods(ctx, ns, "rtt") {
 			Expect(p.Spec.Containers[0].Args).To(ContainElements("--heartbeat-interval=100", "--election-timeout=1000"), "pod %s", p.Name)
 		}
