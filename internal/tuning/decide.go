@@ -28,8 +28,11 @@ import (
 // waits for the whole window. But the p99 of a few hundred round trips is set by a
 // handful: one member's trouble for half a minute. So raising also needs the p99 of each
 // of the window's Parts to ask for it, as the mixin's alert needs its p99 to stay high
-// for 10m: a rise that passes within a part never raises, and takes no part in how far a
-// lasting one raises. Lowering needs no such care, as the band's width keeps it from
+// for 10m: a rise that passes within a part never raises. How far a lasting one raises is
+// the latest part's p99, since etcd's smoothed round trip climbs towards a new latency
+// and the earlier parts understate it, but at most RaiseReachFactor times the least
+// part's, so that a spike in the latest part cannot carry the timing far past what the
+// whole window held. Lowering needs no such care, as the band's width keeps it from
 // undoing a raise. Both wait a window after the last change, so that the round trips
 // measured under the new timing decide the next step.
 //
@@ -38,6 +41,7 @@ import (
 const (
 	DecisionQuantile              = 0.99
 	RaisePercent                  = 150
+	RaiseReachFactor              = 2
 	LowerPercent                  = 50
 	RaiseCoveragePercent          = 50
 	DefaultMinObservations uint64 = 6
@@ -100,10 +104,14 @@ type Decision struct {
 // Decide chooses the raft timing of an Auto cluster from the peer round trips its
 // members measured. It keeps Current unless the p99 round trip asks for a heartbeat at
 // least RaisePercent of the current one, or below LowerPercent of it (never below
-// Standard), and the window and the time since the last change allow it. A raise goes to
-// the least p99 of the window's parts, the round trip it held throughout, so that a
-// passing rise within it does not raise the timing further than the lasting one asks; a
-// lowering goes to the window's p99. Decide is a pure function of in.
+// Standard), and the window and the time since the last change allow it. A raise needs
+// every part of the window to ask for it, so that a passing rise does not restart the
+// members, and goes to the p99 of the latest part, but at most RaiseReachFactor times the
+// least part's: etcd records a smoothed round trip, which climbs towards a new latency
+// over several of its probes, so the earlier parts understate it and a raise to them
+// would be followed by another; the bound keeps a spike in the latest part from raising
+// the timing far past what the whole window held. A lowering goes to the window's p99.
+// Decide is a pure function of in.
 func Decide(in Input) Decision {
 	in = in.withDefaults()
 	cur, obs := in.Current, in.Observed
@@ -142,7 +150,7 @@ func Decide(in Input) Decision {
 			measured, target, span(in.SinceChange), verb, span(in.Window), cur))
 	}
 	if raise {
-		least, ok := sustained(obs.Parts)
+		least, latest, ok := sustained(obs.Parts)
 		switch {
 		case !ok:
 			return keep(cur, p99, ReasonNotSustained, fmt.Sprintf(
@@ -154,8 +162,8 @@ func Decide(in Input) Decision {
 					"a passing rise; keeping %s",
 				measured, target, Parts, least, cur))
 		}
-		target = ForRoundTrip(least)
-		measured = fmt.Sprintf("%s, and at least %s in each of its %d parts", measured, least, Parts)
+		target = ForRoundTrip(min(latest, RaiseReachFactor*least))
+		measured = fmt.Sprintf("%s, at least %s in each of its %d parts and %s in the latest", measured, least, Parts, latest)
 	}
 	return Decision{Target: target, Changed: true, Reason: reason, MeasuredP99: p99, Message: fmt.Sprintf(
 		"%s: %s heartbeat from %dms to %dms and election timeout from %dms to %dms",
@@ -185,21 +193,22 @@ func lowers(target, cur Timing) bool {
 	return 100*int64(target.HeartbeatMillis) < LowerPercent*int64(cur.HeartbeatMillis)
 }
 
-// sustained is the least p99 of the window's parts: the round trip the window held
-// throughout. It is false unless there are Parts parts, each with round trips.
-func sustained(parts []Histogram) (time.Duration, bool) {
+// sustained is the least p99 of the window's parts, the round trip the window held
+// throughout, and the p99 of its latest part, the round trip it holds now. It is false
+// unless there are Parts parts, each with round trips.
+func sustained(parts []Histogram) (least, latest time.Duration, ok bool) {
 	if len(parts) < Parts {
-		return 0, false
+		return 0, 0, false
 	}
-	least := time.Duration(math.MaxInt64)
+	least = time.Duration(math.MaxInt64)
 	for _, h := range parts {
 		p99, ok := Quantile(h, DecisionQuantile)
 		if !ok {
-			return 0, false
+			return 0, 0, false
 		}
-		least = min(least, p99)
+		least, latest = min(least, p99), p99
 	}
-	return least, true
+	return least, latest, true
 }
 
 func keep(cur Timing, p99 time.Duration, reason Reason, message string) Decision {

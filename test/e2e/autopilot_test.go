@@ -4,15 +4,21 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 )
@@ -51,7 +57,9 @@ var _ = Describe("autopilot", func() {
 				// A write may meet a member restarting for a raised quota: tried again, as
 				// a client would, but NOSPACE ends the spec.
 				Eventually(func() error {
-					_, err := cli.Put(ctx, k, v)
+					pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+					defer cancel()
+					_, err := cli.Put(pctx, k, v)
 					if err != nil && strings.Contains(err.Error(), "database space exceeded") {
 						return StopTrying("the cluster reached NOSPACE").Wrap(err)
 					}
@@ -71,7 +79,9 @@ var _ = Describe("autopilot", func() {
 		}
 		Expect(eventCount(ctx, Default, ns, "QuotaRaised")).To(BeNumerically(">=", 1))
 
-		// The data now grows past the old quota, and every write is accepted.
+		// The data now grows past the old quota, and every write is accepted. The members
+		// restarted with new addresses: a new client, as a client of theirs would.
+		cli = etcdV3Client(ctx, ns, "grow")
 		put(76, 120) // 30 MiB of values in all, more than the first quota
 		Expect(keysUnder(ctx, cli, "/data/")).To(Equal(written), "every key is intact")
 		got = get(ctx, ns, "grow", &etcdv1alpha1.EtcdCluster{})
@@ -100,53 +110,141 @@ var _ = Describe("autopilot", func() {
 		// Without latency the measured round trip is far below etcd's default heartbeat.
 		Eventually(timing).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(5 * time.Second).Should(And(
 			HaveField("Reason", "WithinBand"), HaveField("HeartbeatIntervalMillis", int32(100)), HaveField("ElectionTimeoutMillis", int32(1000))))
-		baseline := leaderChanges(ctx, ns, "rtt", 45*time.Second)
+		baseline := leaderChanges(ctx, ns, "rtt", 30*time.Second)
 
-		// 150 ms each way between every two members: a round trip of about 300 ms.
-		queue := strconv.Itoa(40 + GinkgoParallelProcess())
-		addLatency := func() {
-			var ips []string
-			for _, p := range clusterPods(ctx, ns, "rtt") {
-				Expect(p.Status.PodIP).NotTo(BeEmpty(), "pod %s has an address", p.Name)
-				ips = append(ips, p.Status.PodIP)
-			}
-			run("hack/latency.sh", "remove", queue)
-			run("hack/latency.sh", append([]string{"add", queue, "150ms", "15m"}, ips...)...)
-		}
-		DeferCleanup(func() { run("hack/latency.sh", "remove", queue) })
-		addLatency()
+		// 150 ms each way between every two members, following them as they restart
+		// with new addresses.
+		lat := followLatency(ctx, ns, "rtt", strconv.Itoa(40+GinkgoParallelProcess()), "150ms")
+		DeferCleanup(lat.stop)
 		Eventually(timing).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(5 * time.Second).Should(And(
 			HaveField("Reason", "Raised"), HaveField("HeartbeatIntervalMillis", BeNumerically(">=", 300))))
 		raised := timing()
 		Expect(raised.ElectionTimeoutMillis).To(Equal(10 * raised.HeartbeatIntervalMillis))
 		Expect(raised.MeasuredRoundTripMillis).To(HaveValue(BeNumerically(">=", 300)))
-		got := waitReady(ctx, c)
-		Expect(got.Status.UpdatedMembers).To(Equal(int32(3)))
+
+		// Rolled out, and measured again under the latency: within the band.
+		var settled etcdv1alpha1.RaftTimingStatus
+		Eventually(func(g Gomega) {
+			got := get(ctx, ns, "rtt", &etcdv1alpha1.EtcdCluster{})
+			g.Expect(got.Status.UpdatedMembers).To(Equal(int32(3)))
+			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, etcdv1alpha1.ConditionReady)).To(BeTrue())
+			g.Expect(lat.following(ctx)).To(BeTrue(), "the latency follows the restarted members")
+			settled = *got.Status.RaftTiming
+			g.Expect(settled.Reason).To(Equal("WithinBand"))
+		}).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+		Expect(settled.HeartbeatIntervalMillis).To(BeNumerically(">=", 300))
 		for _, p := range clusterPods(ctx, ns, "rtt") {
 			Expect(p.Spec.Containers[0].Args).To(ContainElements(
-				fmt.Sprintf("--heartbeat-interval=%d", raised.HeartbeatIntervalMillis),
-				fmt.Sprintf("--election-timeout=%d", raised.ElectionTimeoutMillis)), "pod %s", p.Name)
+				fmt.Sprintf("--heartbeat-interval=%d", settled.HeartbeatIntervalMillis),
+				fmt.Sprintf("--election-timeout=%d", settled.ElectionTimeoutMillis)), "pod %s", p.Name)
 		}
-		Expect(eventCount(ctx, Default, ns, "RaftTimingChanged")).To(Equal(1))
+		// With the latency, the raised timing holds the leader as well as etcd's defaults
+		// did without it, and the measurements inside the band change nothing.
+		Expect(leaderChanges(ctx, ns, "rtt", 30*time.Second)).To(BeNumerically("<=", baseline), "leader changes under latency with the raised timing")
+		Expect(timing()).To(HaveField("HeartbeatIntervalMillis", settled.HeartbeatIntervalMillis))
+		raises := eventCount(ctx, Default, ns, "RaftTimingChanged")
+		Expect(raises).To(BeNumerically(">=", 1))
 
-		// The restarted members have new addresses: the latency follows them. With it, the
-		// new timing holds the leader as well as etcd's defaults did without it, and noise
-		// inside the band changes nothing.
-		addLatency()
-		Expect(leaderChanges(ctx, ns, "rtt", 45*time.Second)).To(BeNumerically("<=", baseline), "leader changes under latency with the raised timing")
-		Expect(timing()).To(HaveField("HeartbeatIntervalMillis", raised.HeartbeatIntervalMillis))
-
-		// Without the latency, the timing comes back down after a window.
-		run("hack/latency.sh", "remove", queue)
-		Eventually(timing).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(5 * time.Second).Should(And(
-			HaveField("Reason", "Lowered"), HaveField("HeartbeatIntervalMillis", int32(100)), HaveField("ElectionTimeoutMillis", int32(1000))))
-		waitReady(ctx, c)
+		// Without the latency, the timing comes back down to etcd's defaults.
+		lat.stop()
+		Eventually(func(g Gomega) {
+			got := get(ctx, ns, "rtt", &etcdv1alpha1.EtcdCluster{})
+			g.Expect(got.Status.RaftTiming.HeartbeatIntervalMillis).To(Equal(int32(100)))
+			g.Expect(got.Status.RaftTiming.ElectionTimeoutMillis).To(Equal(int32(1000)))
+			g.Expect(got.Status.UpdatedMembers).To(Equal(int32(3)))
+			g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, etcdv1alpha1.ConditionReady)).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(6 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
 		for _, p := range clusterPods(ctx, ns, "rtt") {
 			Expect(p.Spec.Containers[0].Args).To(ContainElements("--heartbeat-interval=100", "--election-timeout=1000"), "pod %s", p.Name)
 		}
-		Expect(eventCount(ctx, Default, ns, "RaftTimingChanged")).To(Equal(2))
+		Expect(eventCount(ctx, Default, ns, "RaftTimingChanged")).To(BeNumerically(">", raises), "each change is an event")
 	})
 })
+
+// latencyFollower keeps latency between the member pods of a cluster (hack/latency.sh)
+// while they restart with new addresses.
+type latencyFollower struct {
+	ns, name, queue string
+	cancel          context.CancelFunc
+	done            chan struct{}
+	mu              sync.Mutex
+	applied         string
+}
+
+// followLatency adds delay each way between the member pods of cluster name, and again
+// whenever their addresses change, until stop. Only those pods' addresses are touched.
+func followLatency(ctx context.Context, ns, name, queue, delay string) *latencyFollower {
+	fctx, cancel := context.WithCancel(ctx)
+	l := &latencyFollower{ns: ns, name: name, queue: queue, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer GinkgoRecover()
+		defer close(l.done)
+		for {
+			if ips := l.addresses(fctx); len(ips) >= 2 && strings.Join(ips, ",") != l.current() {
+				l.latency("remove", l.queue)
+				if l.latency(append([]string{"add", l.queue, delay, "15m"}, ips...)...) {
+					l.mu.Lock()
+					l.applied = strings.Join(ips, ",")
+					l.mu.Unlock()
+				}
+			}
+			select {
+			case <-fctx.Done():
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+	return l
+}
+
+// following says whether the latency is on the member pods' current addresses.
+func (l *latencyFollower) following(ctx context.Context) bool {
+	return strings.Join(l.addresses(ctx), ",") == l.current()
+}
+
+func (l *latencyFollower) current() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.applied
+}
+
+// addresses are the running member pods' addresses, sorted.
+func (l *latencyFollower) addresses(ctx context.Context) []string {
+	var pods corev1.PodList
+	if err := k8sClient.List(ctx, &pods, client.InNamespace(l.ns), client.MatchingLabels{"etcd.etcdpilot.io/cluster": l.name}); err != nil {
+		return nil
+	}
+	var ips []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.PodIP != "" {
+			ips = append(ips, p.Status.PodIP)
+		}
+	}
+	sort.Strings(ips)
+	return ips
+}
+
+// latency runs hack/latency.sh; a failure is logged and reported as false.
+func (l *latencyFollower) latency(args ...string) bool {
+	cmd := exec.Command("hack/latency.sh", args...)
+	cmd.Dir = repoRoot()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		_, _ = fmt.Fprintf(GinkgoWriter, "hack/latency.sh %v: %v\n%s", args, err, out)
+	}
+	return err == nil
+}
+
+// stop ends the latency and waits until it is removed; it may be called more than once.
+func (l *latencyFollower) stop() {
+	l.cancel()
+	<-l.done
+	l.latency("remove", l.queue)
+	l.mu.Lock()
+	l.applied = ""
+	l.mu.Unlock()
+}
 
 // leaderChanges is how many elections cluster name held during d: the growth of the raft
 // term its members report.
