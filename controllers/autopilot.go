@@ -154,7 +154,12 @@ func (r *EtcdClusterReconciler) tune(ctx context.Context, c *etcdv1alpha1.EtcdCl
 	if last != nil && last.Profile == etcdv1alpha1.TimingAuto && last.LastChangeTime != nil {
 		sinceChange = min(sinceChange, now.Sub(last.LastChangeTime.Time))
 	}
-	d := tuning.Decide(tuning.Input{Current: current, Observed: st.window.Observed(now), Window: window, SinceChange: sinceChange})
+	probe := tuning.ProbeRoundTripsPlain
+	if cluster.For(c).TLS {
+		probe = tuning.ProbeRoundTripsTLS
+	}
+	d := tuning.Decide(tuning.Input{Current: current, Observed: st.window.Observed(now), Window: window,
+		SinceChange: sinceChange, ProbeRoundTrips: probe})
 	out := raftTimingOf(d, last)
 	if d.Changed {
 		// Whole seconds, as the status stores it.

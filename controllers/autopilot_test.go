@@ -98,11 +98,13 @@ func TestATimingProfileSetsTheMembersFlags(t *testing.T) {
 
 // Auto timing: a round trip of 0.4 s raises the heartbeat to cover it and the election
 // timeout to ten times that, rolled out to every member; the status shows the measurement.
+// The raise is 550 ms: etcd's buckets double, and the decision takes their upper bounds.
 func TestAutoTimingRaisesTheTimingToTheMeasuredRoundTrip(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	// The round trip is high from the start: a raise needs a whole window (1m) of it.
-	roundTrips.set(ns, 0.4)
+	// The probes take 1.2 s from the start, three round trips of 0.4 s over TLS (each in
+	// the bucket up to 1.6384 s: 0.546 s a round trip): a raise needs a whole window (1m).
+	roundTrips.set(ns, 1.2)
 	readyCluster(g, ns, "auto", func(c *etcdv1alpha1.EtcdCluster) {
 		c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingAuto
 		c.Spec.Etcd.AutoTimingWindow = &metav1.Duration{Duration: time.Minute}

@@ -798,8 +798,9 @@ type RaftTimingStatus struct {
 	// electionTimeoutMillis is the election timeout set for the members, in ms.
 	ElectionTimeoutMillis int32 `json:"electionTimeoutMillis"`
 	// measuredRoundTripMillis is, with profile Auto, the 99th percentile of the round
-	// trips between members that they reported over the last window, in ms (rounded up to
-	// the bucket etcd counts it in); absent until enough were reported.
+	// trips between members over the last window, in ms: etcd's peer probes, rounded up
+	// to the bucket etcd counts them in, divided by the round trips a probe takes (3 with
+	// TLS, 2 without); absent until enough were reported.
 	// +optional
 	MeasuredRoundTripMillis *int32 `json:"measuredRoundTripMillis,omitempty"`
 	// lastChangeTime is when Auto last changed the timing.

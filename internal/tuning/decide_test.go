@@ -404,7 +404,15 @@ func TestDecide(t *testing.T) {
 
 func TestDecideMessages(t *testing.T) {
 	g := NewWithT(t)
-	d := tuning.Decide(measured(tuning.Standard, 150*ms))
+	// TLS members: the stream prober's p99 is three round trips.
+	tls := measured(tuning.Standard, 900*ms)
+	tls.ProbeRoundTrips = tuning.ProbeRoundTripsTLS
+	d := tuning.Decide(tls)
+	g.Expect(d.Target).To(Equal(timing(550, 5500)))
+	g.Expect(d.MeasuredP99).To(Equal(1638400 * time.Microsecond / 3))
+	g.Expect(d.Message).To(HavePrefix("the peer probes' p99 is 1.6384s over the last 10m (240 probes), 3 round trips each: a round trip of 546.133333ms"))
+
+	d = tuning.Decide(measured(tuning.Standard, 150*ms))
 	g.Expect(d.Message).To(Equal("the peer round-trip p99 is 204.8ms over the last 10m (240 round trips), " +
 		"at least 204.8ms in each of its 3 parts and 204.8ms in the latest: raising heartbeat from 100ms to 210ms and election timeout from 1000ms to 2100ms"))
 
