@@ -129,8 +129,9 @@ type Decision struct {
 // least part's: etcd records a smoothed round trip, which climbs towards a new latency
 // over several of its probes, so the earlier parts understate it and a raise to them
 // would be followed by another; the bound keeps a spike in the latest part from raising
-// the timing far past what the whole window held. A lowering goes to the window's p99.
-// Decide is a pure function of in.
+// the timing far past what the whole window held. A lowering needs the whole window to
+// ask for it, and goes to the latest part's p99, for the same reason: the smoothed round
+// trip falls over several probes. Decide is a pure function of in.
 func Decide(in Input) Decision {
 	in = in.withDefaults()
 	cur, obs := in.Current, in.Observed
@@ -190,6 +191,13 @@ func Decide(in Input) Decision {
 		least, latest = least/time.Duration(in.ProbeRoundTrips), latest/time.Duration(in.ProbeRoundTrips)
 		target = ForRoundTrip(min(latest, RaiseReachFactor*least))
 		measured = fmt.Sprintf("%s, at least %s in each of its %d parts and %s in the latest", measured, least, Parts, latest)
+	} else if _, latest, ok := sustained(obs.Parts); ok {
+		// The whole window asks for less; the smoothed round trip is still falling in it,
+		// so the latest part says best how far (never higher than the window's p99, which
+		// a part's can be).
+		latest = min(latest/time.Duration(in.ProbeRoundTrips), p99)
+		target = ForRoundTrip(latest)
+		measured = fmt.Sprintf("%s, and %s in its latest part", measured, latest)
 	}
 	return Decision{Target: target, Changed: true, Reason: reason, MeasuredP99: p99, Message: fmt.Sprintf(
 		"%s: %s heartbeat from %dms to %dms and election timeout from %dms to %dms",

@@ -332,6 +332,18 @@ func TestDecide(t *testing.T) {
 		},
 		// Lowering.
 		{
+			// The smoothed round trip still falling through the window: one lowering, to
+			// where it got.
+			name: "a falling round trip lowers to the latest part",
+			in: with(measured(tuning.Slower, wan), func(in *tuning.Input) {
+				in.Observed.Parts = []tuning.Histogram{observe(many(80, wan)...), observe(many(80, lan)...), observe(many(80, lan)...)}
+			}),
+			want:    tuning.Standard,
+			changed: true,
+			reason:  tuning.ReasonLowered,
+			p99:     204800 * time.Microsecond,
+		},
+		{
 			name: "lowering needs no parts",
 			in: with(measured(tuning.Slower, lan), func(in *tuning.Input) {
 				in.Observed.Parts = nil
@@ -417,7 +429,7 @@ func TestDecideMessages(t *testing.T) {
 		"at least 204.8ms in each of its 3 parts and 204.8ms in the latest: raising heartbeat from 100ms to 210ms and election timeout from 1000ms to 2100ms"))
 
 	d = tuning.Decide(measured(tuning.Slower, time.Millisecond))
-	g.Expect(d.Message).To(Equal("the peer round-trip p99 is 1.6ms over the last 10m (240 round trips): " +
+	g.Expect(d.Message).To(Equal("the peer round-trip p99 is 1.6ms over the last 10m (240 round trips), and 1.6ms in its latest part: " +
 		"lowering heartbeat from 500ms to 100ms and election timeout from 2500ms to 1000ms"))
 
 	d = tuning.Decide(with(measured(tuning.Standard, 150*ms), func(in *tuning.Input) { in.Observed.Parts[0] = observe(many(80, ms)...) }))
@@ -493,7 +505,20 @@ func TestDecideProperties(t *testing.T) {
 		case tuning.ReasonLowered:
 			g.Expect(2*d.Target.HeartbeatMillis).To(BeNumerically("<", current.HeartbeatMillis), "case %d", i)
 			g.Expect(in.Observed.Covered).To(BeNumerically(">=", window), "case %d", i)
-			g.Expect(d.Target).To(Equal(tuning.ForRoundTrip(d.MeasuredP99)), "case %d", i)
+			// To the latest part's p99 when every part has round trips, else the window's.
+			want := tuning.ForRoundTrip(d.MeasuredP99)
+			if len(in.Observed.Parts) == tuning.Parts {
+				var latest time.Duration
+				all := true
+				for _, part := range in.Observed.Parts {
+					p99, ok := tuning.Quantile(part, 0.99)
+					all, latest = all && ok, p99
+				}
+				if all {
+					want = tuning.ForRoundTrip(min(latest, d.MeasuredP99))
+				}
+			}
+			g.Expect(d.Target).To(Equal(want), "case %d", i)
 		default:
 			t.Fatalf("case %d: changed for %s", i, d.Reason)
 		}
