@@ -177,6 +177,7 @@ func Decide(in Input) Decision {
 	}
 	if raise {
 		least, latest, ok := sustained(obs.Parts)
+		least, latest = least/time.Duration(in.ProbeRoundTrips), latest/time.Duration(in.ProbeRoundTrips)
 		switch {
 		case !ok:
 			return keep(cur, p99, ReasonNotSustained, fmt.Sprintf(
@@ -188,7 +189,6 @@ func Decide(in Input) Decision {
 					"a passing rise; keeping %s",
 				measured, target, Parts, least, cur))
 		}
-		least, latest = least/time.Duration(in.ProbeRoundTrips), latest/time.Duration(in.ProbeRoundTrips)
 		target = ForRoundTrip(min(latest, RaiseReachFactor*least))
 		measured = fmt.Sprintf("%s, at least %s in each of its %d parts and %s in the latest", measured, least, Parts, latest)
 	} else if _, latest, ok := sustained(obs.Parts); ok {

@@ -423,6 +423,14 @@ func TestDecideMessages(t *testing.T) {
 	g.Expect(d.Target).To(Equal(timing(550, 5500)))
 	g.Expect(d.MeasuredP99).To(Equal(1638400 * time.Microsecond / 3))
 	g.Expect(d.Message).To(HavePrefix("the peer probes' p99 is 1.6384s over the last 10m (240 probes), 3 round trips each: a round trip of 546.133333ms"))
+	// A probe of 400 ms is a round trip of 136 ms over TLS: not enough to raise 100 ms,
+	// in the whole window or in its parts.
+	tls = measured(tuning.Standard, 300*ms)
+	tls.ProbeRoundTrips = tuning.ProbeRoundTripsTLS
+	g.Expect(tuning.Decide(tls)).To(And(HaveField("Changed", false), HaveField("Reason", tuning.ReasonWithinBand)))
+	tls.Observed.Measured = observe(many(240, 900*ms)...)
+	d = tuning.Decide(tls)
+	g.Expect(d.Reason).To(Equal(tuning.ReasonNotSustained), "the parts, divided too, do not ask for it: %s", d.Message)
 
 	d = tuning.Decide(measured(tuning.Standard, 150*ms))
 	g.Expect(d.Message).To(Equal("the peer round-trip p99 is 204.8ms over the last 10m (240 round trips), " +

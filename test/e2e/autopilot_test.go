@@ -132,7 +132,7 @@ var _ = Describe("autopilot", func() {
 			settled = *got.Status.RaftTiming
 			g.Expect(settled.Reason).To(Equal("WithinBand"))
 		}).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
-		Expect(settled.HeartbeatIntervalMillis).To(BeNumerically(">=", 300))
+		Expect(settled.HeartbeatIntervalMillis).To(BeNumerically(">=", 200))
 		for _, p := range clusterPods(ctx, ns, "rtt") {
 			Expect(p.Spec.Containers[0].Args).To(ContainElements(
 				fmt.Sprintf("--heartbeat-interval=%d", settled.HeartbeatIntervalMillis),
