@@ -117,10 +117,10 @@ var _ = Describe("autopilot", func() {
 		lat := followLatency(ctx, ns, "rtt", strconv.Itoa(40+GinkgoParallelProcess()), "150ms")
 		DeferCleanup(lat.stop)
 		Eventually(timing).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(5 * time.Second).Should(And(
-			HaveField("Reason", "Raised"), HaveField("HeartbeatIntervalMillis", BeNumerically(">=", 300))))
+			HaveField("Reason", "Raised"), HaveField("HeartbeatIntervalMillis", BeNumerically(">=", 200))))
 		raised := timing()
 		Expect(raised.ElectionTimeoutMillis).To(Equal(10 * raised.HeartbeatIntervalMillis))
-		Expect(raised.MeasuredRoundTripMillis).To(HaveValue(BeNumerically(">=", 300)))
+		Expect(raised.MeasuredRoundTripMillis).To(HaveValue(BeNumerically(">=", 200)))
 
 		// Rolled out, and measured again under the latency: within the band.
 		var settled etcdv1alpha1.RaftTimingStatus
