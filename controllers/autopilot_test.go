@@ -76,11 +76,35 @@ func (f *fakeRoundTrips) read(_ context.Context, pod *corev1.Pod) (tuning.Histog
 // keepSizes makes every member of cluster name report its database at size bytes, all in
 // use, with the leader the fake has now: called in a loop while a rollout moves the
 // leadership (setSizes pins member 1 as the leader).
-func keepSizes(f *fake.Client, ns, name string, size int64) {
+func keepSizes(f *fake.Client, ns, name string, size int64, errs ...string) {
 	for i := range uint64(3) {
 		f.SetStatus(memberURL(ns, name, i, 2379), etcd.MemberStatus{MemberID: i + 1, LeaderID: f.Leader(), Version: "3.7.3",
-			DBSize: size, DBSizeInUse: size, Revision: 1000})
+			DBSize: size, DBSizeInUse: size, Revision: 1000, Errors: errs})
 	}
+}
+
+// NOSPACE with data that does not fit the quota, and storage autoscaling on: the quota is
+// raised and rolled out, and the alarm disarmed under the new quota, with no human.
+func TestStorageAutoscalingRaisesTheQuotaOfDataThatDoesNotFit(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	f := readyCluster(g, ns, "nospace", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Etcd.QuotaBackendBytes = ptr.To(resource.MustParse("64Mi"))
+		c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingAuto}
+	})
+	f.ResetCalls()
+	// 62 MiB of data: above 90 % of 64Mi even once compacted and defragmented.
+	setSizes(g, f, ns, "nospace", 62*mi, 62*mi, "memberID:2 alarm:NOSPACE")
+	g.Eventually(func(g Gomega) {
+		keepSizes(f, ns, "nospace", 62*mi, "memberID:2 alarm:NOSPACE")
+		podsReady(g, ns)
+		got := get(g, ns, "nospace", &etcdv1alpha1.EtcdCluster{})
+		g.Expect(got.Status.Storage).NotTo(BeNil())
+		g.Expect(got.Status.Storage.QuotaBackendBytes.Value()).To(BeNumerically(">=", 96*mi))
+		g.Expect(got.Status.UpdatedMembers).To(Equal(int32(3)))
+		g.Expect(calls(f, fake.AlarmDisarm)).To(ContainElement("AlarmDisarm 2 NOSPACE"), "disarmed under the raised quota")
+	}).WithTimeout(3 * timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).Should(ContainElements("QuotaRaised", "NoSpaceDisarmed"))
 }
 
 func TestATimingProfileSetsTheMembersFlags(t *testing.T) {
