@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
@@ -234,7 +233,6 @@ func TestStorageAutoscalingAtItsCeilingSaysSoAndChangesNothing(t *testing.T) {
 // first, one at a time, and the quota is raised once they have.
 func TestStorageAutoscalingGrowsTheClaimsBeforeAQuotaThatWouldNotFit(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := newNamespace(t)
 	storageClass(g, "expandable-"+ns, true)
 	f := readyCluster(g, ns, "vol", func(c *etcdv1alpha1.EtcdCluster) {
@@ -257,16 +255,7 @@ func TestStorageAutoscalingGrowsTheClaimsBeforeAQuotaThatWouldNotFit(t *testing.
 
 	// The storage provider grows each volume in turn; then the quota is raised.
 	g.Eventually(func(g Gomega) {
-		var pvcs corev1.PersistentVolumeClaimList
-		g.Expect(k8sClient.List(ctx, &pvcs, client.InNamespace(ns))).To(Succeed())
-		for i := range pvcs.Items {
-			pvc := &pvcs.Items[i]
-			want := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-			if have := pvc.Status.Capacity[corev1.ResourceStorage]; have.Cmp(want) != 0 {
-				pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: want}
-				g.Expect(k8sClient.Status().Update(ctx, pvc)).To(Succeed())
-			}
-		}
+		provideRequested(g, ns)
 		keepSizes(f, ns, "vol", 1200*mi)
 		podsReady(g, ns)
 		g.Expect(requested(g, ns)).To(Equal(map[string]string{"vol-0-data": "6Gi", "vol-1-data": "6Gi", "vol-2-data": "6Gi"}))

@@ -211,6 +211,22 @@ func bindClaims(g Gomega, ns string) {
 	}
 }
 
+// provideRequested plays the storage provider: every claim of the namespace gets the
+// capacity it requests.
+func provideRequested(g Gomega, ns string) {
+	ctx := context.Background()
+	var pvcs corev1.PersistentVolumeClaimList
+	g.Expect(k8sClient.List(ctx, &pvcs, client.InNamespace(ns))).To(Succeed())
+	for i := range pvcs.Items {
+		pvc := &pvcs.Items[i]
+		want := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		if have := pvc.Status.Capacity[corev1.ResourceStorage]; have.Cmp(want) != 0 {
+			pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: want}
+			g.Expect(k8sClient.Status().Update(ctx, pvc)).To(Succeed())
+		}
+	}
+}
+
 func requested(g Gomega, ns string) map[string]string {
 	var pvcs corev1.PersistentVolumeClaimList
 	g.Expect(k8sClient.List(context.Background(), &pvcs, client.InNamespace(ns))).To(Succeed())
@@ -252,16 +268,7 @@ func TestALargerStorageSizeGrowsTheClaimsOneAtATime(t *testing.T) {
 
 	// The storage provider grows each volume in turn.
 	g.Eventually(func(g Gomega) {
-		var pvcs corev1.PersistentVolumeClaimList
-		g.Expect(k8sClient.List(ctx, &pvcs, client.InNamespace(ns))).To(Succeed())
-		for i := range pvcs.Items {
-			pvc := &pvcs.Items[i]
-			want := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-			if have := pvc.Status.Capacity[corev1.ResourceStorage]; have.Cmp(want) != 0 {
-				pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: want}
-				g.Expect(k8sClient.Status().Update(ctx, pvc)).To(Succeed())
-			}
-		}
+		provideRequested(g, ns)
 		g.Expect(requested(g, ns)).To(Equal(map[string]string{"grow-0-data": "8Gi", "grow-1-data": "8Gi", "grow-2-data": "8Gi"}))
 		got := get(g, ns, "grow", &etcdv1alpha1.EtcdCluster{})
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
