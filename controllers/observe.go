@@ -69,7 +69,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	o := &observation{
 		planner: membership.Observed{
 			Cluster: names, Size: int(c.Spec.Size), Ephemeral: c.Spec.Storage.Ephemeral,
-			Pods: map[string]membership.Pod{}, PVCs: map[string]membership.PVC{},
+			Pods: map[string]membership.Pod{}, PVCs: map[string]membership.PVC{}, ClaimsGoing: map[string]bool{},
 			Now:                   r.now(),
 			ReplaceUnhealthyAfter: spec.ReplaceUnhealthyMemberAfter.Duration,
 			Upgrade:               upgradeOf(spec, c.Status.Upgrade),
@@ -100,10 +100,15 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	}
 	for i := range pvcs.Items {
 		pvc := &pvcs.Items[i]
+		member := pvc.Labels[cluster.LabelMember]
 		if pvc.DeletionTimestamp != nil {
-			continue // its data is going: to the planner, already gone
+			// Its data is going: to the planner, already gone, and its name not yet free.
+			if member != "" {
+				o.planner.ClaimsGoing[member] = true
+			}
+			continue
 		}
-		if member := pvc.Labels[cluster.LabelMember]; member != "" {
+		if member != "" {
 			o.pvcs[member] = pvc
 			o.planner.PVCs[member] = claimOf(pvc)
 		}

@@ -38,6 +38,11 @@ type Observed struct {
 	Pods map[string]Pod
 	// PVCs are the member data claims that exist, by member name.
 	PVCs map[string]PVC
+	// ClaimsGoing are the names whose claims are being deleted (a deletion timestamp is
+	// set, the data is going). Such a name is not given to a new member, and no pod is
+	// created for it, until its claim is gone: a pod made on a claim being deleted never
+	// starts.
+	ClaimsGoing map[string]bool
 	// Members is the etcd member list, or nil when no member answered.
 	Members []Member
 	// Now is the time of the observation.
@@ -500,19 +505,32 @@ func (o Observed) remainingVoters(victim Member) (voters, healthy int, successor
 	return voters, healthy, successor
 }
 
+// claimlessPodGrace is how old the pod of a member that never started must be before its
+// missing claim counts as lost rather than not yet in the operator's cache.
+const claimlessPodGrace = 30 * time.Second
+
 // missingPod finds the first member of the membership without a pod, or whose data is
 // gone, and says what to do: bring its pod back with its claim (or fresh when it never
-// started), or replace a member whose data is lost.
+// started), or replace a member whose data is lost. A member that never started and whose
+// claim went away under its pod gets its pod deleted, so that both are made again.
 func (o Observed) missingPod() (Action, bool) {
 	for _, m := range o.Members {
-		_, hasPod := o.Pods[m.Name]
+		pod, hasPod := o.Pods[m.Name]
 		_, hasPVC := o.PVCs[m.Name]
 		dataLost := m.Started && ((o.Ephemeral && !hasPod) || (!o.Ephemeral && !hasPVC))
 		if dataLost {
 			return o.replace(m, "its data is lost (its pod or volume was deleted)", etcdv1alpha1.ReasonMemberDataLost), true
 		}
+		if hasPod && !o.Ephemeral && !hasPVC && !pod.Terminating && o.Now.Sub(pod.Created) > claimlessPodGrace {
+			return Action{Kind: DeletePod, Member: m.Name, Reason: etcdv1alpha1.ReasonRecreatingPod,
+				Message: fmt.Sprintf("deleting the pod of member %s, which has not started and whose claim is gone: both are made again", m.Name)}, true
+		}
 		if hasPod {
 			continue
+		}
+		if o.ClaimsGoing[m.Name] {
+			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonRecreatingPod,
+				Message: fmt.Sprintf("waiting for the old claim of member %s to be deleted before creating its pod", m.Name)}, true
 		}
 		return Action{
 			Kind: CreatePod, Member: m.Name,
@@ -590,6 +608,9 @@ func (o Observed) addLearner() Action {
 		used[n] = true
 	}
 	for n := range o.PVCs {
+		used[n] = true
+	}
+	for n := range o.ClaimsGoing {
 		used[n] = true
 	}
 	name := ""

@@ -393,6 +393,55 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "a claim still being deleted keeps its name: the replacement gets a new one",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e2), PVCs: pvcs(true, e0, e2), ClaimsGoing: map[string]bool{e1: true},
+				Members: []membership.Member{voter(0, 10), voter(2, 12)}},
+			want: membership.AddLearner,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e3))
+			},
+		},
+		{
+			name: "a learner that never started lost its claim under its pod: delete the pod so that both are made again",
+			obs: membership.Observed{Size: 3, Now: now, Pods: map[string]membership.Pod{
+				e0: {Ready: true}, e1: {Created: now.Add(-time.Minute)}, e2: {Ready: true}}, PVCs: pvcs(true, e0, e2),
+				Members: []membership.Member{voter(0, 10), member(1, 11, false, true, false), voter(2, 12)}},
+			want: membership.DeletePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonRecreatingPod))
+			},
+		},
+		{
+			name: "a new learner's pod whose claim the cache does not show yet: wait, the pod is not deleted",
+			obs: membership.Observed{Size: 3, Now: now, Pods: map[string]membership.Pod{
+				e0: {Ready: true}, e1: {Created: now.Add(-5 * time.Second)}, e2: {Ready: true}}, PVCs: pvcs(true, e0, e2),
+				Members: []membership.Member{voter(0, 10), member(1, 11, false, true, false), voter(2, 12)}},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonPromotingLearner))
+			},
+		},
+		{
+			name: "a learner without pod whose old claim is still being deleted: wait for it before creating the pod",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e2), PVCs: pvcs(true, e0, e2), ClaimsGoing: map[string]bool{e1: true},
+				Members: []membership.Member{voter(0, 10), member(1, 11, false, true, false), voter(2, 12)}},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.Message).To(ContainSubstring("old claim"))
+			},
+		},
+		{
+			name: "the same learner once its old claim is gone: its pod (and claim) are created",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e2), PVCs: pvcs(true, e0, e2),
+				Members: []membership.Member{voter(0, 10), member(1, 11, false, true, false), voter(2, 12)}},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+			},
+		},
+		{
 			name: "all members healthy and voting: nothing to do",
 			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2),
 				Members: []membership.Member{voter(0, 10), voter(1, 11), voter(2, 12)}},
