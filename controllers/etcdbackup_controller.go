@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -143,7 +144,12 @@ func (r *EtcdBackupReconciler) start(ctx context.Context, b *etcdv1alpha1.EtcdBa
 		return fail(reason, "%s", msg)
 	}
 	var endpoints []resources.BackupEndpoint
+	fenced := status.Suspects(c)
 	for _, m := range c.Status.Members {
+		id, _ := strconv.ParseUint(m.ID, 16, 64)
+		if _, suspect := fenced[id]; suspect {
+			continue // its data differs from the majority's: never backed up
+		}
 		if m.Healthy && !m.Learner && m.ClientURL != "" {
 			endpoints = append(endpoints, resources.BackupEndpoint{Member: m.Name, ClientURL: m.ClientURL})
 		}

@@ -144,7 +144,11 @@ type EtcdClusterReconciler struct {
 //     autopilot.go: the raft timing of etcd.timingProfile Auto from the measured round
 //     trips (internal/tuning), and storage.autoscaling's quota and volume size
 //     (internal/autoscale); both decide into the status, and the next passes roll the
-//     decision out like a change of the spec (resources.Effective).
+//     decision out like a change of the spec (resources.Effective). And, once the last is
+//     spec.consistencyCheck.interval old, the consistency check (consistency.go,
+//     internal/consistency): the voting members' hashes compared; the members that differ
+//     from a majority go into status.consistency, which fences them, and step 7 of the
+//     next passes replaces them (mode Replace).
 //  9. With nothing else to do and every member healthy, move the rotation of the operator's
 //     CA on (pki.NextRotation): start it when asked (annotation etcd.etcdpilot.io/rotate-ca)
 //     or when the CA nears its expiry, and end each phase once every member runs it; the
@@ -234,11 +238,14 @@ func (r *EtcdClusterReconciler) whenIdle(ctx context.Context, c *etcdv1alpha1.Et
 			return err
 		}
 		if obs.planner.Settled() {
-			var next time.Duration
+			var next, check time.Duration
 			in.RaftTiming = r.tune(ctx, c, obs, &next)
 			in.Storage = r.autoscaleStorage(ctx, c, obs)
-			if next > 0 && (result.RequeueAfter == 0 || next < result.RequeueAfter) {
-				result.RequeueAfter = next
+			in.Consistency = r.checkConsistency(ctx, c, obs, &check)
+			for _, d := range []time.Duration{next, check} {
+				if d > 0 && (result.RequeueAfter == 0 || d < result.RequeueAfter) {
+					result.RequeueAfter = d
+				}
 			}
 		}
 	}

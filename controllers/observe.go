@@ -98,21 +98,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	if err := r.Client.List(ctx, &pvcs, client.InNamespace(c.Namespace), selector); err != nil {
 		return nil, err
 	}
-	for i := range pvcs.Items {
-		pvc := &pvcs.Items[i]
-		member := pvc.Labels[cluster.LabelMember]
-		if pvc.DeletionTimestamp != nil {
-			// Its data is going: to the planner, already gone, and its name not yet free.
-			if member != "" {
-				o.planner.ClaimsGoing[member] = true
-			}
-			continue
-		}
-		if member != "" {
-			o.pvcs[member] = pvc
-			o.planner.PVCs[member] = claimOf(pvc)
-		}
-	}
+	o.addClaims(pvcs.Items)
 	r.observeEtcd(ctx, st.config, o)
 	// How long each member has been unhealthy carries over from the last status, so that
 	// the bound holds across reconciles and operator restarts.
@@ -123,6 +109,9 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		}
 	}
 	membership.TrackUnhealthy(o.planner.Members, since, o.planner.Now)
+	if resources.ReplacesCorruptMembers(c) {
+		o.planner.Corrupt = status.Suspects(c)
+	}
 	// Pods made before the version label existed run what their member reports.
 	for name, p := range o.planner.Pods {
 		if p.Version == "" {
@@ -140,6 +129,23 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	}
 	r.observeStorage(ctx, c, o)
 	return o, nil
+}
+
+// addClaims records the member claims. A claim being deleted is, to the planner, gone
+// already (its data is going), and its name not yet free.
+func (o *observation) addClaims(pvcs []corev1.PersistentVolumeClaim) {
+	for i := range pvcs {
+		pvc := &pvcs[i]
+		member := pvc.Labels[cluster.LabelMember]
+		switch {
+		case member == "":
+		case pvc.DeletionTimestamp != nil:
+			o.planner.ClaimsGoing[member] = true
+		default:
+			o.pvcs[member] = pvc
+			o.planner.PVCs[member] = claimOf(pvc)
+		}
+	}
 }
 
 // claimOf reads what the planner needs of a member's claim: the marks the operator put on

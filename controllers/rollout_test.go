@@ -37,14 +37,16 @@ func readyCluster(g Gomega, ns, name string, mutate func(*etcdv1alpha1.EtcdClust
 	if mutate != nil {
 		mutate(c)
 	}
-	g.Expect(k8sClient.Create(ctx, c)).To(Succeed())
-	// The members hold data already (the fake etcd knows them all): their claims exist, so
-	// the operator brings their pods back rather than replacing them.
+	// The members hold data already (the fake etcd knows them all): their claims exist
+	// before the cluster does (without an owner, which needs the cluster's UID), so the
+	// operator brings their pods back rather than bootstrapping or replacing them.
 	for _, m := range []string{name + "-0", name + "-1", name + "-2"} {
 		pvc := resources.MemberPVC(c, m)
+		pvc.OwnerReferences = nil
 		pvc.Annotations = map[string]string{"etcd.etcdpilot.io/bootstrapped": "true"}
 		g.Expect(k8sClient.Create(ctx, pvc)).To(Succeed())
 	}
+	g.Expect(k8sClient.Create(ctx, c)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		podsReady(g, ns)
 		got := get(g, ns, name, &etcdv1alpha1.EtcdCluster{})

@@ -45,6 +45,8 @@ func TestDefaults(t *testing.T) {
 		Defragmentation: etcdv1alpha1.DefragmentationSpec{Mode: etcdv1alpha1.DefragmentationAuto,
 			MinFragmentationPercent: 45, MinReclaimable: ptr.To(resource.MustParse("100Mi"))},
 	}))
+	g.Expect(c.Spec.ConsistencyCheck).To(Equal(etcdv1alpha1.ConsistencyCheckSpec{Mode: etcdv1alpha1.ConsistencyCheckReplace}),
+		"the consistency check is on, replacing; its interval's default (10m) lives in the operator")
 }
 
 func TestCreateValidation(t *testing.T) {
@@ -78,6 +80,18 @@ func TestCreateValidation(t *testing.T) {
 			c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingAuto
 			c.Spec.Etcd.AutoTimingWindow = &metav1.Duration{Duration: 10 * time.Second}
 		}, "etcd.autoTimingWindow must be between 1m and 24h"},
+		{"consistency check reported only, hourly", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.ConsistencyCheck = etcdv1alpha1.ConsistencyCheckSpec{Mode: etcdv1alpha1.ConsistencyCheckReport, Interval: &metav1.Duration{Duration: time.Hour}}
+		}, ""},
+		{"consistency check interval too short", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.ConsistencyCheck.Interval = &metav1.Duration{Duration: 30 * time.Second}
+		}, "consistencyCheck.interval must be between 1m and 24h"},
+		{"consistency check interval too long", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.ConsistencyCheck.Interval = &metav1.Duration{Duration: 25 * time.Hour}
+		}, "consistencyCheck.interval must be between 1m and 24h"},
+		{"consistency check mode unknown", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.ConsistencyCheck.Mode = "Fix"
+		}, `spec.consistencyCheck.mode: Unsupported value: "Fix"`},
 		{"storage autoscaling with ceilings", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingAuto,
 				MaxQuotaBackendBytes: ptr.To(resource.MustParse("8Gi")), MaxSize: ptr.To(resource.MustParse("32Gi"))}

@@ -118,6 +118,11 @@ const (
 	// compacted and every member defragmented: the data itself does not fit under the
 	// quota. Raise spec.etcd.quotaBackendBytes, or delete data.
 	ReasonNoSpaceDataDoesNotFit = "NoSpaceDataDoesNotFit"
+	// ReasonMemberCorrupt (Degraded=True): the consistency check found members whose data
+	// differs from a majority's (status.consistency.suspects). In mode Replace they are
+	// being replaced, one at a time; in mode Report, or while the others lack a healthy
+	// quorum, nothing is changed and a human decides.
+	ReasonMemberCorrupt = "MemberCorrupt"
 	// ReasonStorageCeilingReached (Degraded=True): with storage.autoscaling Auto, the
 	// largest member's database is past the threshold and neither the quota nor the
 	// volumes can grow further (a ceiling, or a StorageClass that does not expand); the

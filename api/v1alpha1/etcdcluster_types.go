@@ -83,6 +83,13 @@ type EtcdClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Maintenance",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Maintenance MaintenanceSpec `json:"maintenance,omitempty"`
 
+	// consistencyCheck is how the operator checks that the members hold the same data, and
+	// what it does about a member that does not: by default it compares the members' hashes
+	// every 10 minutes and replaces a member whose data differs from a majority's.
+	// +kubebuilder:default={}
+	// +optional
+	ConsistencyCheck ConsistencyCheckSpec `json:"consistencyCheck,omitempty"`
+
 	// deletionPolicy says what happens to the members' PersistentVolumeClaims when the
 	// EtcdCluster is deleted: Retain keeps them (and the data), Delete removes them.
 	// +kubebuilder:default=Retain
@@ -257,6 +264,49 @@ type DefragmentationSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.findAll('[0-9]+-[0-9]+').all(r, int(r.split('-')[0]) <= int(r.split('-')[1]))",message="defragmentation.schedule: a range a-b must not end before it starts, for example 8-17 rather than 17-8"
 	// +optional
 	Schedule string `json:"schedule,omitempty"`
+}
+
+// ConsistencyCheckMode says what the operator does about a member whose data differs from
+// a majority's.
+// +kubebuilder:validation:Enum=Replace;Report;Disabled
+type ConsistencyCheckMode string
+
+const (
+	// ConsistencyCheckReplace fences a member whose data differs from a majority's (no
+	// backup is taken from it) and replaces it with a fresh member that copies the
+	// majority's data, while the other voting members keep a healthy quorum.
+	ConsistencyCheckReplace ConsistencyCheckMode = "Replace"
+	// ConsistencyCheckReport fences the member and reports it (Degraded/MemberCorrupt, an
+	// event), and changes nothing else: a human decides.
+	ConsistencyCheckReport ConsistencyCheckMode = "Report"
+	// ConsistencyCheckDisabled does not check (etcd's own corruption checks stay on).
+	ConsistencyCheckDisabled ConsistencyCheckMode = "Disabled"
+)
+
+// ConsistencyCheckSpec is how the operator checks that the members hold the same data.
+//
+// Every interval, while the cluster is healthy and settled, the operator asks each voting
+// member for etcd's HashKV at one revision every member has applied: the hash of the
+// key-value history from the last compaction up to it, which members with the same data
+// report identically. A member whose hash differs from that of a majority of the voting
+// members that agree among themselves, or that carries etcd's CORRUPT alarm and is not one
+// of that majority, is named in status.consistency and fenced; in mode Replace it is then
+// removed and replaced with a fresh member, one at a time, as a member whose volume was
+// lost is. Without such a majority nothing is changed, and status.consistency says what
+// was found. Hashing reads each member's whole key-value store, so the check costs about
+// as much as a backup's read per member.
+type ConsistencyCheckSpec struct {
+	// mode is Replace (the default), Report or Disabled.
+	// +kubebuilder:default=Replace
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Consistency Check",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Replace","urn:alm:descriptor:com.tectonic.ui:select:Report","urn:alm:descriptor:com.tectonic.ui:select:Disabled"}
+	Mode ConsistencyCheckMode `json:"mode,omitempty"`
+
+	// interval is how often the members' hashes are compared: between 1m and 24h, 10m by
+	// default.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="consistencyCheck.interval must be between 1m and 24h"
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
 }
 
 // BootstrapSpec says how a new cluster starts.
@@ -787,6 +837,41 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Storage"
 	Storage *StorageStatus `json:"storage,omitempty"`
+
+	// consistency is the outcome of the operator's last consistency check
+	// (spec.consistencyCheck); absent until one ran.
+	// +optional
+	Consistency *ConsistencyStatus `json:"consistency,omitempty"`
+}
+
+// ConsistencyStatus is the outcome of the last consistency check.
+type ConsistencyStatus struct {
+	// lastCheckTime is when the members' hashes were last compared.
+	LastCheckTime metav1.Time `json:"lastCheckTime"`
+	// revision is the revision the compared hashes cover.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// result is Consistent (the members that answered agree, and they are a majority),
+	// Mismatch (suspects differ from a majority that agrees) or Inconclusive (nothing can
+	// be told: too few comparable answers, or no majority agrees; nothing is changed).
+	Result string `json:"result"`
+	// suspects are the members whose data differs from the majority's: fenced, and in mode
+	// Replace replaced one at a time.
+	// +optional
+	// +listType=atomic
+	Suspects []SuspectMember `json:"suspects,omitempty"`
+	// message says what was found.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// SuspectMember is a member whose data differs from the majority's.
+type SuspectMember struct {
+	// name is the member's name.
+	Name string `json:"name"`
+	// id is its etcd member ID, in hexadecimal as etcdctl prints it: the replacement that
+	// takes its place has another.
+	ID string `json:"id"`
 }
 
 // RaftTimingStatus is the raft timing the operator sets, and why.

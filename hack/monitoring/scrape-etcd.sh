@@ -70,8 +70,9 @@ watchdog=$!
 
 log() { echo "scrape-etcd $version: $*" >&2; }
 
-# free_port prints a TCP port of 127.0.0.1 that nothing listens on and that this script
-# has not handed out yet.
+# free_port NAME: set variable NAME to a TCP port of 127.0.0.1 that nothing listens on and
+# that this script has not handed out yet. (It must not run in a subshell, $(...): the
+# ports handed out are remembered in this shell, so that no two members get the same one.)
 taken=" "
 free_port() {
   local p
@@ -80,7 +81,7 @@ free_port() {
     case $taken in *" $p "*) continue ;; esac
     if ! ss -Htln "sport = :$p" | grep -q .; then
       taken="$taken$p "
-      echo "$p"
+      printf -v "$1" '%s' "$p"
       return
     fi
   done
@@ -91,9 +92,9 @@ free_port() {
 n=3
 declare -a peer client metrics
 for i in $(seq 1 $n); do
-  peer[i]=$(free_port)
-  client[i]=$(free_port)
-  metrics[i]=$(free_port)
+  free_port "peer[$i]"
+  free_port "client[$i]"
+  free_port "metrics[$i]"
 done
 initial=
 for i in $(seq 1 $n); do

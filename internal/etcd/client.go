@@ -46,6 +46,15 @@ type Member struct {
 	IsLearner bool
 }
 
+// KVHash is what a member answers to HashKV.
+type KVHash struct {
+	// Hash is the hash of the key-value history from CompactRevision up to Revision.
+	Hash uint32
+	// CompactRevision is the member's compaction when it hashed; Revision the revision the
+	// hash covers. Hashes are comparable only when both are equal.
+	CompactRevision, Revision int64
+}
+
 // MemberStatus is what one member reports about itself, from the maintenance Status call.
 type MemberStatus struct {
 	// Endpoint is the client URL the status was read from.
@@ -142,6 +151,12 @@ type Client interface {
 	// space). Compacting at or below an already compacted revision fails with an error for
 	// which IsCompacted is true, which callers may treat as done.
 	Compact(ctx context.Context, revision int64) error
+
+	// HashKV returns the hash of the key-value history held by the member serving
+	// endpoint, from its last compaction up to revision, which the member must have
+	// applied: members holding the same data report the same hash. A revision already
+	// compacted fails with an error for which IsCompacted is true.
+	HashKV(ctx context.Context, endpoint string, revision int64) (KVHash, error)
 
 	// AlarmDisarm clears alarm (such as "NOSPACE") raised on member memberID. etcd raises
 	// it again at once if its cause remains.

@@ -310,6 +310,20 @@ func (c *client) Compact(ctx context.Context, revision int64) error {
 	return nil
 }
 
+func (c *client) HashKV(ctx context.Context, endpoint string, revision int64) (KVHash, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	resp, err := c.cli.HashKV(ctx, endpoint, revision)
+	if err != nil {
+		return KVHash{}, fmt.Errorf("etcd HashKV of %s at revision %d: %w", endpoint, revision, err)
+	}
+	h := KVHash{Hash: resp.Hash, CompactRevision: resp.CompactRevision, Revision: resp.HashRevision}
+	if h.Revision == 0 {
+		h.Revision = revision // etcd 3.5 does not report the revision it hashed
+	}
+	return h, nil
+}
+
 func (c *client) AlarmDisarm(ctx context.Context, memberID uint64, alarm string) error {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()

@@ -86,6 +86,22 @@ func TestAgainstRealEtcd(t *testing.T) {
 		g.Expect(value).To(Equal("alive"))
 	})
 
+	t.Run("HashKV", func(t *testing.T) {
+		g := NewWithT(t)
+		st, err := cli.Status(ctx, srv.httpURL)
+		g.Expect(err).NotTo(HaveOccurred())
+		first, err := cli.HashKV(ctx, srv.httpURL, st.Revision)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(first.Revision).To(Equal(st.Revision))
+		g.Expect(cli.Put(ctx, "etcdpilot/hashed", "v")).To(Succeed())
+		again, err := cli.HashKV(ctx, srv.httpURL, st.Revision)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(again).To(Equal(first), "a revision's hash does not change with later writes")
+		after, err := cli.HashKV(ctx, srv.httpURL, st.Revision+1)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(after.Hash).NotTo(Equal(first.Hash), "the write changes the hash of the history up to it")
+	})
+
 	t.Run("AppendNoOps", func(t *testing.T) {
 		g := NewWithT(t)
 		before, err := cli.Status(ctx, srv.httpURL)
@@ -272,6 +288,8 @@ func TestNoSpaceRecoveryAgainstRealEtcd(t *testing.T) {
 
 	g.Expect(cli.Compact(ctx, before.Revision)).To(Succeed())
 	g.Expect(etcd.IsCompacted(cli.Compact(ctx, before.Revision))).To(BeTrue(), "a second compaction at the same revision")
+	_, err = cli.HashKV(ctx, url, before.Revision-1)
+	g.Expect(etcd.IsCompacted(err)).To(BeTrue(), "a hash below the compaction: %v", err)
 	g.Expect(cli.Defragment(ctx, url)).To(Succeed())
 	after, err := cli.Status(ctx, url)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -43,6 +43,10 @@ type Observed struct {
 	// created for it, until its claim is gone: a pod made on a claim being deleted never
 	// starts.
 	ClaimsGoing map[string]bool
+	// Corrupt are the members the consistency check found holding data that differs from
+	// a majority's, by member ID, with what was found: each is replaced, one at a time.
+	// A member ID no longer in the member list was replaced already.
+	Corrupt map[uint64]string
 	// Members is the etcd member list, or nil when no member answered.
 	Members []Member
 	// Now is the time of the observation.
@@ -365,6 +369,9 @@ func planReachable(o Observed) Action {
 	if a, ok := o.orphanPod(); ok {
 		return a
 	}
+	if a, ok := o.corruptMember(); ok {
+		return a
+	}
 	if len(o.Members) > o.Size {
 		return o.shrink()
 	}
@@ -561,6 +568,17 @@ func (o Observed) replace(m Member, why, blockedReason string) Action {
 	}
 	return Action{Kind: RemoveMember, Member: m.Name, MemberID: m.ID, Reason: etcdv1alpha1.ReasonReplacingMember,
 		Message: fmt.Sprintf("replacing member %s: %s; a fresh member joins after it is removed", m.Name, why)}
+}
+
+// corruptMember replaces the first member, in member list order, that the consistency check
+// found holding data that differs from a majority's.
+func (o Observed) corruptMember() (Action, bool) {
+	for _, m := range o.Members {
+		if found, ok := o.Corrupt[m.ID]; ok {
+			return o.replace(m, "its data differs from the majority's: "+found, etcdv1alpha1.ReasonMemberCorrupt), true
+		}
+	}
+	return Action{}, false
 }
 
 // unhealthyTooLong finds the first started voting member that has been unhealthy for longer

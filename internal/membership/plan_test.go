@@ -442,6 +442,44 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "a member whose data differs from the majority's: removed, to be replaced",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2), Corrupt: map[uint64]string{11: "hash differs"},
+				Members: []membership.Member{leader(voter(0, 10)), voter(1, 11), voter(2, 12)}},
+			want: membership.RemoveMember,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.MemberID).To(Equal(uint64(11)))
+				g.Expect(a.Message).To(ContainSubstring("its data differs from the majority's: hash differs"))
+			},
+		},
+		{
+			name: "the leader's data differs: leadership moves first",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2), Corrupt: map[uint64]string{10: "hash differs"},
+				Members: []membership.Member{leader(voter(0, 10)), voter(1, 11), voter(2, 12)}},
+			want: membership.MoveLeader,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e0))
+			},
+		},
+		{
+			name: "a corrupt member while the others lack a healthy quorum: touch nothing, say why",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2), Corrupt: map[uint64]string{11: "hash differs"},
+				Members: []membership.Member{leader(voter(0, 10)), voter(1, 11), member(2, 12, true, false, false)}},
+			want: membership.Blocked,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonMemberCorrupt))
+			},
+		},
+		{
+			name: "a corrupt member already replaced (its ID gone): the cluster grows back",
+			obs: membership.Observed{Size: 3, Pods: pods(e0, e2), PVCs: pvcs(true, e0, e1, e2), Corrupt: map[uint64]string{11: "hash differs"},
+				Members: []membership.Member{leader(voter(0, 10)), voter(2, 12)}},
+			want: membership.AddLearner,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e3), "the corrupt member's retained claim is never reused")
+			},
+		},
+		{
 			name: "all members healthy and voting: nothing to do",
 			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2),
 				Members: []membership.Member{voter(0, 10), voter(1, 11), voter(2, 12)}},

@@ -108,3 +108,27 @@ func etcdDefaults(o etcdv1alpha1.EtcdOptions) etcdv1alpha1.EtcdOptions {
 // An even size adds a member without adding fault tolerance, which is why the API only
 // allows odd sizes.
 func Quorum(n int) int { return n/2 + 1 }
+
+// DefaultConsistencyCheckInterval is how often the members' hashes are compared when
+// spec.consistencyCheck.interval is not set.
+const DefaultConsistencyCheckInterval = 10 * time.Minute
+
+// ConsistencyCheckEnabled says whether the operator compares the members' hashes.
+func ConsistencyCheckEnabled(c *etcdv1alpha1.EtcdCluster) bool {
+	return c.Spec.ConsistencyCheck.Mode != etcdv1alpha1.ConsistencyCheckDisabled
+}
+
+// ConsistencyInterval is spec.consistencyCheck.interval, or its default.
+func ConsistencyInterval(c *etcdv1alpha1.EtcdCluster) time.Duration {
+	if i := c.Spec.ConsistencyCheck.Interval; i != nil && i.Duration > 0 {
+		return i.Duration
+	}
+	return DefaultConsistencyCheckInterval
+}
+
+// ReplacesCorruptMembers says whether a member whose data differs from the majority's is
+// replaced (mode Replace, the default), rather than only reported.
+func ReplacesCorruptMembers(c *etcdv1alpha1.EtcdCluster) bool {
+	m := c.Spec.ConsistencyCheck.Mode
+	return m == "" || m == etcdv1alpha1.ConsistencyCheckReplace
+}

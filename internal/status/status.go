@@ -78,6 +78,9 @@ type Input struct {
 	// Storage is what the storage autoscaling step decided; nil when it did not run, and
 	// status.storage stays.
 	Storage *etcdv1alpha1.StorageStatus
+	// Consistency is what the consistency check found; nil when none ran, and
+	// status.consistency stays.
+	Consistency *etcdv1alpha1.ConsistencyStatus
 }
 
 // Compute returns the status the cluster should have after this reconcile. Existing
@@ -114,6 +117,7 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	}
 	out.RaftTiming = raftTimingStatus(c, in.RaftTiming)
 	out.Storage = storageStatus(c, in.Storage)
+	out.Consistency = consistencyStatus(c, in.Consistency)
 	if !in.Seen {
 		// Nothing was observed: members, versions and availability stay as last observed,
 		// Available with the generation it was observed for.
@@ -387,12 +391,16 @@ func degradedCondition(in Input, st etcdv1alpha1.EtcdClusterStatus) metav1.Condi
 }
 
 // outOfSpace is the Degraded condition of a cluster out of space (noSpace) or about to be
-// with nothing left to grow (storageCeiling).
+// with nothing left to grow (storageCeiling), or, after those, of one with members whose
+// data differs from the majority's (corruptMembers).
 func outOfSpace(in Input, st etcdv1alpha1.EtcdClusterStatus) (metav1.Condition, bool) {
 	if c, ok := noSpace(in); ok {
 		return c, true
 	}
-	return storageCeiling(in.Cluster, st.Storage)
+	if c, ok := storageCeiling(in.Cluster, st.Storage); ok {
+		return c, true
+	}
+	return corruptMembers(in, st.Consistency)
 }
 
 // noSpace is the Degraded condition of a cluster with a NOSPACE alarm raised on a member it

@@ -37,6 +37,7 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	out = append(out, rolloutTransitions(old, updated)...)
 	out = append(out, defragmentationTransitions(old, updated)...)
 	out = append(out, autopilotTransitions(old, updated)...)
+	out = append(out, consistencyTransitions(old, updated)...)
 	wasHealthy := map[string]bool{}
 	for _, m := range old.Members {
 		wasHealthy[m.Name] = m.Healthy

@@ -46,6 +46,7 @@ const (
 	AppendNoOps        Method = "AppendNoOps"
 	Defragment         Method = "Defragment"
 	Compact            Method = "Compact"
+	HashKV             Method = "HashKV"
 	AlarmDisarm        Method = "AlarmDisarm"
 	Close              Method = "Close"
 )
@@ -70,6 +71,7 @@ type Client struct {
 	errs        map[Method]error
 	calls       []string
 	compacted   int64
+	hashes      map[string]uint32
 }
 
 var _ etcd.Client = (*Client)(nil)
@@ -84,6 +86,7 @@ func New(members ...etcd.Member) *Client {
 		healthErrs:  map[string]error{},
 		kv:          map[string]string{},
 		errs:        map[Method]error{},
+		hashes:      map[string]uint32{},
 	}
 	for _, m := range members {
 		f.members = append(f.members, cloneMember(m))
@@ -445,6 +448,34 @@ func (f *Client) Compact(_ context.Context, revision int64) error {
 	}
 	f.compacted = revision
 	return nil
+}
+
+// SetHash makes the member serving endpoint answer HashKV with hash; members without one
+// answer 0, so that by default every member agrees.
+func (f *Client) SetHash(endpoint string, hash uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hashes[endpoint] = hash
+}
+
+// HashKV answers the hash SetHash gave endpoint, at revision and the fake's compaction;
+// it fails with etcd.ErrCompacted at or below the compaction, as etcd does, and like
+// Status for an endpoint no started member serves.
+func (f *Client) HashKV(_ context.Context, endpoint string, revision int64) (etcd.KVHash, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(HashKV, endpoint+" "+strconv.FormatInt(revision, 10)); err != nil {
+		return etcd.KVHash{}, err
+	}
+	if revision <= f.compacted {
+		return etcd.KVHash{}, etcd.ErrCompacted
+	}
+	if _, ok := f.statuses[endpoint]; !ok {
+		if _, err := f.serving(endpoint); err != nil {
+			return etcd.KVHash{}, err
+		}
+	}
+	return etcd.KVHash{Hash: f.hashes[endpoint], CompactRevision: f.compacted, Revision: revision}, nil
 }
 
 // Compacted returns the highest revision compacted, 0 before any compaction.

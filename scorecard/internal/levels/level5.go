@@ -210,6 +210,11 @@ func compact(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.Et
 	if err := cli.Compact(ctx, before.Revision); err != nil && !etcd.IsCompacted(err) {
 		return err
 	}
+	// etcd counts the pages a compaction freed as free (dbSizeInUse drops) only once a
+	// later write commits on the member: on an idle cluster they would stay in use.
+	if err := cli.Put(ctx, keyPrefix(c)+"/after-compaction", "x"); err != nil {
+		return fmt.Errorf("writing after the compaction: %w", err)
+	}
 	after, err := cli.Status(ctx, endpoint)
 	if err != nil {
 		return err
