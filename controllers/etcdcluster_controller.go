@@ -287,6 +287,8 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 		err = r.shrink(ctx, c, obs, a)
 	case membership.Snapshot:
 		err = r.snapshot(ctx, c, a)
+	case membership.CreateBackup:
+		err = r.createUpgradeBackup(ctx, c, a)
 	case membership.ForceRaftSnapshots:
 		if err = obs.etcd.AppendNoOps(ctx, a.Entries); err == nil {
 			r.event(c, corev1.EventTypeNormal, "RaftSnapshotsForced", "Upgrade",
@@ -383,6 +385,10 @@ const snapshotTimeout = 5 * time.Minute
 // member's container (preconfigured to reach the member with its certificate), before an
 // upgrade restarts the first member. The status records it once this succeeds.
 func (r *EtcdClusterReconciler) snapshot(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action) error {
+	if a.Backup != "" {
+		r.event(c, corev1.EventTypeNormal, "SnapshotTaken", "Upgrade", "EtcdBackup %s holds the snapshot taken before upgrading to etcd %s", a.Backup, a.Version)
+		return nil
+	}
 	if r.Exec == nil {
 		return errors.New("saving the pre-upgrade snapshot: this operator cannot run commands in pods")
 	}
@@ -394,6 +400,27 @@ func (r *EtcdClusterReconciler) snapshot(ctx context.Context, c *etcdv1alpha1.Et
 	}
 	r.event(c, corev1.EventTypeNormal, "SnapshotTaken", "Upgrade", "Saved a snapshot to %s on member %s's volume before upgrading to etcd %s",
 		resources.PreUpgradeSnapshotPath, a.Member, a.Version)
+	return nil
+}
+
+// createUpgradeBackup creates the EtcdBackup that takes the snapshot before an upgrade, to
+// spec.upgradeBackupDestination. It belongs to no one: like any backup it outlives the
+// upgrade and the cluster.
+func (r *EtcdClusterReconciler) createUpgradeBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action) error {
+	if c.Spec.UpgradeBackupDestination == nil {
+		return nil // the spec changed since the observation: the next pass decides again
+	}
+	b := &etcdv1alpha1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: a.Backup, Namespace: c.Namespace, Labels: map[string]string{cluster.LabelCluster: c.Name}},
+		Spec:       etcdv1alpha1.EtcdBackupSpec{ClusterName: c.Name, Destination: *c.Spec.UpgradeBackupDestination.DeepCopy()},
+	}
+	if err := r.Client.Create(ctx, b); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return fmt.Errorf("creating EtcdBackup %s before the upgrade to etcd %s: %w", a.Backup, a.Version, err)
+	}
+	r.event(c, corev1.EventTypeNormal, "UpgradeBackupCreated", "Upgrade", "Created EtcdBackup %s to back the cluster up before upgrading to etcd %s", a.Backup, a.Version)
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -99,6 +101,9 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		return nil, err
 	}
 	o.addClaims(pvcs.Items)
+	if err := r.observeUpgradeBackup(ctx, c, o); err != nil {
+		return nil, err
+	}
 	r.observeEtcd(ctx, st.config, o)
 	// How long each member has been unhealthy carries over from the last status, so that
 	// the bound holds across reconciles and operator restarts.
@@ -218,6 +223,34 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// observeUpgradeBackup reads, with spec.upgradeBackupDestination and until the snapshot of
+// the upgrade to spec.version is recorded, the EtcdBackup that is to hold it.
+func (r *EtcdClusterReconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster, o *observation) error {
+	u := &o.planner.Upgrade
+	if c.Spec.UpgradeBackupDestination == nil || u.SnapshotTaken {
+		return nil
+	}
+	u.Backup = &membership.UpgradeBackup{Name: o.planner.Cluster.PreUpgradeBackup(u.Target), State: membership.BackupMissing}
+	b := &etcdv1alpha1.EtcdBackup{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: u.Backup.Name}, b); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if b.Spec.ClusterName != c.Name {
+		u.Backup.State, u.Backup.Message = membership.BackupFailed, fmt.Sprintf("it exists, and backs up EtcdCluster %s", b.Spec.ClusterName)
+		return nil
+	}
+	cond := meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionSucceeded)
+	switch {
+	case cond == nil || cond.Status == metav1.ConditionUnknown:
+		u.Backup.State = membership.BackupRunning
+	case cond.Status == metav1.ConditionTrue:
+		u.Backup.State = membership.BackupSucceeded
+	default:
+		u.Backup.State, u.Backup.Message = membership.BackupFailed, cond.Reason+": "+cond.Message
+	}
+	return nil
 }
 
 // upgradeOf reads what the (defaulted) spec and the last upgrade record say about the etcd

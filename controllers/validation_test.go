@@ -80,6 +80,12 @@ func TestCreateValidation(t *testing.T) {
 			c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingAuto
 			c.Spec.Etcd.AutoTimingWindow = &metav1.Duration{Duration: 10 * time.Second}
 		}, "etcd.autoTimingWindow must be between 1m and 24h"},
+		{"upgrade backup destination without pvc or s3", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.UpgradeBackupDestination = &etcdv1alpha1.BackupDestination{}
+		}, "set exactly one of destination.pvc and destination.s3"},
+		{"upgrade backup destination on a claim", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.UpgradeBackupDestination = &etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "backups"}}
+		}, ""},
 		{"consistency check reported only, hourly", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.ConsistencyCheck = etcdv1alpha1.ConsistencyCheckSpec{Mode: etcdv1alpha1.ConsistencyCheckReport, Interval: &metav1.Duration{Duration: time.Hour}}
 		}, ""},

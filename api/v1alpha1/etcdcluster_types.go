@@ -123,6 +123,18 @@ type EtcdClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Member Upgrade Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	MemberUpgradeTimeout *metav1.Duration `json:"memberUpgradeTimeout,omitempty"`
 
+	// upgradeBackupDestination is where the snapshot taken before each upgrade to a newer
+	// etcd release goes. When set, the operator creates an EtcdBackup of the cluster to
+	// this destination, named <cluster>-pre-upgrade-<version with dashes> (for example
+	// main-pre-upgrade-3-7-3), and restarts the first member only once it succeeded; the
+	// backup is kept after the upgrade (and after the cluster), like any EtcdBackup, and a
+	// new cluster can start from it (bootstrap.restore.backupName). A failed backup blocks
+	// the upgrade (Degraded/UpgradeBlocked) until it is deleted. When unset, the snapshot
+	// is saved to a follower's volume. status.upgrade.snapshot says where it is.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Upgrade Backup Destination",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	UpgradeBackupDestination *BackupDestination `json:"upgradeBackupDestination,omitempty"`
+
 	// bootstrap says how a new cluster starts: empty (the default) or restored from a
 	// backup. It is read only when the first member is created and cannot be changed.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap cannot be changed: it only decides how the cluster was first created"
@@ -306,6 +318,7 @@ type ConsistencyCheckSpec struct {
 	// default.
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="consistencyCheck.interval must be between 1m and 24h"
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Consistency Check Interval",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Interval *metav1.Duration `json:"interval,omitempty"`
 }
 
@@ -841,6 +854,7 @@ type EtcdClusterStatus struct {
 	// consistency is the outcome of the operator's last consistency check
 	// (spec.consistencyCheck); absent until one ran.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Consistency"
 	Consistency *ConsistencyStatus `json:"consistency,omitempty"`
 }
 
@@ -980,14 +994,22 @@ type UpgradeStatus struct {
 	RolledBack *UpgradeRollback `json:"rolledBack,omitempty"`
 }
 
-// UpgradeSnapshot is where the snapshot taken before an upgrade is.
+// UpgradeSnapshot is where the snapshot taken before an upgrade is: an EtcdBackup, or a
+// file on a member's volume.
 type UpgradeSnapshot struct {
-	// member is the member whose volume holds the snapshot (its PVC <member>-data).
-	Member string `json:"member"`
+	// backup is the EtcdBackup that holds the snapshot, with spec.upgradeBackupDestination.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+
+	// member is the member whose volume holds the snapshot (its PVC <member>-data), without
+	// spec.upgradeBackupDestination.
+	// +optional
+	Member string `json:"member,omitempty"`
 
 	// path is the snapshot file in the member's container; the volume is mounted at
 	// /var/lib/etcd. Copy it out with kubectl cp, restore it with etcdutl snapshot restore.
-	Path string `json:"path"`
+	// +optional
+	Path string `json:"path,omitempty"`
 
 	// takenAt is when the snapshot was saved.
 	TakenAt metav1.Time `json:"takenAt"`

@@ -577,6 +577,11 @@ func (in *EtcdClusterSpec) DeepCopyInto(out *EtcdClusterSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.UpgradeBackupDestination != nil {
+		in, out := &in.UpgradeBackupDestination, &out.UpgradeBackupDestination
+		*out = new(BackupDestination)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Bootstrap != nil {
 		in, out := &in.Bootstrap, &out.Bootstrap
 		*out = new(BootstrapSpec)

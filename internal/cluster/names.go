@@ -86,6 +86,12 @@ func (c Cluster) PeerService() string { return c.Name + "-peer" }
 // ClientService is the Service clients connect to.
 func (c Cluster) ClientService() string { return c.Name + "-client" }
 
+// PreUpgradeBackup is the EtcdBackup that holds the snapshot taken before the upgrade to
+// version (spec.upgradeBackupDestination), for example main-pre-upgrade-3-7-3.
+func (c Cluster) PreUpgradeBackup(version string) string {
+	return c.Name + "-pre-upgrade-" + strings.ReplaceAll(version, ".", "-")
+}
+
 // PodDisruptionBudget keeps a quorum of members up during voluntary disruptions.
 func (c Cluster) PodDisruptionBudget() string { return c.Name }
 

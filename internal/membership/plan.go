@@ -161,8 +161,11 @@ const (
 	// ExpandVolume: raise the storage request of Member's claim to Storage.Size.
 	ExpandVolume Kind = "ExpandVolume"
 	// Snapshot: save a snapshot of the data to Member's volume before an upgrade restarts
-	// the first member.
+	// the first member; or, with Backup set, record that EtcdBackup Backup holds it.
 	Snapshot Kind = "Snapshot"
+	// CreateBackup: create EtcdBackup Backup to spec.upgradeBackupDestination, the
+	// snapshot before an upgrade restarts the first member.
+	CreateBackup Kind = "CreateBackup"
 	// ForceRaftSnapshots: append Entries no-op entries to the raft log, so that every member
 	// takes a raft snapshot past the entries older releases wrote (before 3.7).
 	ForceRaftSnapshots Kind = "ForceRaftSnapshots"
@@ -191,6 +194,9 @@ type Action struct {
 	Version string
 	// Entries is how many no-op entries ForceRaftSnapshots appends.
 	Entries int
+	// Backup is the EtcdBackup that holds the snapshot before an upgrade (CreateBackup,
+	// Snapshot).
+	Backup string
 	// Reason is the condition reason (an etcdv1alpha1.Reason* constant) and Message says
 	// what is happening, for the status.
 	Reason  string

@@ -52,7 +52,31 @@ type Upgrade struct {
 	// SnapshotCount is spec.etcd.snapshotCount: after that many applied entries a member
 	// takes a raft snapshot.
 	SnapshotCount int
+	// Backup is, when spec.upgradeBackupDestination is set, the EtcdBackup the snapshot
+	// before the upgrade to Target goes to, and how it went; nil otherwise (the snapshot
+	// goes to a member's volume).
+	Backup *UpgradeBackup
 }
+
+// UpgradeBackup is the EtcdBackup that holds the snapshot taken before an upgrade.
+type UpgradeBackup struct {
+	// Name is the EtcdBackup's name.
+	Name string
+	// State is how it went; Message, why it failed.
+	State   BackupState
+	Message string
+}
+
+// BackupState is how an EtcdBackup went, as far as the planner needs to know.
+type BackupState string
+
+// The states of an UpgradeBackup.
+const (
+	BackupMissing   BackupState = "Missing"
+	BackupRunning   BackupState = "Running"
+	BackupSucceeded BackupState = "Succeeded"
+	BackupFailed    BackupState = "Failed"
+)
 
 // raftSnapshotMargin is how many no-op entries ForceRaftSnapshots appends beyond
 // SnapshotCount, for the entries members apply while it runs.
@@ -246,12 +270,16 @@ func (o Observed) lagging(st upgradeStep) (Action, bool) {
 	return Action{}, false
 }
 
-// prepare is what comes before the first restart of an upgrade: a snapshot on a follower's
+// prepare is what comes before the first restart of an upgrade: a snapshot, to the
+// destination of spec.upgradeBackupDestination (backupFirst) or else on a follower's
 // volume (not to load the leader), or the only member's; then, going to 3.7, raft
 // snapshots on every member.
 func (o Observed) prepare(st upgradeStep) (Action, bool) {
 	if !st.forward {
 		return Action{}, false
+	}
+	if !o.Upgrade.SnapshotTaken && o.Upgrade.Backup != nil {
+		return backupFirst(st, *o.Upgrade.Backup), true
 	}
 	if !o.Upgrade.SnapshotTaken {
 		from := o.Members[0]
@@ -315,4 +343,24 @@ func (o Observed) byOrdinal() []Member {
 // current: m's pod runs desired and is built from the current spec.
 func (o Observed) current(m Member, desired string) bool {
 	return o.Pods[m.Name].Version == desired && !o.specOutdated(m.Name)
+}
+
+// backupFirst takes the snapshot before an upgrade as an EtcdBackup (b): created, waited
+// for, and recorded (Snapshot) once it succeeded. A failed one blocks the upgrade until a
+// human deletes it (the next pass creates it again) or changes the destination.
+func backupFirst(st upgradeStep, b UpgradeBackup) Action {
+	switch b.State {
+	case BackupMissing:
+		return Action{Kind: CreateBackup, Backup: b.Name, Version: st.desired, Reason: st.reason,
+			Message: st.say(fmt.Sprintf("backing up to spec.upgradeBackupDestination (EtcdBackup %s) before the first restart", b.Name))}
+	case BackupSucceeded:
+		return Action{Kind: Snapshot, Backup: b.Name, Version: st.desired, Reason: st.reason,
+			Message: st.say(fmt.Sprintf("the snapshot before the first restart is EtcdBackup %s", b.Name))}
+	case BackupFailed:
+		return Action{Kind: Blocked, Backup: b.Name, Version: st.desired, Reason: etcdv1alpha1.ReasonUpgradeBlocked,
+			Message: fmt.Sprintf("the backup before the upgrade to %s, EtcdBackup %s, failed (%s): no member is restarted; correct spec.upgradeBackupDestination (or remove it, to snapshot to a member's volume) and delete EtcdBackup %s to try again",
+				st.desired, b.Name, b.Message, b.Name)}
+	}
+	return Action{Kind: Wait, Backup: b.Name, Version: st.desired, Reason: st.reason,
+		Message: st.say(fmt.Sprintf("waiting for EtcdBackup %s, the snapshot before the first restart", b.Name))}
 }

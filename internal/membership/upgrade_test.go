@@ -28,6 +28,17 @@ func upgrading(target string, podVersions ...string) membership.Observed {
 	return o
 }
 
+// backingUp is a 3.5 -> 3.6 upgrade with spec.upgradeBackupDestination set, before the
+// snapshot is recorded, its EtcdBackup as given.
+func backingUp(b membership.UpgradeBackup) func() membership.Observed {
+	return func() membership.Observed {
+		o := upgrading("3.6.16", "3.5.35", "3.5.35", "3.5.35")
+		o.Upgrade.SnapshotTaken = false
+		o.Upgrade.Backup = &b
+		return o
+	}
+}
+
 func TestUpgrade(t *testing.T) {
 	e0, e1, e2 := c.MemberName(0), c.MemberName(1), c.MemberName(2)
 	runPlanCases(t, []planCase{
@@ -50,6 +61,53 @@ func TestUpgrade(t *testing.T) {
 				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonUpgrading))
 				g.Expect(a.Message).To(ContainSubstring("saving a snapshot to the volume of member " + e1))
 			},
+		},
+		{
+			name: "with a backup destination: first the EtcdBackup is created",
+			obs:  backingUp(membership.UpgradeBackup{Name: "e-pre-upgrade-3-6-16", State: membership.BackupMissing}),
+			want: membership.CreateBackup,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Backup).To(Equal("e-pre-upgrade-3-6-16"))
+				g.Expect(a.Version).To(Equal("3.6.16"))
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonUpgrading))
+				g.Expect(a.Message).To(ContainSubstring("backing up to spec.upgradeBackupDestination (EtcdBackup e-pre-upgrade-3-6-16)"))
+			},
+		},
+		{
+			name: "with a backup destination, the backup running: no member is restarted",
+			obs:  backingUp(membership.UpgradeBackup{Name: "e-pre-upgrade-3-6-16", State: membership.BackupRunning}),
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Message).To(ContainSubstring("waiting for EtcdBackup e-pre-upgrade-3-6-16"))
+			},
+		},
+		{
+			name: "with a backup destination, the backup succeeded: it is recorded as the snapshot",
+			obs:  backingUp(membership.UpgradeBackup{Name: "e-pre-upgrade-3-6-16", State: membership.BackupSucceeded}),
+			want: membership.Snapshot,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Backup).To(Equal("e-pre-upgrade-3-6-16"))
+				g.Expect(a.Member).To(BeEmpty(), "no member's volume is used")
+			},
+		},
+		{
+			name: "with a backup destination, the backup failed: the upgrade is blocked and says how to go on",
+			obs:  backingUp(membership.UpgradeBackup{Name: "e-pre-upgrade-3-6-16", State: membership.BackupFailed, Message: "DestinationUnreachable: no route"}),
+			want: membership.Blocked,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonUpgradeBlocked))
+				g.Expect(a.Message).To(ContainSubstring("EtcdBackup e-pre-upgrade-3-6-16, failed (DestinationUnreachable: no route)"))
+				g.Expect(a.Message).To(ContainSubstring("delete EtcdBackup e-pre-upgrade-3-6-16 to try again"))
+			},
+		},
+		{
+			name: "with a backup destination, snapshot recorded: the first follower is restarted",
+			obs: func() membership.Observed {
+				o := backingUp(membership.UpgradeBackup{Name: "e-pre-upgrade-3-6-16", State: membership.BackupSucceeded})()
+				o.Upgrade.SnapshotTaken = true
+				return o
+			},
+			want: membership.RestartMember,
 		},
 		{
 			name: "to 3.7: every member takes a raft snapshot before the first restart",

@@ -194,7 +194,7 @@ func TestAHealthyVoterWhosePodIsNotReadyKeepsQuorumButNotReadiness(t *testing.T)
 
 func TestEveryChangeIsProgressing(t *testing.T) {
 	for _, kind := range []membership.Kind{membership.CreateSeed, membership.CreatePod, membership.AddLearner,
-		membership.Promote, membership.Wait, membership.MoveLeader, membership.RemoveMember, membership.DeletePod} {
+		membership.Promote, membership.Wait, membership.MoveLeader, membership.RemoveMember, membership.DeletePod, membership.CreateBackup} {
 		g := NewWithT(t)
 		s := compute(status.Input{
 			Cluster:  newCluster(1),
@@ -315,6 +315,15 @@ func TestUpgradeIsRecordedStartedRolledBackAndCompleted(t *testing.T) {
 	g.Expect(compute(status.Input{Cluster: c, Observed: obs, Details: details,
 		Action: membership.Action{Kind: membership.RestartMember, Member: "e-1", Version: "3.6.16", Reason: etcdv1alpha1.ReasonUpgrading, Message: "m"}}).Upgrade).
 		To(Equal(snapped.Upgrade), "the first restart keeps the record")
+
+	By("a snapshot that is an EtcdBackup (spec.upgradeBackupDestination) is recorded by its name")
+	c.Status = etcdv1alpha1.EtcdClusterStatus{}
+	backed := compute(status.Input{Cluster: c, Observed: obs, Details: details,
+		Action: membership.Action{Kind: membership.Snapshot, Backup: "e-pre-upgrade-3-6-16", Version: "3.6.16", Reason: etcdv1alpha1.ReasonUpgrading, Message: "m"}})
+	g.Expect(backed.Upgrade.Snapshot).To(Equal(&etcdv1alpha1.UpgradeSnapshot{Backup: "e-pre-upgrade-3-6-16", TakenAt: started}))
+	g.Expect(compute(status.Input{Cluster: c, Observed: obs, Details: details,
+		Action: membership.Action{Kind: membership.CreateBackup, Backup: "e-pre-upgrade-3-6-16", Version: "3.6.16", Reason: etcdv1alpha1.ReasonUpgrading, Message: "m"}}).Upgrade).
+		To(BeNil(), "creating the backup is not having it")
 
 	By("forcing raft snapshots is recorded on the upgrade it belongs to")
 	c.Status = snapped

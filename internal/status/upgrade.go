@@ -29,7 +29,10 @@ func upgradeStatus(in Input, last *etcdv1alpha1.UpgradeStatus, ms []etcdv1alpha1
 	switch {
 	case startsUpgrade(in, u, ms):
 		u = &etcdv1alpha1.UpgradeStatus{FromVersion: lowestVersion(ms), ToVersion: a.Version, StartedAt: &now}
-		if a.Kind == membership.Snapshot {
+		switch {
+		case a.Kind == membership.Snapshot && a.Backup != "":
+			u.Snapshot = &etcdv1alpha1.UpgradeSnapshot{Backup: a.Backup, TakenAt: now}
+		case a.Kind == membership.Snapshot:
 			u.Snapshot = &etcdv1alpha1.UpgradeSnapshot{Member: a.Member, Path: resources.PreUpgradeSnapshotPath, TakenAt: now}
 		}
 	case u != nil:

@@ -27,7 +27,8 @@ import (
 
 var _ = Describe("etcd version upgrades", func() {
 	It("upgrade a 3-member TLS cluster 3.5 -> 3.6 -> 3.7 under writes, one member at a time, losing no acknowledged write; a skip and a downgrade are refused", func(ctx SpecContext) {
-		ns := newTestNamespace(ctx, "e2e-upgrade-")
+		store := newS3Store(ctx)
+		ns := newBackupNamespace(ctx, "e2e-upgrade-", store)
 		cluster := createCluster(ctx, ns, "up", 3, "3.5.35")
 		before := waitReady(ctx, cluster)
 
@@ -40,6 +41,10 @@ var _ = Describe("etcd version upgrades", func() {
 		for _, target := range []string{"3.6.16", "3.7.3"} {
 			By("upgrading to " + target)
 			podsBefore := podUIDs(ctx, ns, cluster.Name)
+			if target == "3.7.3" {
+				By("the snapshot before this upgrade goes to S3, as an EtcdBackup (spec.upgradeBackupDestination)")
+				setUpgradeBackupDestination(ctx, cluster, etcdv1alpha1.BackupDestination{S3: store.destination("e2e-upgrade", s3CredentialsSecret)})
+			}
 			setVersion(ctx, cluster, target)
 			var progress []string
 			Eventually(func(g Gomega) {
@@ -72,10 +77,19 @@ var _ = Describe("etcd version upgrades", func() {
 			}
 			snap := after.Status.Upgrade.Snapshot
 			Expect(snap).NotTo(BeNil(), "a snapshot was saved before the first restart")
-			out, err := exec.CommandContext(ctx, os.Getenv("KUBECTL"), "-n", ns, "exec", snap.Member, "-c", "etcd", "--",
-				"/usr/local/bin/etcdutl", "snapshot", "status", snap.Path, "-w", "json").Output()
-			Expect(err).NotTo(HaveOccurred(), "etcdutl snapshot status %s on %s", snap.Path, snap.Member)
-			Expect(string(out)).To(MatchRegexp(`"revision":[1-9]`), "a valid snapshot with data: %s", out)
+			if target == "3.7.3" {
+				Expect(snap.Backup).To(Equal("up-pre-upgrade-3-7-3"))
+				b := get(ctx, ns, snap.Backup, &etcdv1alpha1.EtcdBackup{})
+				Expect(meta.IsStatusConditionTrue(b.Status.Conditions, etcdv1alpha1.ConditionSucceeded)).To(BeTrue(), "the backup succeeded")
+				Expect(b.Status.Snapshot.EtcdVersion).To(HavePrefix("3.6."), "taken before any member ran 3.7")
+				Expect(b.Status.Snapshot.Revision).To(BeNumerically(">", 1))
+				Expect(store.list(ctx, b.Status.Artifact.Key)).To(HaveKeyWithValue(b.Status.Artifact.Key, b.Status.Artifact.Size), "the artifact is in S3")
+			} else {
+				out, err := exec.CommandContext(ctx, os.Getenv("KUBECTL"), "-n", ns, "exec", snap.Member, "-c", "etcd", "--",
+					"/usr/local/bin/etcdutl", "snapshot", "status", snap.Path, "-w", "json").Output()
+				Expect(err).NotTo(HaveOccurred(), "etcdutl snapshot status %s on %s", snap.Path, snap.Member)
+				Expect(string(out)).To(MatchRegexp(`"revision":[1-9]`), "a valid snapshot with data: %s", out)
+			}
 			events, err := clientset.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(events.Items).To(ContainElements(
@@ -395,4 +409,12 @@ func (w *writer) stop() (map[string]string, int) {
 	GinkgoWriter.Printf("writer: %d acknowledged writes, %d attempts tried again, %d writes not acknowledged within %s\n",
 		len(w.acked), w.retries, w.failed, writeWindow)
 	return w.acked, w.failed
+}
+
+func setUpgradeBackupDestination(ctx context.Context, c *etcdv1alpha1.EtcdCluster, dest etcdv1alpha1.BackupDestination) {
+	EventuallyWithOffset(1, func() error {
+		got := get(ctx, c.Namespace, c.Name, &etcdv1alpha1.EtcdCluster{})
+		got.Spec.UpgradeBackupDestination = &dest
+		return k8sClient.Update(ctx, got)
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
 }
