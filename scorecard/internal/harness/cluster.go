@@ -70,12 +70,15 @@ func (e *Env) WaitFor(ctx context.Context, c *etcdv1alpha1.EtcdCluster, what str
 // change of the state until describes.
 func waitFor[T client.Object](ctx context.Context, e *Env, kind string, obj T, what string, until func(T) (bool, string)) error {
 	key := client.ObjectKeyFromObject(obj)
-	last := "nothing read yet"
+	// last is the last state observed; readErr, the error of the reads since, if any: a
+	// read cut short by the deadline must not hide what was seen before it.
+	last, readErr := "nothing read yet", ""
 	err := wait.PollUntilContextCancel(ctx, e.poll(), true, func(ctx context.Context) (bool, error) {
 		if err := e.Client.Get(ctx, key, obj); err != nil {
-			last = fmt.Sprintf("reading %s %s: %v", kind, key.Name, err) // the API server may be busy: try again
+			readErr = fmt.Sprintf("reading %s %s: %v", kind, key.Name, err) // the API server may be busy: try again
 			return false, nil
 		}
+		readErr = ""
 		done, state := until(obj)
 		if state != last {
 			e.Report.Logf("%s: %s", key.Name, state)
@@ -83,10 +86,13 @@ func waitFor[T client.Object](ctx context.Context, e *Env, kind string, obj T, w
 		}
 		return done, nil
 	})
-	if err != nil {
-		return fmt.Errorf("gave up waiting for %s (%w); last seen: %s", what, err, last)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if readErr != "" {
+		return fmt.Errorf("gave up waiting for %s (%w); last seen: %s; then %s", what, err, last, readErr)
+	}
+	return fmt.Errorf("gave up waiting for %s (%w); last seen: %s", what, err, last)
 }
 
 // Resize sets spec.size.

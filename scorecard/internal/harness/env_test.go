@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	etcdfake "github.com/etcdpilot/etcdpilot/internal/etcd/fake"
@@ -134,6 +136,22 @@ func TestWaitFor(t *testing.T) {
 	err := env.WaitFor(ctx, c, "1 ready member", harness.Settled(1))
 	g.Expect(err).To(MatchError(ContainSubstring("gave up waiting for 1 ready member")))
 	g.Expect(err).To(MatchError(ContainSubstring("last seen: no conditions yet, 0 of 1 members ready")))
+
+	// Reads that fail after a state was seen (the API server busy, the deadline) keep it.
+	reads := 0
+	failing := interceptor.NewClient(env.Client.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if reads++; reads > 1 {
+				return errors.New("the API server is busy")
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		}})
+	flaky := *env
+	flaky.Client = failing
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	err = flaky.WaitFor(ctx2, c, "1 ready member", harness.Settled(1))
+	g.Expect(err).To(MatchError(ContainSubstring("last seen: no conditions yet, 0 of 1 members ready; then reading EtcdCluster c: the API server is busy")))
 
 	c.Status = settled().Status
 	c.Status.ReadyMembers, c.Status.Members = 1, c.Status.Members[:1]
