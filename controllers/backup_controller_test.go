@@ -311,7 +311,7 @@ func TestScheduleCreatesOneBackupPerRunAndPrunesPerRetention(t *testing.T) {
 		Spec: etcdv1alpha1.EtcdBackupScheduleSpec{Schedule: "0 * * * *",
 			Retention: &etcdv1alpha1.BackupRetention{MaxCount: ptr.To[int32](2)},
 			BackupTemplate: etcdv1alpha1.EtcdBackupTemplate{ClusterName: "nowhere", Destination: newBackup(ns, "", "").Spec.Destination,
-				Compression: etcdv1alpha1.BackupCompressionGzip}}}
+				Compression: etcdv1alpha1.BackupCompressionGzip, Verify: true}}}
 	scheduleClock.set(time.Now())
 	g.Expect(k8sClient.Create(ctx, s)).To(Succeed())
 	created := get(g, ns, "hourly", &etcdv1alpha1.EtcdBackupSchedule{}).CreationTimestamp.UTC()
@@ -364,6 +364,8 @@ func TestScheduleCreatesOneBackupPerRunAndPrunesPerRetention(t *testing.T) {
 	b := get(g, ns, run(2), &etcdv1alpha1.EtcdBackup{})
 	g.Expect(b.Spec.DeletionPolicy).To(Equal(etcdv1alpha1.BackupDeletionPolicyDelete))
 	g.Expect(b.Spec.Compression).To(Equal(etcdv1alpha1.BackupCompressionGzip), "from the template")
+	g.Expect(b.Spec.Verify).To(BeTrue(), "from the template")
+	g.Expect(meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionVerified)).To(BeNil(), "a failed backup has nothing to verify")
 	g.Expect(b.Annotations).To(HaveKeyWithValue("etcd.etcdpilot.io/scheduled-at", firstRun.Add(2*time.Hour).Format(time.RFC3339)))
 	g.Expect(b.OwnerReferences).To(BeEmpty(), "deleting a schedule keeps its backups")
 

@@ -64,7 +64,8 @@ type EtcdBackupReconciler struct {
 //  1. Deleted: with deletionPolicy Delete, run the deletion Job until the artifact is gone,
 //     then let the object go.
 //  2. Keep the finalizer in line with deletionPolicy.
-//  3. Finished (Succeeded True or False): nothing more; a backup is never retried.
+//  3. Finished (Succeeded True or False): a backup is never retried; one that succeeded
+//     with spec.verify is verified (verify), once.
 //  4. Preflight: the cluster, the credentials and the claim must exist; otherwise the
 //     backup fails at once with the reason.
 //  5. Create the Job, or read its outcome from the agent's termination message.
@@ -81,7 +82,10 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, err
 	}
 	if status.BackupFinished(b) {
-		return reconcile.Result{}, nil
+		if !status.VerificationWanted(b) {
+			return reconcile.Result{}, nil
+		}
+		return r.verify(ctx, b)
 	}
 	outcome, err := r.observe(ctx, b)
 	if err != nil {
@@ -94,6 +98,109 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{RequeueAfter: requeueBackup}, nil
+}
+
+// verify runs the verification of a backup that succeeded (spec.verify): the verification
+// Job is created (after the same preflight as the backup's), then its outcome read; the
+// status is patched once per pass.
+func (r *EtcdBackupReconciler) verify(ctx context.Context, b *etcdv1alpha1.EtcdBackup) (reconcile.Result, error) {
+	o, err := r.verification(ctx, b)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	old, changed, err := patchStatus(ctx, r.Client, b, &b.Status, status.ComputeVerification(b, o, r.now()))
+	if changed {
+		emit(r.Recorder, b, status.VerificationTransitions(old, b.Status))
+		r.Metrics.RecordVerification(b, old, b.Status)
+	}
+	if err != nil || o.Finished {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: requeueBackup}, nil
+}
+
+// verification creates the verification Job when there is none yet and returns where the
+// verification stands.
+func (r *EtcdBackupReconciler) verification(ctx context.Context, b *etcdv1alpha1.EtcdBackup) (status.VerificationOutcome, error) {
+	done := func(reason, format string, args ...any) (status.VerificationOutcome, error) {
+		return status.VerificationOutcome{Finished: true, Reason: reason, Message: fmt.Sprintf(format, args...)}, nil
+	}
+	job := &batchv1.Job{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: resources.VerifyJobName(b.Name)}, job)
+	if apierrors.IsNotFound(err) {
+		if reason, msg, err := r.preflight(ctx, b.Namespace, b.Spec.Destination); err != nil || reason != "" {
+			if err != nil {
+				return status.VerificationOutcome{}, err
+			}
+			return done(reason, "%s", msg)
+		}
+		if r.AgentImage == "" {
+			return done(etcdv1alpha1.ReasonBackupPodFailed, "the operator does not know its own image, which verifications run: set ETCDPILOT_AGENT_IMAGE")
+		}
+		if err := r.Client.Create(ctx, resources.VerifyJob(b, r.AgentImage)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return status.VerificationOutcome{}, fmt.Errorf("creating verification job: %w", err)
+		}
+		r.event(b, corev1.EventTypeNormal, "VerificationStarted", "Verify", "Restoring %s into a throwaway member to verify it", b.Status.Artifact.Location)
+		return status.VerificationOutcome{Reason: etcdv1alpha1.ReasonVerifying, Message: "the verification pod is starting"}, nil
+	}
+	if err != nil {
+		return status.VerificationOutcome{}, err
+	}
+	return r.verificationOutcome(ctx, b, job)
+}
+
+// verificationOutcome reads where the verification Job stands: the agent's result once its
+// container ended, the Job's failure (deadline) otherwise.
+func (r *EtcdBackupReconciler) verificationOutcome(ctx context.Context, b *etcdv1alpha1.EtcdBackup, job *batchv1.Job) (status.VerificationOutcome, error) {
+	out := status.VerificationOutcome{Reason: etcdv1alpha1.ReasonVerifying, Message: "the verification pod is starting"}
+	term, running, err := agentTermination(ctx, r.Client, job)
+	if err != nil {
+		return out, err
+	}
+	if running {
+		out.Message = "restoring the artifact into a throwaway member"
+	}
+	failed := jobFailed(job)
+	switch {
+	case failed != nil && failed.Reason == batchv1.JobReasonDeadlineExceeded:
+		out.Finished, out.Reason = true, etcdv1alpha1.ReasonBackupTimeout
+		out.Message = "the verification did not finish within spec.timeout"
+	case term != nil:
+		return verificationResult(b, term), nil
+	case failed != nil:
+		out.Finished, out.Reason, out.Message = true, etcdv1alpha1.ReasonBackupPodFailed, "the verification job failed: "+failed.Message
+	}
+	return out, nil
+}
+
+// verificationResult turns the verify agent's termination message into the outcome.
+func verificationResult(b *etcdv1alpha1.EtcdBackup, term *corev1.ContainerStateTerminated) status.VerificationOutcome {
+	out := status.VerificationOutcome{Finished: true}
+	res, ok := agent.ParseResult(term.Message)
+	switch {
+	case !ok:
+		out.Reason = etcdv1alpha1.ReasonBackupPodFailed
+		out.Message = fmt.Sprintf("the verification pod ended (exit code %d, %s) without a result: %s", term.ExitCode, term.Reason, agent.LastLine(term.Message))
+	case term.ExitCode != 0:
+		out.Reason, out.Message = res.Reason, res.Error
+		if out.Reason == "" {
+			out.Reason = etcdv1alpha1.ReasonVerificationFailed
+		}
+	default:
+		out.Passed, out.Reason = true, etcdv1alpha1.ReasonVerificationPassed
+		out.Found = &etcdv1alpha1.BackupVerification{RestoredRevision: res.RestoredRevision, Keys: res.Keys, KVHash: res.KVHash}
+		out.Message = fmt.Sprintf("%s restored into a throwaway member at revision %d (the backup recorded %d)",
+			b.Status.Artifact.Location, res.RestoredRevision, res.Revision)
+		switch {
+		case res.KeysChecked && res.HashChecked:
+			out.Message += fmt.Sprintf("; at revision %d its key count and hash are the ones the backup recorded", res.Revision)
+		case res.KeysChecked:
+			out.Message += fmt.Sprintf("; at revision %d its key count is the one the backup recorded (the hash was not compared: a compaction came between the backup's hash and its snapshot)", res.Revision)
+		default:
+			out.Message += "; the backup recorded no key count or hash (an older operator took it): its checksum and revision were checked"
+		}
+	}
+	return out
 }
 
 // artifactKey is where backup b's artifact, compressed with c, goes (the object key, or the
@@ -219,12 +326,7 @@ func (r *EtcdBackupReconciler) jobOutcome(ctx context.Context, b *etcdv1alpha1.E
 	if running {
 		out.Reason, out.Message = etcdv1alpha1.ReasonBackupRunning, "streaming the snapshot"
 	}
-	var failed *batchv1.JobCondition
-	for i, cond := range job.Status.Conditions {
-		if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
-			failed = &job.Status.Conditions[i]
-		}
-	}
+	failed := jobFailed(job)
 	switch {
 	case failed != nil && failed.Reason == batchv1.JobReasonDeadlineExceeded:
 		// The Job killed the agent: whatever it said last is not the result.
@@ -268,9 +370,20 @@ func resultOutcome(b *etcdv1alpha1.EtcdBackup, out status.BackupOutcome, term *c
 	}
 	out.Snapshot = &etcdv1alpha1.BackupSnapshot{
 		Member: res.Member, MemberID: res.MemberID, Revision: res.Revision, EtcdVersion: res.EtcdVersion, ClusterID: res.ClusterID,
+		Keys: res.Keys, KVHash: res.KVHash, HashCompactRevision: res.HashCompactRevision,
 	}
 	out.Message = fmt.Sprintf("stored %s (%d bytes, revision %d, from member %s)", out.Artifact.Location, res.Size, res.Revision, res.Member)
 	return out
+}
+
+// jobFailed returns job's Failed condition when it is True, nil otherwise.
+func jobFailed(job *batchv1.Job) *batchv1.JobCondition {
+	for i, cond := range job.Status.Conditions {
+		if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
+			return &job.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // agentTermination returns the terminated state of the agent container of job's pod, if

@@ -95,7 +95,8 @@ func (r *EtcdBackupScheduleReconciler) Reconcile(ctx context.Context, req reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	st := status.ComputeSchedule(s, status.Schedule{Backups: items(backups), Next: &metav1.Time{Time: next}, LastSchedule: lastSchedule})
+	st := status.ComputeSchedule(s, status.Schedule{Backups: items(backups), Next: &metav1.Time{Time: next}, LastSchedule: lastSchedule,
+		LastVerification: status.LastVerification(backups)})
 	if err := r.patchStatus(ctx, s, st); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -155,7 +156,7 @@ func (r *EtcdBackupScheduleReconciler) createBackup(ctx context.Context, s *etcd
 		Spec: etcdv1alpha1.EtcdBackupSpec{
 			ClusterName: t.ClusterName, Destination: *t.Destination.DeepCopy(),
 			DeletionPolicy: etcdv1alpha1.BackupDeletionPolicyDelete, Timeout: t.Timeout.DeepCopy(),
-			Compression: t.Compression,
+			Compression: t.Compression, Verify: t.Verify,
 		},
 	}
 	err := r.Client.Create(ctx, b)

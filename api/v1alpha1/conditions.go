@@ -165,6 +165,28 @@ const (
 	// stored or False when the backup failed. A backup is not retried: a schedule's next run
 	// takes a new one.
 	ConditionSucceeded = "Succeeded"
+	// ConditionVerified is present once spec.verify asks for the verification of a backup
+	// that succeeded (a failed one has nothing to verify): Unknown while
+	// the artifact is restored into a throwaway member and checked, then True when it
+	// matched what the backup recorded, or False with the reason it did not.
+	ConditionVerified = "Verified"
+)
+
+// Condition reasons of an EtcdBackup's Verified condition. A verification that could not
+// read the artifact gives the reason of the failure, as a backup does
+// (DestinationUnreachable, CredentialsNotFound...), or ChecksumMismatch.
+const (
+	// ReasonVerifying (Verified=Unknown): the verification Job runs, or waits for the backup
+	// to succeed.
+	ReasonVerifying = "Verifying"
+	// ReasonVerificationPassed (Verified=True): the artifact's checksum matched, it restored
+	// into a member that started, and that member's revision, key count and hash at the
+	// backup's revision are what the backup recorded.
+	ReasonVerificationPassed = "Passed"
+	// ReasonVerificationFailed (Verified=False): the artifact restored, but what the
+	// member holds is not what the backup recorded (or it did not start); the message
+	// says what differs.
+	ReasonVerificationFailed = "VerificationFailed"
 )
 
 // Condition reasons of an EtcdBackup (Succeeded, and Ready which follows it).
@@ -214,4 +236,8 @@ const (
 	// ReasonLastBackupFailed (Ready=False): the schedule's newest finished backup failed; the
 	// message names it and its reason. The next run tries again.
 	ReasonLastBackupFailed = "LastBackupFailed"
+	// ReasonLastVerificationFailed (Ready=False): the newest verification of the
+	// schedule's backups (backupTemplate.verify) failed; the message names the backup and
+	// why. It clears when a newer backup verifies.
+	ReasonLastVerificationFailed = "LastVerificationFailed"
 )

@@ -162,6 +162,34 @@ type EtcdBackupSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Compression",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:zstd","urn:alm:descriptor:com.tectonic.ui:select:gzip","urn:alm:descriptor:com.tectonic.ui:select:none","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Compression BackupCompression `json:"compression,omitempty"`
+
+	// verify proves the backup restorable once it succeeded: a Job restores the artifact
+	// into a throwaway single etcd member (in the Job's pod, on loopback) and checks that
+	// the artifact's SHA-256 is the one recorded, that the member starts, and that its
+	// revision, its key count and its hash (etcd's HashKV, which reads every key-value) at
+	// the backup's revision are what the backup recorded. The outcome is the Verified
+	// condition and status.verification; a failure is a BackupVerificationFailed event and
+	// makes the backup not Ready. Setting it on a backup that succeeded earlier verifies it
+	// then, once.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Verify",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Verify bool `json:"verify,omitempty"`
+}
+
+// BackupVerification is what the verification of a backup found in the member restored
+// from it.
+type BackupVerification struct {
+	// completedAt is when the verification ended, passed or failed.
+	CompletedAt metav1.Time `json:"completedAt"`
+	// restoredRevision is the revision of the member restored from the artifact.
+	// +optional
+	RestoredRevision int64 `json:"restoredRevision,omitempty"`
+	// keys is how many keys that member held at the backup's revision.
+	// +optional
+	Keys *int64 `json:"keys,omitempty"`
+	// kvHash is that member's HashKV at the backup's revision, in hex.
+	// +optional
+	KVHash string `json:"kvHash,omitempty"`
 }
 
 // BackupArtifact is the stored, compressed snapshot of a successful backup.
@@ -194,6 +222,17 @@ type BackupSnapshot struct {
 	EtcdVersion string `json:"etcdVersion"`
 	// clusterID is the etcd cluster ID, in hex.
 	ClusterID string `json:"clusterID,omitempty"`
+	// keys is how many keys the cluster held at revision, read from the member the
+	// snapshot came from; absent when it could not be read.
+	// +optional
+	Keys *int64 `json:"keys,omitempty"`
+	// kvHash is that member's HashKV at revision, in hex, and hashCompactRevision the
+	// compaction it started from: a verification compares the restored member's with it.
+	// Absent when it could not be read.
+	// +optional
+	KVHash string `json:"kvHash,omitempty"`
+	// +optional
+	HashCompactRevision int64 `json:"hashCompactRevision,omitempty"`
 }
 
 // EtcdBackupStatus is the observed state of a backup.
@@ -204,7 +243,8 @@ type EtcdBackupStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Succeeded (Unknown while the backup runs, then True or False for good,
-	// with the failure's reason) and Ready (True once the artifact is stored).
+	// with the failure's reason), Ready (True once the artifact is stored, False again when
+	// its verification failed) and, with spec.verify, Verified.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -230,6 +270,12 @@ type EtcdBackupStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Snapshot"
 	Snapshot *BackupSnapshot `json:"snapshot,omitempty"`
+
+	// verification is what the verification (spec.verify) found, once it ended; the
+	// Verified condition says whether it passed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Verification"
+	Verification *BackupVerification `json:"verification,omitempty"`
 }
 
 // EtcdBackup is one backup of an EtcdCluster, taken once when it is created: a snapshot
@@ -243,6 +289,7 @@ type EtcdBackupStatus struct {
 // +kubebuilder:printcolumn:name="Succeeded",type=string,JSONPath=`.status.conditions[?(@.type=="Succeeded")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Succeeded")].reason`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.snapshot.revision`
+// +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.conditions[?(@.type=="Verified")].status`
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.artifact.size`
 // +kubebuilder:printcolumn:name="Location",type=string,JSONPath=`.status.artifact.location`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -286,6 +333,11 @@ type EtcdBackupTemplate struct {
 	// +kubebuilder:default=zstd
 	// +optional
 	Compression BackupCompression `json:"compression,omitempty"`
+
+	// verify proves each backup restorable once it succeeded (see EtcdBackup spec.verify);
+	// the schedule's status keeps the newest verification's outcome.
+	// +optional
+	Verify bool `json:"verify,omitempty"`
 }
 
 // BackupRetention says which of a schedule's backups are kept. A backup is deleted, with
@@ -374,6 +426,27 @@ type EtcdBackupScheduleStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Backups"
 	Backups int32 `json:"backups,omitempty"`
+
+	// lastVerification is the newest verification of the schedule's backups that ended
+	// (backupTemplate.verify): which backup, when, and whether it passed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Verification"
+	LastVerification *ScheduleVerification `json:"lastVerification,omitempty"`
+}
+
+// ScheduleVerification is the outcome of the verification of one of a schedule's backups.
+type ScheduleVerification struct {
+	// backup is the EtcdBackup that was verified.
+	Backup string `json:"backup"`
+	// completedAt is when its verification ended.
+	CompletedAt metav1.Time `json:"completedAt"`
+	// passed is true when the backup restored and matched what it recorded.
+	Passed bool `json:"passed"`
+	// reason and message say why it failed (the backup's Verified condition).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // EtcdBackupSchedule creates EtcdBackups of one cluster on a cron schedule and deletes

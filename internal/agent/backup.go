@@ -162,8 +162,29 @@ func backup(ctx context.Context, args []string, env *environment) (Result, error
 	}
 	res.SHA256, res.Size, res.SnapshotSize = up.sha256, up.size, up.snapshotSize
 	res.Compression, res.StreamSeconds = string(compression), time.Since(started).Seconds()
+	res.Keys, res.KVHash, res.HashCompactRevision = content(ctx, cli, bf.endpoint, res.Revision)
 	return res, nil
 }
+
+// content reads, from the member the snapshot came from, how many keys the cluster held at
+// rev and the member's HashKV at rev: what a verification compares the member restored
+// from the snapshot with. Either is left out when the member cannot answer (a compaction
+// past rev meanwhile): the verification then checks what was recorded.
+func content(ctx context.Context, cli *clientv3.Client, endpoint string, rev int64) (keys *int64, hash string, compact int64) {
+	cctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	if resp, err := cli.Get(cctx, allKeys, clientv3.WithFromKey(), clientv3.WithCountOnly(), clientv3.WithRev(rev), clientv3.WithSerializable()); err == nil {
+		n := resp.Count
+		keys = &n
+	}
+	if h, err := cli.HashKV(cctx, endpoint, rev); err == nil {
+		hash, compact = strconv.FormatUint(uint64(h.Hash), 16), h.CompactRevision
+	}
+	return keys, hash, compact
+}
+
+// allKeys with clientv3.WithFromKey ranges over every key.
+const allKeys = "\x00"
 
 // memberInfo reads the member's status (its ID, cluster, version and revision) and, when
 // it can, its name. A member that does not answer is ClusterNotAvailable.

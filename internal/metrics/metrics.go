@@ -45,6 +45,8 @@ type Clusters struct {
 	backupLastSuccess, backupDuration, backupSize       *prometheus.GaugeVec
 	scheduleInterval                                    *prometheus.GaugeVec
 	backups                                             *prometheus.CounterVec
+	verifications                                       *prometheus.CounterVec
+	backupLastVerified                                  *prometheus.GaugeVec
 }
 
 // New creates the metrics and registers them with reg.
@@ -103,7 +105,48 @@ func New(reg prometheus.Registerer) *Clusters {
 	m.backups = prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "backups_total",
 		Help: "EtcdBackups of the cluster that ended, by outcome (succeeded, failed)."}, append(clusterLabels, "outcome"))
 	reg.MustRegister(m.backups)
+	m.verifications = prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "backup_verifications_total",
+		Help: "Verifications of the cluster's EtcdBackups (spec.verify) that ended, by outcome (passed, failed); both are 0 from the cluster's first backup on."},
+		append(clusterLabels, "outcome"))
+	reg.MustRegister(m.verifications)
+	m.backupLastVerified = gauge("backup_last_verified_timestamp_seconds",
+		"When the newest verification of an EtcdBackup of the cluster that passed ended.", clusterLabels...)
 	return m
+}
+
+// RecordVerification counts the verification of backup b once it ended (its Verified
+// condition went from Unknown or absent to True or False), and keeps when the newest one
+// that passed ended.
+func (m *Clusters) RecordVerification(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1alpha1.EtcdBackupStatus) {
+	if m == nil || verified(old) != "" {
+		return
+	}
+	outcome := verified(updated)
+	if outcome == "" {
+		return
+	}
+	l := prometheus.Labels{"namespace": b.Namespace, "name": b.Spec.ClusterName}
+	m.verifications.With(withLabel(l, "outcome", outcome)).Inc()
+	if outcome != "passed" || updated.Verification == nil {
+		return
+	}
+	if done := float64(updated.Verification.CompletedAt.Unix()); valueOf(m.backupLastVerified.With(l)) < done {
+		m.backupLastVerified.With(l).Set(done)
+	}
+}
+
+// verified is "passed" or "failed" once the backup's Verified condition says its
+// verification ended, else empty.
+func verified(st etcdv1alpha1.EtcdBackupStatus) string {
+	switch c := meta.FindStatusCondition(st.Conditions, etcdv1alpha1.ConditionVerified); {
+	case c == nil:
+		return ""
+	case c.Status == metav1.ConditionTrue:
+		return "passed"
+	case c.Status == metav1.ConditionFalse:
+		return "failed"
+	}
+	return ""
 }
 
 // RecordSchedule records how far apart the runs of schedule s may be: gap, the longest time
@@ -141,6 +184,9 @@ func (m *Clusters) RecordBackup(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1a
 	}
 	l := prometheus.Labels{"namespace": b.Namespace, "name": b.Spec.ClusterName}
 	m.backups.With(withLabel(l, "outcome", outcome)).Inc()
+	for _, o := range []string{"passed", "failed"} { // the series exist before the first verification
+		m.verifications.With(withLabel(l, "outcome", o)).Add(0)
+	}
 	if outcome != "succeeded" || updated.CompletedAt == nil {
 		return
 	}
@@ -298,11 +344,12 @@ func (m *Clusters) Forget(namespace, name string) {
 	for _, g := range []*prometheus.GaugeVec{m.desired, m.members, m.ready, m.healthy, m.learners, m.updated,
 		m.quorumMargin, m.hasLeader, m.condition, m.progressing, m.degraded, m.memberHealthy, m.memberLeader, m.memberDBSize,
 		m.memberDBSizeInUse, m.memberAlarm,
-		m.caNotAfter, m.lastSuccess, m.backupLastSuccess, m.backupDuration, m.backupSize} {
+		m.caNotAfter, m.lastSuccess, m.backupLastSuccess, m.backupDuration, m.backupSize, m.backupLastVerified} {
 		g.DeletePartialMatch(l)
 	}
 	m.actions.DeletePartialMatch(l)
 	m.backups.DeletePartialMatch(l)
+	m.verifications.DeletePartialMatch(l)
 }
 
 // countsAsAction is false for the plans that change nothing.

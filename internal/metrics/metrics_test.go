@@ -221,6 +221,38 @@ func TestRecordBackupOnceWhenItEnds(t *testing.T) {
 	g.Expect(testutil.CollectAndCount(m.backupSize)).To(BeZero())
 }
 
+func TestRecordVerificationOnceWhenItEnds(t *testing.T) {
+	g := NewWithT(t)
+	m := New(prometheus.NewRegistry())
+	b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nightly-1"}}
+	b.Spec.ClusterName = "main"
+	m.RecordBackup(b, backupStatus(metav1.ConditionUnknown, time.Time{}, time.Time{}, 0), backupStatus(metav1.ConditionTrue, now, now.Add(time.Minute), 1))
+	g.Expect(testutil.ToFloat64(m.verifications.WithLabelValues("ns", "main", "passed"))).To(BeZero(), "the series exist from the first backup on")
+	g.Expect(testutil.ToFloat64(m.verifications.WithLabelValues("ns", "main", "failed"))).To(BeZero())
+
+	verifiedAt := func(st metav1.ConditionStatus, at time.Time) etcdv1alpha1.EtcdBackupStatus {
+		out := etcdv1alpha1.EtcdBackupStatus{Conditions: []metav1.Condition{{Type: etcdv1alpha1.ConditionVerified, Status: st}}}
+		if st != metav1.ConditionUnknown {
+			out.Verification = &etcdv1alpha1.BackupVerification{CompletedAt: metav1.NewTime(at)}
+		}
+		return out
+	}
+	running := verifiedAt(metav1.ConditionUnknown, time.Time{})
+	passed := verifiedAt(metav1.ConditionTrue, now)
+	m.RecordVerification(b, etcdv1alpha1.EtcdBackupStatus{}, running)
+	m.RecordVerification(b, running, passed)
+	m.RecordVerification(b, passed, passed) // a later pass
+	g.Expect(testutil.ToFloat64(m.verifications.WithLabelValues("ns", "main", "passed"))).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(m.backupLastVerified.WithLabelValues("ns", "main"))).To(Equal(float64(now.Unix())))
+	m.RecordVerification(b, running, verifiedAt(metav1.ConditionFalse, now.Add(time.Hour)))
+	g.Expect(testutil.ToFloat64(m.verifications.WithLabelValues("ns", "main", "failed"))).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(m.backupLastVerified.WithLabelValues("ns", "main"))).To(Equal(float64(now.Unix())), "a failure is no pass")
+
+	m.Forget("ns", "main")
+	g.Expect(testutil.CollectAndCount(m.verifications)).To(BeZero())
+	g.Expect(testutil.CollectAndCount(m.backupLastVerified)).To(BeZero())
+}
+
 // The counters the alerts read with increase() exist at 0 before their first increment, so
 // that the first removal or the first failed backup of a cluster is an increase.
 func TestCountersTheAlertsReadStartAtZero(t *testing.T) {

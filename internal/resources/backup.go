@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,9 @@ const (
 // BackupJobName and DeleteJobName name the Jobs of an EtcdBackup. Job names feed the
 // pods' job-name label, so they are kept within a label value's 63 characters.
 func BackupJobName(backup string) string { return jobName(backup, "backup") }
+
+// VerifyJobName names the Job that verifies an EtcdBackup (spec.verify).
+func VerifyJobName(backup string) string { return jobName(backup, "verify") }
 
 // DeleteJobName names the Job that deletes an EtcdBackup's artifact.
 func DeleteJobName(backup string) string { return jobName(backup, "delete") }
@@ -117,6 +121,46 @@ func DeleteJob(b *etcdv1alpha1.EtcdBackup, key, image string) *batchv1.Job {
 	job := agentJob(b, DeleteJobName(b.Name), image, append([]string{"agent", "delete"}, st.args...), st.env, st.vols, st.mounts)
 	job.Spec.ActiveDeadlineSeconds = ptr.To[int64](600)
 	return job
+}
+
+// VerifyJob returns the Job that proves backup b, which succeeded, restorable (agent
+// verify): the agent reads the artifact (a claim mounted read-only), restores it into a
+// throwaway member in its pod's scratch space and compares what that member holds with
+// what b's status recorded. It runs once, bounded by spec.timeout.
+func VerifyJob(b *etcdv1alpha1.EtcdBackup, image string) *batchv1.Job {
+	a, snap := b.Status.Artifact, b.Status.Snapshot
+	var st store
+	if d := b.Spec.Destination; d.S3 != nil {
+		st = storeOf(&d.S3.S3Bucket, "", a.Key, true)
+	} else {
+		st = storeOf(nil, d.PVC.ClaimName, a.Key, true)
+	}
+	args := []string{"agent", "verify", "--sha256=" + a.SHA256, "--compression=" + string(a.Compression),
+		"--work-dir=" + agentTmp, "--revision=" + strconv.FormatInt(snap.Revision, 10)}
+	if snap.Keys != nil {
+		args = append(args, "--keys="+strconv.FormatInt(*snap.Keys, 10))
+	}
+	if snap.KVHash != "" {
+		args = append(args, "--kv-hash="+snap.KVHash, "--hash-compact-revision="+strconv.FormatInt(snap.HashCompactRevision, 10))
+	}
+	timeout := 30 * time.Minute
+	if b.Spec.Timeout != nil {
+		timeout = b.Spec.Timeout.Duration
+	}
+	args = append(args, "--timeout="+timeout.String())
+	job := agentJob(b, VerifyJobName(b.Name), image, append(args, st.args...), st.env, st.vols, st.mounts)
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(timeout.Seconds()) + 60)
+	job.Spec.Template.Spec.Containers[0].Resources = verifyResources()
+	return job
+}
+
+// verifyResources bound a verification: unlike a backup it runs an etcd member, which holds
+// every key's index in memory.
+func verifyResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+	}
 }
 
 // destinationStore is the agent's view of key at a backup destination, mounted read-write.

@@ -131,6 +131,32 @@ func TestDeleteJob(t *testing.T) {
 	g.Expect(ct.Image).To(Equal(agentImage))
 }
 
+func TestVerifyJob(t *testing.T) {
+	g := NewWithT(t)
+	b := s3Backup()
+	b.Status.Artifact = &etcdv1alpha1.BackupArtifact{Key: "db/main/x.db.zst", Compression: "zstd", SHA256: strings.Repeat("ab", 32)}
+	b.Status.Snapshot = &etcdv1alpha1.BackupSnapshot{Revision: 42, Keys: ptr.To[int64](7), KVHash: "1f2e", HashCompactRevision: 30}
+	job := resources.VerifyJob(b, agentImage)
+	ct := job.Spec.Template.Spec.Containers[0]
+	g.Expect(job.Name).To(Equal("nightly-verify"))
+	g.Expect(ct.Args[:2]).To(Equal([]string{"agent", "verify"}))
+	g.Expect(ct.Args).To(ContainElements("--key=db/main/x.db.zst", "--store=s3", "--sha256="+strings.Repeat("ab", 32), "--compression=zstd",
+		"--revision=42", "--keys=7", "--kv-hash=1f2e", "--hash-compact-revision=30", "--timeout=20m0s"))
+	g.Expect(*job.Spec.ActiveDeadlineSeconds).To(Equal(int64(20*60 + 60)))
+	g.Expect(ct.Resources.Limits.Memory().String()).To(Equal("1Gi"), "it runs an etcd member")
+
+	By := func(string) {}
+	By("a backup recorded by an older operator: no key count or hash to compare; a claim is mounted read-only")
+	b.Status.Snapshot = &etcdv1alpha1.BackupSnapshot{Revision: 42}
+	b.Spec.Destination = etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "backups"}}
+	job = resources.VerifyJob(b, agentImage)
+	ct = job.Spec.Template.Spec.Containers[0]
+	g.Expect(ct.Args).NotTo(ContainElement(HavePrefix("--keys")))
+	g.Expect(ct.Args).NotTo(ContainElement(HavePrefix("--kv-hash")))
+	g.Expect(ct.Args).To(ContainElement("--store=file"))
+	g.Expect(job.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ReadOnly", true)))
+}
+
 func TestWithRestore(t *testing.T) {
 	g := NewWithT(t)
 	c := newCluster()

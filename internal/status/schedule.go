@@ -1,6 +1,8 @@
 package status
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -19,6 +21,9 @@ type Schedule struct {
 	Backups []backup.Item
 	// Next is the next run; LastSchedule the latest run acted on.
 	Next, LastSchedule *metav1.Time
+	// LastVerification is the newest ended verification of the schedule's backups
+	// (LastVerification); nil when none ended.
+	LastVerification *etcdv1alpha1.ScheduleVerification
 }
 
 // ComputeSchedule returns the schedule's status after this reconcile: Ready
@@ -45,6 +50,13 @@ func ComputeSchedule(s *etcdv1alpha1.EtcdBackupSchedule, in Schedule) etcdv1alph
 		out.LastSuccessfulTime = &metav1.Time{Time: last.Completed}
 	}
 	ready.Status, ready.Reason, ready.Message = backup.ScheduleReady(s.Spec.Suspend, in.Backups)
+	if in.LastVerification != nil {
+		out.LastVerification = in.LastVerification.DeepCopy()
+	}
+	if v := in.LastVerification; v != nil && !v.Passed && ready.Status == metav1.ConditionTrue {
+		ready.Status, ready.Reason = metav1.ConditionFalse, etcdv1alpha1.ReasonLastVerificationFailed
+		ready.Message = fmt.Sprintf("backup %s did not verify (%s: %s); the next verified backup clears this", v.Backup, v.Reason, v.Message)
+	}
 	meta.SetStatusCondition(&out.Conditions, ready)
 	return out
 }

@@ -89,10 +89,10 @@ var _ = Describe("backups", Label("backup"), func() {
 			}
 			sourceClusterID = clusterID(ctx, cli)
 
-			every = createSchedule(ctx, ns, "every-minute", source.Name, store.destination("e2e-scheduled", s3CredentialsSecret), retentionKept)
+			every = createSchedule(ctx, ns, "every-minute", source.Name, store.destination("e2e-scheduled", s3CredentialsSecret), retentionKept, true)
 			scheduledArtifacts = recordArtifacts(ctx, ns, every.Name)
 			// Its credentials Secret is created only after its first backup failed.
-			late = createSchedule(ctx, ns, "late-credentials", source.Name, store.destination("e2e-late", "late-credentials"), 7)
+			late = createSchedule(ctx, ns, "late-credentials", source.Name, store.destination("e2e-late", "late-credentials"), 7, false)
 		})
 
 		It("waits to start a restored cluster until its backup has succeeded", func(ctx SpecContext) {
@@ -148,6 +148,43 @@ var _ = Describe("backups", Label("backup"), func() {
 			a := toS3.Status.Artifact
 			expectS3Artifact(ctx, store, a)
 			Expect(store.list(ctx, fmt.Sprintf("e2e/%s/", ns))).To(Equal(map[string]int64{a.Key: a.Size}))
+		})
+
+		It("verifies a backup on demand and a schedule's backups: restored into a throwaway member, each holds what it recorded; a tampered artifact fails", func(ctx SpecContext) {
+			By("to-s3, verified on demand")
+			b := get(ctx, ns, "to-s3", &etcdv1alpha1.EtcdBackup{})
+			Expect(b.Status.Snapshot.Keys).NotTo(BeNil(), "the backup recorded its key count")
+			Expect(b.Status.Snapshot.KVHash).NotTo(BeEmpty(), "and its member's hash")
+			setVerify(ctx, b)
+			verified := waitVerified(ctx, ns, "to-s3")
+			v := meta.FindStatusCondition(verified.Status.Conditions, etcdv1alpha1.ConditionVerified)
+			Expect(v.Status).To(Equal(metav1.ConditionTrue), "%s: %s", v.Reason, v.Message)
+			Expect(v.Message).To(ContainSubstring("its key count and hash are the ones the backup recorded"))
+			Expect(verified.Status.Verification.Keys).To(Equal(b.Status.Snapshot.Keys))
+			Expect(verified.Status.Verification.KVHash).To(Equal(b.Status.Snapshot.KVHash))
+			Expect(verified.Status.Verification.RestoredRevision).To(BeNumerically(">=", b.Status.Snapshot.Revision))
+
+			By("a backup whose artifact is changed in the store after it was written")
+			createBackup(ctx, ns, "tampered", source.Name, etcdv1alpha1.BackupDestination{S3: store.destination("e2e-tampered", s3CredentialsSecret)}, etcdv1alpha1.BackupDeletionPolicyRetain)
+			tampered := waitBackupFinished(ctx, ns, "tampered", 2*time.Minute)
+			expectBackupSucceeded(tampered)
+			data := store.read(ctx, tampered.Status.Artifact.Key)
+			data[len(data)/2] ^= 0xff
+			store.put(ctx, tampered.Status.Artifact.Key, data)
+			setVerify(ctx, tampered)
+			failed := waitVerified(ctx, ns, "tampered")
+			v = meta.FindStatusCondition(failed.Status.Conditions, etcdv1alpha1.ConditionVerified)
+			Expect(v.Status).To(Equal(metav1.ConditionFalse))
+			Expect(v.Reason).To(Equal("ChecksumMismatch"), v.Message)
+			Expect(meta.IsStatusConditionFalse(failed.Status.Conditions, etcdv1alpha1.ConditionReady)).To(BeTrue(), "a backup that does not verify is not Ready")
+			Expect(eventCount(ctx, Default, ns, "BackupVerificationFailed")).To(BeNumerically(">=", 1))
+
+			By("the every-minute schedule verifies each backup it takes")
+			Eventually(func(g Gomega) {
+				s := get(ctx, ns, every.Name, &etcdv1alpha1.EtcdBackupSchedule{})
+				g.Expect(s.Status.LastVerification).NotTo(BeNil())
+				g.Expect(s.Status.LastVerification.Passed).To(BeTrue(), "%s: %s", s.Status.LastVerification.Reason, s.Status.LastVerification.Message)
+			}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 		})
 
 		It("restores each backup into a new cluster: every key, nothing written after the backup, a new identity", func(ctx SpecContext) {
@@ -598,13 +635,13 @@ func createBackup(ctx context.Context, ns, name, cluster string, dest etcdv1alph
 	})).To(Succeed())
 }
 
-func createSchedule(ctx context.Context, ns, name, cluster string, dest *etcdv1alpha1.S3Destination, maxCount int32) *etcdv1alpha1.EtcdBackupSchedule {
+func createSchedule(ctx context.Context, ns, name, cluster string, dest *etcdv1alpha1.S3Destination, maxCount int32, verify bool) *etcdv1alpha1.EtcdBackupSchedule {
 	s := &etcdv1alpha1.EtcdBackupSchedule{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: etcdv1alpha1.EtcdBackupScheduleSpec{
 			Schedule:       "* * * * *",
 			Retention:      &etcdv1alpha1.BackupRetention{MaxCount: ptr.To(maxCount)},
-			BackupTemplate: etcdv1alpha1.EtcdBackupTemplate{ClusterName: cluster, Destination: etcdv1alpha1.BackupDestination{S3: dest}},
+			BackupTemplate: etcdv1alpha1.EtcdBackupTemplate{ClusterName: cluster, Destination: etcdv1alpha1.BackupDestination{S3: dest}, Verify: verify},
 		},
 	}
 	ExpectWithOffset(1, k8sClient.Create(ctx, s)).To(Succeed())
@@ -765,4 +802,25 @@ func leaderOf(c *etcdv1alpha1.EtcdCluster) string {
 		}
 	}
 	return ""
+}
+
+// setVerify asks for the verification of backup b (spec.verify), on demand.
+func setVerify(ctx context.Context, b *etcdv1alpha1.EtcdBackup) {
+	EventuallyWithOffset(1, func() error {
+		got := get(ctx, b.Namespace, b.Name, &etcdv1alpha1.EtcdBackup{})
+		got.Spec.Verify = true
+		return k8sClient.Update(ctx, got)
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+}
+
+// waitVerified waits until backup name's verification ended, passed or failed.
+func waitVerified(ctx context.Context, ns, name string) *etcdv1alpha1.EtcdBackup {
+	b := &etcdv1alpha1.EtcdBackup{}
+	EventuallyWithOffset(1, func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b)).To(Succeed())
+		c := meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionVerified)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).NotTo(Equal(metav1.ConditionUnknown), "%s: %s", c.Reason, c.Message)
+	}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	return b
 }
