@@ -99,6 +99,28 @@ func (e *Env) WaitForBackup(ctx context.Context, b *etcdv1alpha1.EtcdBackup) err
 	return nil
 }
 
+// WaitForVerification waits until b's verification (spec.verify) ended, and fails unless
+// it passed, with the Verified condition's reason and message.
+func (e *Env) WaitForVerification(ctx context.Context, b *etcdv1alpha1.EtcdBackup) error {
+	if err := waitFor(ctx, e, "EtcdBackup", b, "EtcdBackup "+b.Name+" to be verified", VerificationFinished); err != nil {
+		return err
+	}
+	cond := meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionVerified)
+	if cond.Status != metav1.ConditionTrue {
+		return fmt.Errorf("EtcdBackup %s did not verify: %s: %s", b.Name, cond.Reason, cond.Message)
+	}
+	return nil
+}
+
+// VerificationFinished is true once b's Verified condition is True or False.
+func VerificationFinished(b *etcdv1alpha1.EtcdBackup) (done bool, state string) {
+	cond := meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionVerified)
+	if cond == nil {
+		return false, "no Verified condition yet"
+	}
+	return cond.Status != metav1.ConditionUnknown, fmt.Sprintf("Verified=%s (%s: %s)", cond.Status, cond.Reason, cond.Message)
+}
+
 // BackupFinished is true once b's Succeeded condition is True or False. A backup is never
 // retried, so either is final.
 func BackupFinished(b *etcdv1alpha1.EtcdBackup) (done bool, state string) {

@@ -70,6 +70,8 @@ type fakeOperator struct {
 	maintaining bool
 	// leaderFirst makes it defragment the leader first rather than last.
 	leaderFirst bool
+	// verifying passes the verification of every backup that asks for one.
+	verifying bool
 
 	mu        sync.Mutex
 	ids       map[string]string // member name -> etcd ID
@@ -107,6 +109,10 @@ func maintaining(o *fakeOperator) { o.maintaining = true }
 
 // leaderFirst makes the maintaining operator defragment the leader first.
 func leaderFirst(o *fakeOperator) { o.leaderFirst = true }
+
+// verifying makes the operator verify the backups that ask for it (spec.verify): each
+// passes, restored at its revision.
+func verifying(o *fakeOperator) { o.verifying = true }
 
 func startFakeOperator(t *testing.T, c client.Client, ns string, etcds *fakeEtcds, events bool, opts ...fakeOption) *fakeOperator {
 	t.Helper()
@@ -371,6 +377,7 @@ func (o *fakeOperator) reconcileBackup(ctx context.Context, b *etcdv1alpha1.Etcd
 		_ = o.c.Update(ctx, b) // the backup is taken on the next round
 		return
 	case meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionSucceeded) != nil:
+		o.verify(ctx, b)
 		return // finished: a backup is taken once
 	}
 	labels := map[string]string{cluster.LabelName: cluster.AppName, cluster.LabelCluster: b.Spec.ClusterName,
@@ -381,6 +388,17 @@ func (o *fakeOperator) reconcileBackup(ctx context.Context, b *etcdv1alpha1.Etcd
 	ready := succeeded.DeepCopy()
 	ready.Type = etcdv1alpha1.ConditionReady
 	meta.SetStatusCondition(&b.Status.Conditions, *ready)
+	_ = o.c.Status().Update(ctx, b)
+}
+
+// verify passes the verification of a backup that succeeded and asks for one, once.
+func (o *fakeOperator) verify(ctx context.Context, b *etcdv1alpha1.EtcdBackup) {
+	if !o.verifying || !b.Spec.Verify || b.Status.Snapshot == nil || meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionVerified) != nil {
+		return
+	}
+	meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: etcdv1alpha1.ConditionVerified, Status: metav1.ConditionTrue,
+		Reason: etcdv1alpha1.ReasonVerificationPassed, Message: "restored into a throwaway member"})
+	b.Status.Verification = &etcdv1alpha1.BackupVerification{CompletedAt: metav1.Now(), RestoredRevision: b.Status.Snapshot.Revision}
 	_ = o.c.Status().Update(ctx, b)
 }
 

@@ -58,6 +58,5 @@ func AutoPilotMissing() []string {
 	return []string{
 		"automatic recovery from quorum loss (no API for it yet)",
 		"replacement of a corrupt member, not exercised here (spec.consistencyCheck exists; a scorecard pod cannot make a member's data diverge)",
-		"verified backups (no API for them yet)",
 	}
 }
