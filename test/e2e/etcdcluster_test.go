@@ -228,7 +228,10 @@ var _ = Describe("EtcdCluster", func() {
 		})
 
 		It("runs member pods under the restricted Pod Security Standard", func(ctx SpecContext) {
-			pod := get(ctx, ns, cluster.Name+"-0", &corev1.Pod{})
+			// Any member: the specs above replaced members, and a replacement may get a new name.
+			pods := clusterPods(ctx, ns, cluster.Name)
+			Expect(pods).NotTo(BeEmpty())
+			pod := &pods[0]
 			Expect(pod.Spec.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
 			Expect(pod.Spec.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
 			sc := pod.Spec.Containers[0].SecurityContext
