@@ -247,6 +247,16 @@ func (r *EtcdClusterReconciler) whenIdle(ctx context.Context, c *etcdv1alpha1.Et
 					result.RequeueAfter = d
 				}
 			}
+			// What the self-tuning just decided is the spec the members should run from now
+			// on: the status of this pass counts the members that run it, not the last one.
+			decided := c.DeepCopy()
+			if in.RaftTiming != nil {
+				decided.Status.RaftTiming = in.RaftTiming
+			}
+			if in.Storage != nil {
+				decided.Status.Storage = in.Storage
+			}
+			r.desiredPods(decided, obs)
 		}
 	}
 	err := r.advanceCARotation(ctx, c, tlsState, idle && obs.planner.Settled(), result)

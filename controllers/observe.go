@@ -124,16 +124,24 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 			o.planner.Pods[name] = p
 		}
 	}
-	// The spec each member's pod should be built from, at the release it should run.
+	r.desiredPods(c, o)
+	r.observeStorage(ctx, c, o)
+	return o, nil
+}
+
+// desiredPods computes the spec each member's pod should be built from, at the release it
+// should run, and its hash: from c's spec and what its status decided (resources.Effective).
+func (r *EtcdClusterReconciler) desiredPods(c *etcdv1alpha1.EtcdCluster, o *observation) {
 	version := o.planner.Upgrade.Desired()
-	o.planner.SpecHashes = map[string]string{}
+	if o.planner.SpecHashes == nil {
+		o.planner.SpecHashes = map[string]string{}
+	}
+	clear(o.planner.SpecHashes) // the same map: the status's copy of the planner sees it
 	for name := range o.planner.Pods {
-		m := resources.MemberConfig{Name: name, Version: version, Image: r.brokenImage(c, version), TrustHash: st.trustHash}
+		m := resources.MemberConfig{Name: name, Version: version, Image: r.brokenImage(c, version), TrustHash: o.trustHash}
 		o.desired[name] = resources.MemberPod(c, m, r.EtcdImages)
 		o.planner.SpecHashes[name] = o.desired[name].Annotations[resources.AnnotationSpecHash]
 	}
-	r.observeStorage(ctx, c, o)
-	return o, nil
 }
 
 // addClaims records the member claims. A claim being deleted is, to the planner, gone
