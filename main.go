@@ -182,6 +182,7 @@ func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomai
 		APIReader:  mgr.GetAPIReader(),
 		Recorder:   mgr.GetEventRecorder("etcdpilot"),
 		AgentImage: agentImage,
+		EtcdImages: etcdImages,
 		Metrics:    clusterMetrics,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdBackup controller: %w", err)

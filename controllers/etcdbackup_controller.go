@@ -25,6 +25,7 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/metrics"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
+	"github.com/etcdpilot/etcdpilot/internal/versions"
 )
 
 // BackupFinalizer holds an EtcdBackup with deletionPolicy Delete until its artifact is
@@ -44,6 +45,9 @@ type EtcdBackupReconciler struct {
 	Recorder  events.EventRecorder
 	// AgentImage is the operator's own image, which the backup Jobs run.
 	AgentImage string
+	// EtcdImages says which image runs each etcd release: a verification starts a
+	// throwaway member of the release its backup was taken from.
+	EtcdImages versions.Images
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Metrics records each backup that ends; nil records nothing.
@@ -137,7 +141,11 @@ func (r *EtcdBackupReconciler) verification(ctx context.Context, b *etcdv1alpha1
 		if r.AgentImage == "" {
 			return done(etcdv1alpha1.ReasonBackupPodFailed, "the operator does not know its own image, which verifications run: set ETCDPILOT_AGENT_IMAGE")
 		}
-		if err := r.Client.Create(ctx, resources.VerifyJob(b, r.AgentImage)); err != nil && !apierrors.IsAlreadyExists(err) {
+		release := b.Status.Snapshot.EtcdVersion
+		if !versions.IsSupported(release) {
+			release = versions.Default() // a newer etcd reads an older one's data
+		}
+		if err := r.Client.Create(ctx, resources.VerifyJob(b, r.AgentImage, r.EtcdImages.For(release))); err != nil && !apierrors.IsAlreadyExists(err) {
 			return status.VerificationOutcome{}, fmt.Errorf("creating verification job: %w", err)
 		}
 		r.event(b, corev1.EventTypeNormal, "VerificationStarted", "Verify", "Restoring %s into a throwaway member to verify it", b.Status.Artifact.Location)
@@ -153,7 +161,7 @@ func (r *EtcdBackupReconciler) verification(ctx context.Context, b *etcdv1alpha1
 // container ended, the Job's failure (deadline) otherwise.
 func (r *EtcdBackupReconciler) verificationOutcome(ctx context.Context, b *etcdv1alpha1.EtcdBackup, job *batchv1.Job) (status.VerificationOutcome, error) {
 	out := status.VerificationOutcome{Reason: etcdv1alpha1.ReasonVerifying, Message: "the verification pod is starting"}
-	term, running, err := agentTermination(ctx, r.Client, job)
+	term, running, err := verifyTermination(ctx, r.Client, job)
 	if err != nil {
 		return out, err
 	}
@@ -374,6 +382,24 @@ func resultOutcome(b *etcdv1alpha1.EtcdBackup, out status.BackupOutcome, term *c
 	}
 	out.Message = fmt.Sprintf("stored %s (%d bytes, revision %d, from member %s)", out.Artifact.Location, res.Size, res.Revision, res.Member)
 	return out
+}
+
+// verifyTermination is agentTermination for a verification Job, whose restore init
+// container ends the pod when it fails (a checksum that differs, an artifact that cannot be
+// read): that failure is the outcome.
+func verifyTermination(ctx context.Context, c client.Client, job *batchv1.Job) (*corev1.ContainerStateTerminated, bool, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return nil, false, err
+	}
+	for _, p := range pods.Items {
+		for _, s := range p.Status.InitContainerStatuses {
+			if s.Name == resources.VerifyRestoreContainerName && s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 {
+				return s.State.Terminated, false, nil
+			}
+		}
+	}
+	return agentTermination(ctx, c, job)
 }
 
 // jobFailed returns job's Failed condition when it is True, nil otherwise.

@@ -128,7 +128,8 @@ func runWithEnvtest(m *testing.M) int {
 	}
 	if err := (&controllers.EtcdBackupReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("etcdpilot"), AgentImage: testAgentImage,
-		Metrics: testMetrics,
+		EtcdImages: versions.Images{Repository: testImageRepository},
+		Metrics:    testMetrics,
 	}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up the backup controller:", err)
 		return 1

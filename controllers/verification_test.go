@@ -2,12 +2,14 @@ package controllers_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -38,6 +40,28 @@ func succeedBackup(g Gomega, ns, name string) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
 
+// failRestore plays the kubelet for a verification Job whose restore init container failed
+// with res: the pod fails there, its member and check never start.
+func failRestore(g Gomega, job *batchv1.Job, res agent.Result) {
+	ctx := context.Background()
+	labels := map[string]string{batchv1.JobNameLabel: job.Name}
+	for k, v := range job.Spec.Template.Labels { // the operator caches only the pods with its labels
+		labels[k] = v
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x", Namespace: job.Namespace, Labels: labels},
+		Spec: *job.Spec.Template.Spec.DeepCopy()}
+	g.Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	msg, err := json.Marshal(res)
+	g.Expect(err).NotTo(HaveOccurred())
+	pod.Status.Phase = corev1.PodFailed
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "restore", Image: testAgentImage, ImageID: testAgentImage,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: string(msg)}}}}
+	g.Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+	patch := client.MergeFrom(job.DeepCopy())
+	job.Annotations = map[string]string{"test/touched": "true"}
+	g.Expect(k8sClient.Patch(ctx, job, patch)).To(Succeed())
+}
+
 func TestAVerifiedBackupIsRestoredIntoAThrowawayMemberAndChecked(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -54,8 +78,10 @@ func TestAVerifiedBackupIsRestoredIntoAThrowawayMemberAndChecked(t *testing.T) {
 	g.Expect(got.Status.Snapshot.KVHash).To(Equal("1f2e"))
 	job := &batchv1.Job{}
 	g.Eventually(func(g Gomega) { get(g, ns, "checked-verify", job) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	g.Expect(job.Spec.Template.Spec.Containers[0].Args).To(ContainElements("agent", "verify", "--sha256="+strings.Repeat("0a", 32),
-		"--revision=42", "--keys=7", "--kv-hash=1f2e", "--hash-compact-revision=30", "--key="+got.Status.Artifact.Key))
+	g.Expect(job.Spec.Template.Spec.Containers[0].Args).To(ContainElements("agent", "check", "--sha256="+strings.Repeat("0a", 32),
+		"--revision=42", "--keys=7", "--kv-hash=1f2e", "--hash-compact-revision=30"))
+	g.Expect(job.Spec.Template.Spec.InitContainers[0].Args).To(ContainElements("agent", "restore", "--key="+got.Status.Artifact.Key))
+	g.Expect(job.Spec.Template.Spec.InitContainers[1].Image).To(Equal(testImageRepository+":v3.7.3"), "a member of the backup's release")
 	g.Eventually(func(g Gomega) {
 		v := verifiedCondition(get(g, ns, "checked", &etcdv1alpha1.EtcdBackup{}))
 		g.Expect(v.Status).To(Equal(metav1.ConditionUnknown))
@@ -99,7 +125,7 @@ func TestABackupThatDoesNotVerifyIsNotReadyAndSaysWhy(t *testing.T) {
 
 	job := &batchv1.Job{}
 	g.Eventually(func(g Gomega) { get(g, ns, "tampered-verify", job) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	finishAgentPod(g, job, 1, agent.Result{Reason: agent.ReasonChecksumMismatch,
+	failRestore(g, job, agent.Result{Reason: agent.ReasonChecksumMismatch,
 		Error: "artifact s3://backups/x has sha256 ffff, expected 0a0a: refusing to restore a corrupt or different backup"})
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "tampered", &etcdv1alpha1.EtcdBackup{})

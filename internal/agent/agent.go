@@ -42,8 +42,8 @@ var commands = map[string]command{
 		summary: "build a member's data directory from a stored snapshot"},
 	"delete": {run: deleteArtifact, fallbackReason: etcdv1alpha1.ReasonBackupPodFailed,
 		summary: "delete a stored snapshot"},
-	"verify": {run: verify, fallbackReason: etcdv1alpha1.ReasonVerificationFailed,
-		summary: "restore a stored snapshot into a throwaway member and check it"},
+	"check": {run: check, fallbackReason: etcdv1alpha1.ReasonVerificationFailed,
+		summary: "check a member restored from a backup against what the backup recorded"},
 }
 
 // environment is what a command gets from the process besides its arguments.
@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string, env *environment) int {
 func usage() string {
 	var b strings.Builder
 	b.WriteString("usage: manager agent <command> [flags]; commands:")
-	for _, name := range []string{"backup", "restore", "delete", "verify"} {
+	for _, name := range []string{"backup", "restore", "delete", "check"} {
 		fmt.Fprintf(&b, "\n  %-8s %s", name, commands[name].summary)
 	}
 	b.WriteString("\nRun a command with -h for its flags.")

@@ -87,43 +87,6 @@ func TestBackupAndRestore(t *testing.T) {
 		g.Expect(res.Error).To(ContainSubstring("no healthy voting member"))
 	})
 
-	t.Run("Verify", func(t *testing.T) {
-		g := NewWithT(t)
-		g.Expect(backup.SHA256).NotTo(BeEmpty(), "needs the backup")
-		g.Expect(backup.Keys).To(HaveValue(Equal(int64(len(want)))), "the backup records the key count at its revision")
-		g.Expect(backup.KVHash).NotTo(BeEmpty(), "and the member's hash there")
-		verifyArgs := func(keys int64, hash string, sha string) []string {
-			return []string{"verify", "--store", "file", "--file-root", root, "--key", key, "--sha256", sha,
-				"--work-dir", t.TempDir(), "--revision", strconv.FormatInt(backup.Revision, 10),
-				"--keys", strconv.FormatInt(keys, 10), "--kv-hash", hash,
-				"--hash-compact-revision", strconv.FormatInt(backup.HashCompactRevision, 10), "--timeout", "1m"}
-		}
-		code, res := runAgent(t, verifyArgs(*backup.Keys, backup.KVHash, backup.SHA256)...)
-		g.Expect(code).To(Equal(0), "%+v", res)
-		g.Expect(res.SHA256).To(Equal(backup.SHA256))
-		g.Expect(res.RestoredRevision).To(BeNumerically(">=", backup.Revision))
-		g.Expect(res.Keys).To(Equal(backup.Keys))
-		g.Expect(res.KVHash).To(Equal(backup.KVHash), "the restored member holds the same history")
-		g.Expect(res.KeysChecked).To(BeTrue())
-		g.Expect(res.HashChecked).To(BeTrue())
-
-		By := func(string) {}
-		By("what the backup recorded differs from what restores: VerificationFailed, saying what")
-		code, res = runAgent(t, verifyArgs(*backup.Keys+1, backup.KVHash, backup.SHA256)...)
-		g.Expect(code).To(Equal(1))
-		g.Expect(res.Reason).To(Equal("VerificationFailed"))
-		g.Expect(res.Error).To(ContainSubstring(fmt.Sprintf("holds %d keys at revision %d, the backup recorded %d", *backup.Keys, backup.Revision, *backup.Keys+1)))
-		code, res = runAgent(t, verifyArgs(*backup.Keys, "123abc", backup.SHA256)...)
-		g.Expect(code).To(Equal(1))
-		g.Expect(res.Reason).To(Equal("VerificationFailed"))
-		g.Expect(res.Error).To(ContainSubstring("the backup recorded 123abc"))
-
-		By("an artifact that is not the one recorded: ChecksumMismatch")
-		code, res = runAgent(t, verifyArgs(*backup.Keys, backup.KVHash, strings.Repeat("0", 64))...)
-		g.Expect(code).To(Equal(1))
-		g.Expect(res.Reason).To(Equal(agent.ReasonChecksumMismatch))
-	})
-
 	// Writes after the backup are not in it.
 	_, err := src.client.Put(t.Context(), "after-backup", "x")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
@@ -134,6 +97,50 @@ func TestBackupAndRestore(t *testing.T) {
 			"--initial-cluster", name + "=" + peerURL, "--initial-advertise-peer-urls", peerURL,
 			"--initial-cluster-token", name + "-token"}, extra...)
 	}
+
+	t.Run("Check", func(t *testing.T) {
+		// A verification: the artifact restored (the restore command), a member started on
+		// it (as the verification Job's etcd container does), then checked.
+		g := NewWithT(t)
+		g.Expect(backup.SHA256).NotTo(BeEmpty(), "needs the backup")
+		g.Expect(backup.Keys).To(HaveValue(Equal(int64(len(want)))), "the backup records the key count at its revision")
+		g.Expect(backup.KVHash).NotTo(BeEmpty(), "and the member's hash there")
+		dataDir := filepath.Join(t.TempDir(), "data")
+		peerURL := "http://" + etcdtest.FreeAddr(t)
+		code, res := runAgent(t, restoreArgs(dataDir, "verify", peerURL)...)
+		g.Expect(code).To(Equal(0), "%+v", res)
+		member := startEtcd(t, etcdOptions{name: "verify", dataDir: dataDir, peerURL: peerURL})
+		checkArgs := func(keys int64, hash string) []string {
+			return []string{"check", "--endpoint", member.clientURL, "--sha256", backup.SHA256,
+				"--revision", strconv.FormatInt(backup.Revision, 10), "--keys", strconv.FormatInt(keys, 10), "--kv-hash", hash,
+				"--hash-compact-revision", strconv.FormatInt(backup.HashCompactRevision, 10), "--timeout", "1m"}
+		}
+		code, res = runAgent(t, checkArgs(*backup.Keys, backup.KVHash)...)
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(res.SHA256).To(Equal(backup.SHA256))
+		g.Expect(res.RestoredRevision).To(BeNumerically(">=", backup.Revision))
+		g.Expect(res.Keys).To(Equal(backup.Keys))
+		g.Expect(res.KVHash).To(Equal(backup.KVHash), "the restored member holds the same history")
+		g.Expect(res.KeysChecked).To(BeTrue())
+		g.Expect(res.HashChecked).To(BeTrue())
+
+		By := func(string) {}
+		By("what the backup recorded differs from what restored: VerificationFailed, saying what")
+		code, res = runAgent(t, checkArgs(*backup.Keys+1, backup.KVHash)...)
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal("VerificationFailed"))
+		g.Expect(res.Error).To(ContainSubstring(fmt.Sprintf("holds %d keys at revision %d, the backup recorded %d", *backup.Keys, backup.Revision, *backup.Keys+1)))
+		code, res = runAgent(t, checkArgs(*backup.Keys, "123abc")...)
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal("VerificationFailed"))
+		g.Expect(res.Error).To(ContainSubstring("the backup recorded 123abc"))
+
+		By("a member that never answers")
+		code, res = runAgent(t, "check", "--endpoint", "http://"+etcdtest.FreeAddr(t), "--sha256", backup.SHA256, "--revision", "1", "--timeout", "3s")
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal("VerificationFailed"))
+		g.Expect(res.Error).To(ContainSubstring("the member restored from the backup never answered"))
+	})
 
 	t.Run("Restore", func(t *testing.T) {
 		g := NewWithT(t)

@@ -59,7 +59,7 @@ type Result struct {
 	// Member (backup) is that member's name, when the member list could be read.
 	Member string `json:"member,omitempty"`
 	// Keys is how many keys the cluster held at Revision: read from the member the
-	// snapshot came from (backup), or from the member restored from it (verify). Nil when
+	// snapshot came from (backup), or from the member restored from it (check). Nil when
 	// it could not be read.
 	Keys *int64 `json:"keys,omitempty"`
 	// KVHash is etcd's HashKV at Revision, in hex, of the same member; HashCompactRevision
@@ -67,10 +67,10 @@ type Result struct {
 	// Empty when it could not be read.
 	KVHash              string `json:"kvHash,omitempty"`
 	HashCompactRevision int64  `json:"hashCompactRevision,omitempty"`
-	// RestoredRevision (verify) is the revision of the member restored from the artifact:
+	// RestoredRevision (check) is the revision of the member restored from the artifact:
 	// at least the backup's Revision.
 	RestoredRevision int64 `json:"restoredRevision,omitempty"`
-	// KeysChecked and HashChecked (verify) say which of what the backup recorded were
+	// KeysChecked and HashChecked (check) say which of what the backup recorded were
 	// compared (a hash compares only from the same compaction).
 	KeysChecked bool `json:"keysChecked,omitempty"`
 	HashChecked bool `json:"hashChecked,omitempty"`

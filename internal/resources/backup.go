@@ -123,11 +123,35 @@ func DeleteJob(b *etcdv1alpha1.EtcdBackup, key, image string) *batchv1.Job {
 	return job
 }
 
-// VerifyJob returns the Job that proves backup b, which succeeded, restorable (agent
-// verify): the agent reads the artifact (a claim mounted read-only), restores it into a
-// throwaway member in its pod's scratch space and compares what that member holds with
-// what b's status recorded. It runs once, bounded by spec.timeout.
-func VerifyJob(b *etcdv1alpha1.EtcdBackup, image string) *batchv1.Job {
+// VerifyRestoreContainerName is the init container of a verification Job that restores the
+// artifact: its failure is the verification's.
+const VerifyRestoreContainerName = "restore"
+
+// Where a verification Job's throwaway member listens, in its pod's network namespace only.
+const (
+	verifyClientURL = "http://127.0.0.1:2379"
+	verifyPeerURL   = "http://127.0.0.1:2380"
+	verifyName      = "verify"
+	// verifyDataDir is the throwaway member's data directory, in the pod's scratch volume.
+	verifyDataDir = agentTmp + "/verify/data"
+	// verifyQuota is the throwaway member's quota: the largest an EtcdCluster may set, so
+	// that no database a backup holds is refused.
+	verifyQuota = "8589934592"
+)
+
+// VerifyJob returns the Job that proves backup b, which succeeded, restorable. Its pod
+//
+//  1. restores the artifact (agent restore, in an init container, a claim mounted
+//     read-only): its SHA-256 must be the recorded one, and etcdutl checks the snapshot's
+//     own trailer;
+//  2. starts a throwaway single member on the restored data (a sidecar of etcdImage, the
+//     release the backup was taken from: an older etcd refuses a newer one's data),
+//     listening on loopback only;
+//  3. checks that member against what b's status recorded (agent check): its revision, its
+//     key count and its hash at the backup's revision.
+//
+// It runs once, bounded by spec.timeout.
+func VerifyJob(b *etcdv1alpha1.EtcdBackup, image, etcdImage string) *batchv1.Job {
 	a, snap := b.Status.Artifact, b.Status.Snapshot
 	var st store
 	if d := b.Spec.Destination; d.S3 != nil {
@@ -135,32 +159,50 @@ func VerifyJob(b *etcdv1alpha1.EtcdBackup, image string) *batchv1.Job {
 	} else {
 		st = storeOf(nil, d.PVC.ClaimName, a.Key, true)
 	}
-	args := []string{"agent", "verify", "--sha256=" + a.SHA256, "--compression=" + string(a.Compression),
-		"--work-dir=" + agentTmp, "--revision=" + strconv.FormatInt(snap.Revision, 10)}
-	if snap.Keys != nil {
-		args = append(args, "--keys="+strconv.FormatInt(*snap.Keys, 10))
-	}
-	if snap.KVHash != "" {
-		args = append(args, "--kv-hash="+snap.KVHash, "--hash-compact-revision="+strconv.FormatInt(snap.HashCompactRevision, 10))
-	}
 	timeout := 30 * time.Minute
 	if b.Spec.Timeout != nil {
 		timeout = b.Spec.Timeout.Duration
 	}
-	args = append(args, "--timeout="+timeout.String())
-	job := agentJob(b, VerifyJobName(b.Name), image, append(args, st.args...), st.env, st.vols, st.mounts)
-	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(timeout.Seconds()) + 60)
-	job.Spec.Template.Spec.Containers[0].Resources = verifyResources()
-	return job
-}
-
-// verifyResources bound a verification: unlike a backup it runs an etcd member, which holds
-// every key's index in memory.
-func verifyResources() corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+	check := []string{"agent", "check", "--endpoint=" + verifyClientURL, "--sha256=" + a.SHA256,
+		"--revision=" + strconv.FormatInt(snap.Revision, 10), "--timeout=" + timeout.String()}
+	if snap.Keys != nil {
+		check = append(check, "--keys="+strconv.FormatInt(*snap.Keys, 10))
 	}
+	if snap.KVHash != "" {
+		check = append(check, "--kv-hash="+snap.KVHash, "--hash-compact-revision="+strconv.FormatInt(snap.HashCompactRevision, 10))
+	}
+	job := agentJob(b, VerifyJobName(b.Name), image, check, nil, nil, nil)
+	spec := &job.Spec.Template.Spec
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(timeout.Seconds()) + 60)
+	ct := &spec.Containers[0]
+	ct.Resources = agentResources()
+	restore := ct.DeepCopy()
+	restore.Name = VerifyRestoreContainerName
+	restore.Args = append([]string{"agent", "restore", "--sha256=" + a.SHA256, "--compression=" + string(a.Compression),
+		"--data-dir=" + verifyDataDir, "--name=" + verifyName, "--initial-cluster=" + verifyName + "=" + verifyPeerURL,
+		"--initial-advertise-peer-urls=" + verifyPeerURL, "--initial-cluster-token=" + verifyName}, st.args...)
+	restore.Env = append(restore.Env, st.env...)
+	restore.VolumeMounts = append(restore.VolumeMounts, st.mounts...)
+	member := corev1.Container{
+		Name: "etcd", Image: etcdImage, Command: []string{EtcdBinary},
+		Args: []string{"--name=" + verifyName, "--data-dir=" + verifyDataDir,
+			"--listen-client-urls=" + verifyClientURL, "--advertise-client-urls=" + verifyClientURL,
+			"--listen-peer-urls=" + verifyPeerURL, "--initial-advertise-peer-urls=" + verifyPeerURL,
+			"--initial-cluster=" + verifyName + "=" + verifyPeerURL, "--quota-backend-bytes=" + verifyQuota, "--log-level=warn"},
+		// A sidecar: it starts after the restore and stops once the check has ended.
+		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways),
+		VolumeMounts:    ct.VolumeMounts,
+		SecurityContext: containerSecurityContext(),
+		Resources: corev1.ResourceRequirements{
+			// It holds every key's index in memory.
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+	spec.InitContainers = []corev1.Container{*restore, member}
+	spec.Volumes = append(spec.Volumes, st.vols...)
+	return job
 }
 
 // destinationStore is the agent's view of key at a backup destination, mounted read-write.

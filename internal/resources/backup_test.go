@@ -135,25 +135,44 @@ func TestVerifyJob(t *testing.T) {
 	g := NewWithT(t)
 	b := s3Backup()
 	b.Status.Artifact = &etcdv1alpha1.BackupArtifact{Key: "db/main/x.db.zst", Compression: "zstd", SHA256: strings.Repeat("ab", 32)}
-	b.Status.Snapshot = &etcdv1alpha1.BackupSnapshot{Revision: 42, Keys: ptr.To[int64](7), KVHash: "1f2e", HashCompactRevision: 30}
-	job := resources.VerifyJob(b, agentImage)
-	ct := job.Spec.Template.Spec.Containers[0]
+	b.Status.Snapshot = &etcdv1alpha1.BackupSnapshot{Revision: 42, Keys: ptr.To[int64](7), KVHash: "1f2e", HashCompactRevision: 30, EtcdVersion: "3.7.3"}
+	job := resources.VerifyJob(b, agentImage, "registry/etcd:v3.7.3")
+	spec := job.Spec.Template.Spec
 	g.Expect(job.Name).To(Equal("nightly-verify"))
-	g.Expect(ct.Args[:2]).To(Equal([]string{"agent", "verify"}))
-	g.Expect(ct.Args).To(ContainElements("--key=db/main/x.db.zst", "--store=s3", "--sha256="+strings.Repeat("ab", 32), "--compression=zstd",
-		"--revision=42", "--keys=7", "--kv-hash=1f2e", "--hash-compact-revision=30", "--timeout=20m0s"))
 	g.Expect(*job.Spec.ActiveDeadlineSeconds).To(Equal(int64(20*60 + 60)))
-	g.Expect(ct.Resources.Limits.Memory().String()).To(Equal("1Gi"), "it runs an etcd member")
 
 	By := func(string) {}
+	By("first the restore, of the recorded artifact, into the pod's scratch space")
+	g.Expect(spec.InitContainers).To(HaveLen(2))
+	restore := spec.InitContainers[0]
+	g.Expect(restore.Name).To(Equal("restore"))
+	g.Expect(restore.Image).To(Equal(agentImage))
+	g.Expect(restore.Args[:2]).To(Equal([]string{"agent", "restore"}))
+	g.Expect(restore.Args).To(ContainElements("--key=db/main/x.db.zst", "--store=s3", "--sha256="+strings.Repeat("ab", 32), "--compression=zstd",
+		"--data-dir=/tmp/verify/data", "--name=verify", "--initial-cluster=verify=http://127.0.0.1:2380"))
+	g.Expect(restore.Env).To(ContainElement(HaveField("Name", "AWS_ACCESS_KEY_ID")), "the S3 credentials")
+
+	By("then a member of the backup's release on it, a sidecar on loopback")
+	member := spec.InitContainers[1]
+	g.Expect(member.Image).To(Equal("registry/etcd:v3.7.3"))
+	g.Expect(member.RestartPolicy).To(HaveValue(Equal(corev1.ContainerRestartPolicyAlways)))
+	g.Expect(member.Args).To(ContainElements("--data-dir=/tmp/verify/data", "--listen-client-urls=http://127.0.0.1:2379", "--listen-peer-urls=http://127.0.0.1:2380"))
+	g.Expect(member.VolumeMounts).To(ContainElement(HaveField("MountPath", "/tmp")))
+	g.Expect(member.Resources.Limits.Memory().String()).To(Equal("1Gi"), "it holds every key's index")
+
+	By("then the check, against what the backup recorded")
+	ct := spec.Containers[0]
+	g.Expect(ct.Args[:2]).To(Equal([]string{"agent", "check"}))
+	g.Expect(ct.Args).To(ContainElements("--endpoint=http://127.0.0.1:2379", "--sha256="+strings.Repeat("ab", 32),
+		"--revision=42", "--keys=7", "--kv-hash=1f2e", "--hash-compact-revision=30", "--timeout=20m0s"))
+
 	By("a backup recorded by an older operator: no key count or hash to compare; a claim is mounted read-only")
 	b.Status.Snapshot = &etcdv1alpha1.BackupSnapshot{Revision: 42}
 	b.Spec.Destination = etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "backups"}}
-	job = resources.VerifyJob(b, agentImage)
-	ct = job.Spec.Template.Spec.Containers[0]
-	g.Expect(ct.Args).NotTo(ContainElement(HavePrefix("--keys")))
-	g.Expect(ct.Args).NotTo(ContainElement(HavePrefix("--kv-hash")))
-	g.Expect(ct.Args).To(ContainElement("--store=file"))
+	job = resources.VerifyJob(b, agentImage, "registry/etcd:v3.7.3")
+	g.Expect(job.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--keys")))
+	g.Expect(job.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--kv-hash")))
+	g.Expect(job.Spec.Template.Spec.InitContainers[0].Args).To(ContainElement("--store=file"))
 	g.Expect(job.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ReadOnly", true)))
 }
 
