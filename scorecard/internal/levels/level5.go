@@ -100,9 +100,15 @@ func defragmentation(ctx context.Context, in Input, r *report.Report) {
 		settleStep(ctx, in, c, autoPilotSize),
 		step{fmt.Sprintf("write %s, then overwrite each with a few bytes", garbage), func() error { return fragment(ctx, in, r, c) }},
 		step{"compact the history", func() error { return compact(ctx, in, r, c) }},
-		step{"wait until every member is defragmented, " + shrink, func() error {
+		step{"wait until every member is defragmented, " + shrink + ", while a key is written every few seconds", func() error {
 			wctx, cancel := context.WithTimeout(ctx, maintenanceWait)
 			defer cancel()
+			// etcd counts the pages a compaction freed as free only once later writes commit
+			// on a member with no older read open: on an idle cluster a member (on the local
+			// cluster, the leader) kept them "in use" for minutes. A trickle of writes, as any
+			// cluster in use has, lets every member see its free pages.
+			stop := trickle(wctx, in, c)
+			defer stop()
 			return in.Env.WaitFor(wctx, c, "every member defragmented, "+shrink, harness.Defragmented(minReclaimable.Value()))
 		}},
 		step{"check the " + harness.EventMemberDefragmented + " events: one per member, the leader last", func() error {
@@ -265,6 +271,30 @@ func compact(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.Et
 	r.Logf("compacted at revision %d; the member behind %s now has a %s file with %s in use",
 		before.Revision, endpoint, harness.MiB(after.DBSize), harness.MiB(after.DBSizeInUse))
 	return nil
+}
+
+// trickle writes one small key to c every autoPilotPoll until ctx ends or stop is called,
+// ignoring failures (the wait that runs beside it says what matters).
+func trickle(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cli, err := in.Env.Connect(ctx, c)
+		if err != nil {
+			return
+		}
+		defer func() { _ = cli.Close() }()
+		for i := 0; ; i++ {
+			_ = cli.Put(ctx, keyPrefix(c)+"/trickle", fmt.Sprintf("%d", i))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(autoPilotPoll):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // defragmentationEvents waits for a MemberDefragmented event about every member of c, the

@@ -470,7 +470,7 @@ var (
 		`wait for 3 ready members, Available and Ready`,
 		`write 48 values of 512 KiB, then overwrite each with a few bytes`,
 		`compact the history`,
-		`wait until every member is defragmented, its file at least 8Mi smaller`,
+		`wait until every member is defragmented, its file at least 8Mi smaller, while a key is written every few seconds`,
 		`check the MemberDefragmented events: one per member, the leader last`,
 	}
 	noSpaceSteps = []string{
@@ -528,7 +528,7 @@ func TestAutoPilotWithoutMaintenance(t *testing.T) {
 	res := runAutoPilot(t)
 	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
 	g.Expect(res.Errors).To(HaveExactElements(append([]any{
-		MatchRegexp(`^wait until every member is defragmented, its file at least 8Mi smaller: gave up waiting for every member defragmented, ` +
+		MatchRegexp(`^wait until every member is defragmented, its file at least 8Mi smaller, while a key is written every few seconds: gave up waiting for every member defragmented, ` +
 			`its file at least 8Mi smaller \(context deadline exceeded\); last seen: sc-l5-[a-z0-9]{5}-defrag-0 not defragmented \(file 24\.\d MiB, 9\d% free\)`),
 		MatchRegexp(`^wait until writes work again, with no action by the test: writes still fail after \d+ tries in 1s: ` +
 			`writing etcd key "/etcdpilot-scorecard/sc-l5-[a-z0-9]{5}-nospace/after-nospace": etcdserver: mvcc: database space exceeded$`),
