@@ -17,6 +17,10 @@ import (
 // DefaultCheckTimeout bounds a check when --timeout is not given.
 const DefaultCheckTimeout = 30 * time.Minute
 
+// memberStartTimeout bounds the wait for the restored member's first answer: it starts
+// beside the check, on data already restored, which takes seconds (a minute for gigabytes).
+const memberStartTimeout = 5 * time.Minute
+
 // checkFlags are the check command's flags.
 type checkFlags struct {
 	endpoint, sha256    string
@@ -87,6 +91,7 @@ func check(ctx context.Context, args []string, env *environment) (Result, error)
 // first answer: the member starts beside it.
 func compare(ctx context.Context, cli *clientv3.Client, cf checkFlags, res *Result) error {
 	var now *clientv3.GetResponse
+	startBy := time.After(memberStartTimeout) // a member that cannot start on the data crash-loops: no need to wait for --timeout
 	for {
 		rctx, cancel := context.WithTimeout(ctx, statusTimeout)
 		resp, err := cli.Get(rctx, allKeys, clientv3.WithFromKey(), clientv3.WithCountOnly())
@@ -98,6 +103,9 @@ func compare(ctx context.Context, cli *clientv3.Client, cf checkFlags, res *Resu
 		select {
 		case <-ctx.Done():
 			return failf(etcdv1alpha1.ReasonVerificationFailed, "the member restored from the backup never answered: %w", err)
+		case <-startBy:
+			return failf(etcdv1alpha1.ReasonVerificationFailed, "the member restored from the backup did not answer within %s of the check's start (its etcd container's log says why): %w",
+				memberStartTimeout, err)
 		case <-time.After(time.Second):
 		}
 	}
