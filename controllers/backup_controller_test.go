@@ -106,6 +106,16 @@ func newBackup(ns, name, cluster string) *etcdv1alpha1.EtcdBackup {
 // would) with the agent's container terminated with exitCode and the result as its
 // termination message, then touches the Job so the operator looks again.
 func finishAgentPod(g Gomega, job *batchv1.Job, exitCode int32, res agent.Result) {
+	endAgentPod(g, job, corev1.PodSucceeded, func(pod *corev1.Pod, ended corev1.ContainerStatus) {
+		ended.Name, ended.State.Terminated.ExitCode = "agent", exitCode
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{ended}
+	}, res)
+}
+
+// endAgentPod creates job's pod (with the labels of its template, which the operator's
+// cache selects) and gives it phase and, through set, the status of the container that
+// ended with res as its termination message; then it touches the Job.
+func endAgentPod(g Gomega, job *batchv1.Job, phase corev1.PodPhase, set func(*corev1.Pod, corev1.ContainerStatus), res agent.Result) {
 	ctx := context.Background()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x", Namespace: job.Namespace,
 		Labels: map[string]string{}}, Spec: *job.Spec.Template.Spec.DeepCopy()}
@@ -116,10 +126,10 @@ func finishAgentPod(g Gomega, job *batchv1.Job, exitCode int32, res agent.Result
 	g.Expect(k8sClient.Create(ctx, pod)).To(Succeed())
 	msg, err := json.Marshal(res)
 	g.Expect(err).NotTo(HaveOccurred())
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "agent", Image: testAgentImage, ImageID: testAgentImage,
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Message: string(msg),
-			StartedAt: metav1.Now(), FinishedAt: metav1.Now()}}}}
-	pod.Status.Phase = corev1.PodSucceeded
+	set(pod, corev1.ContainerStatus{Image: testAgentImage, ImageID: testAgentImage,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: string(msg),
+			StartedAt: metav1.Now(), FinishedAt: metav1.Now()}}})
+	pod.Status.Phase = phase
 	g.Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
 	patch := client.MergeFrom(job.DeepCopy())
 	job.Annotations = map[string]string{"test/touched": "true"}

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -238,30 +239,39 @@ func (r *EtcdClusterReconciler) whenIdle(ctx context.Context, c *etcdv1alpha1.Et
 			return err
 		}
 		if obs.planner.Settled() {
-			var next, check time.Duration
-			in.RaftTiming = r.tune(ctx, c, obs, &next)
-			in.Storage = r.autoscaleStorage(ctx, c, obs)
-			in.Consistency = r.checkConsistency(ctx, c, obs, &check)
-			for _, d := range []time.Duration{next, check} {
-				if d > 0 && (result.RequeueAfter == 0 || d < result.RequeueAfter) {
-					result.RequeueAfter = d
-				}
-			}
-			// What the self-tuning just decided is the spec the members should run from now
-			// on: the status of this pass counts the members that run it, not the last one.
-			decided := c.DeepCopy()
-			if in.RaftTiming != nil {
-				decided.Status.RaftTiming = in.RaftTiming
-			}
-			if in.Storage != nil {
-				decided.Status.Storage = in.Storage
-			}
-			r.desiredPods(decided, obs)
+			r.selfTune(ctx, c, obs, in, result)
 		}
 	}
 	err := r.advanceCARotation(ctx, c, tlsState, idle && obs.planner.Settled(), result)
 	in.CARotation = tlsState.caStatus()
 	return err
+}
+
+// selfTune runs the decisions of a settled cluster (autopilot.go, consistency.go): the raft
+// timing, the storage autoscaling and the consistency check, each into in, and shortens the
+// requeue to the soonest next look. When a decision changes the spec the members should run
+// (resources.Effective), the desired pods follow it, so that this pass's status counts the
+// members that run the decided spec, not the last one.
+func (r *EtcdClusterReconciler) selfTune(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input, result *reconcile.Result) {
+	var next, check time.Duration
+	in.RaftTiming = r.tune(ctx, c, obs, &next)
+	in.Storage = r.autoscaleStorage(ctx, c, obs)
+	in.Consistency = r.checkConsistency(ctx, c, obs, &check)
+	for _, d := range []time.Duration{next, check} {
+		if d > 0 && (result.RequeueAfter == 0 || d < result.RequeueAfter) {
+			result.RequeueAfter = d
+		}
+	}
+	decided := c.DeepCopy()
+	if in.RaftTiming != nil {
+		decided.Status.RaftTiming = in.RaftTiming
+	}
+	if in.Storage != nil {
+		decided.Status.Storage = in.Storage
+	}
+	if !equality.Semantic.DeepEqual(resources.Effective(c), resources.Effective(decided)) {
+		r.desiredPods(decided, obs)
+	}
 }
 
 // finish ends a pass: it patches the status computed from in (the patch's error becomes

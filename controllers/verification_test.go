@@ -2,7 +2,6 @@ package controllers_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -43,23 +42,10 @@ func succeedBackup(g Gomega, ns, name string) {
 // failRestore plays the kubelet for a verification Job whose restore init container failed
 // with res: the pod fails there, its member and check never start.
 func failRestore(g Gomega, job *batchv1.Job, res agent.Result) {
-	ctx := context.Background()
-	labels := map[string]string{batchv1.JobNameLabel: job.Name}
-	for k, v := range job.Spec.Template.Labels { // the operator caches only the pods with its labels
-		labels[k] = v
-	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x", Namespace: job.Namespace, Labels: labels},
-		Spec: *job.Spec.Template.Spec.DeepCopy()}
-	g.Expect(k8sClient.Create(ctx, pod)).To(Succeed())
-	msg, err := json.Marshal(res)
-	g.Expect(err).NotTo(HaveOccurred())
-	pod.Status.Phase = corev1.PodFailed
-	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "restore", Image: testAgentImage, ImageID: testAgentImage,
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: string(msg)}}}}
-	g.Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
-	patch := client.MergeFrom(job.DeepCopy())
-	job.Annotations = map[string]string{"test/touched": "true"}
-	g.Expect(k8sClient.Patch(ctx, job, patch)).To(Succeed())
+	endAgentPod(g, job, corev1.PodFailed, func(pod *corev1.Pod, ended corev1.ContainerStatus) {
+		ended.Name, ended.State.Terminated.ExitCode = "restore", 1
+		pod.Status.InitContainerStatuses = []corev1.ContainerStatus{ended}
+	}, res)
 }
 
 func TestAVerifiedBackupIsRestoredIntoAThrowawayMemberAndChecked(t *testing.T) {

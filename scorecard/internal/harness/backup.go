@@ -89,25 +89,25 @@ func (e *Env) CreateBackup(ctx context.Context, b *etcdv1alpha1.EtcdBackup) erro
 // last state seen, and every change of it is logged. A failed backup is an error with the
 // reason and message of its Succeeded condition.
 func (e *Env) WaitForBackup(ctx context.Context, b *etcdv1alpha1.EtcdBackup) error {
-	if err := waitFor(ctx, e, "EtcdBackup", b, "EtcdBackup "+b.Name+" to finish", BackupFinished); err != nil {
-		return err
-	}
-	cond := meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionSucceeded)
-	if cond.Status != metav1.ConditionTrue {
-		return fmt.Errorf("EtcdBackup %s failed: %s: %s", b.Name, cond.Reason, cond.Message)
-	}
-	return nil
+	return e.waitForOutcome(ctx, b, etcdv1alpha1.ConditionSucceeded, "to finish", "failed", BackupFinished)
 }
 
 // WaitForVerification waits until b's verification (spec.verify) ended, and fails unless
 // it passed, with the Verified condition's reason and message.
 func (e *Env) WaitForVerification(ctx context.Context, b *etcdv1alpha1.EtcdBackup) error {
-	if err := waitFor(ctx, e, "EtcdBackup", b, "EtcdBackup "+b.Name+" to be verified", VerificationFinished); err != nil {
+	return e.waitForOutcome(ctx, b, etcdv1alpha1.ConditionVerified, "to be verified", "did not verify", VerificationFinished)
+}
+
+// waitForOutcome waits until done says b's condition cond ended, and fails (saying
+// failed, the reason and the message) unless it is True.
+func (e *Env) waitForOutcome(ctx context.Context, b *etcdv1alpha1.EtcdBackup, cond, waitingTo, failed string,
+	done func(*etcdv1alpha1.EtcdBackup) (bool, string)) error {
+	if err := waitFor(ctx, e, "EtcdBackup", b, "EtcdBackup "+b.Name+" "+waitingTo, done); err != nil {
 		return err
 	}
-	cond := meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionVerified)
-	if cond.Status != metav1.ConditionTrue {
-		return fmt.Errorf("EtcdBackup %s did not verify: %s: %s", b.Name, cond.Reason, cond.Message)
+	c := meta.FindStatusCondition(b.Status.Conditions, cond)
+	if c.Status != metav1.ConditionTrue {
+		return fmt.Errorf("EtcdBackup %s %s: %s: %s", b.Name, failed, c.Reason, c.Message)
 	}
 	return nil
 }
