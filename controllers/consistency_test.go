@@ -1,12 +1,16 @@
 package controllers_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
@@ -75,4 +79,35 @@ func TestInReportModeAMemberWhoseDataDiffersIsOnlyReported(t *testing.T) {
 		g.Expect(degraded.Message).To(ContainSubstring("consistencyCheck.mode is Report"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	g.Consistently(f.MembershipChanges).WithTimeout(2*time.Second).Should(BeEmpty(), "nothing is changed")
+}
+
+// A member the consistency check named is fenced: a backup never streams from it.
+func TestABackupNeverReadsAMemberWhoseDataDiffers(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	clusterWithMembers(g, ns, "src") // src-2 unhealthy
+	g.Eventually(func(g Gomega) {
+		c := get(g, ns, "src", &etcdv1alpha1.EtcdCluster{})
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Spec.ConsistencyCheck.Mode = etcdv1alpha1.ConsistencyCheckReport // reported, not replaced
+		g.Expect(k8sClient.Patch(ctx, c, patch)).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := get(g, ns, "src", &etcdv1alpha1.EtcdCluster{})
+		c.Status.Consistency = &etcdv1alpha1.ConsistencyStatus{LastCheckTime: metav1.Now(), Revision: 9, Result: "Mismatch",
+			Message: "src-1's hash differs", Suspects: []etcdv1alpha1.SuspectMember{{Name: "src-1", ID: "2"}}}
+		g.Expect(k8sClient.Status().Update(ctx, c)).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	g.Expect(k8sClient.Create(ctx, newBackup(ns, "fenced", "src"))).To(Succeed())
+	job := &batchv1.Job{}
+	g.Eventually(func(g Gomega) { get(g, ns, "fenced-backup", job) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	var endpoints string
+	for _, a := range job.Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--endpoints="); ok {
+			endpoints = v
+		}
+	}
+	g.Expect(endpoints).To(Equal("src-0="+memberURL(ns, "src", 0, 2379)), "src-1 is fenced, src-2 unhealthy")
 }

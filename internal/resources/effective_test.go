@@ -2,9 +2,11 @@ package resources_test
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
@@ -50,4 +52,17 @@ func TestEffective(t *testing.T) {
 	g.Expect(e.Etcd.QuotaBackendBytes.String()).To(Equal("4Gi"))
 	g.Expect(e.Storage.Size.String()).To(Equal("4Gi"), "autoscaling off: the spec's size")
 	g.Expect(resources.MaxQuotaBytes(grown)).To(Equal(int64(8 << 30)))
+}
+
+func TestConsistencyCheckDefaults(t *testing.T) {
+	g := NewWithT(t)
+	c := &etcdv1alpha1.EtcdCluster{}
+	g.Expect(resources.ConsistencyCheckEnabled(c)).To(BeTrue(), "on by default")
+	g.Expect(resources.ReplacesCorruptMembers(c)).To(BeTrue(), "replacing by default")
+	g.Expect(resources.ConsistencyInterval(c)).To(Equal(10 * time.Minute))
+	c.Spec.ConsistencyCheck = etcdv1alpha1.ConsistencyCheckSpec{Mode: etcdv1alpha1.ConsistencyCheckReport, Interval: &metav1.Duration{Duration: time.Hour}}
+	g.Expect(resources.ReplacesCorruptMembers(c)).To(BeFalse())
+	g.Expect(resources.ConsistencyInterval(c)).To(Equal(time.Hour))
+	c.Spec.ConsistencyCheck.Mode = etcdv1alpha1.ConsistencyCheckDisabled
+	g.Expect(resources.ConsistencyCheckEnabled(c)).To(BeFalse())
 }
