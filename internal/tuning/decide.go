@@ -225,8 +225,14 @@ func raises(target, cur Timing) bool {
 	return 100*int64(target.HeartbeatMillis) >= RaisePercent*int64(cur.HeartbeatMillis)
 }
 
-// lowers says whether a target heartbeat is far enough below the current one to lower it.
+// lowers says whether a target heartbeat is far enough below the current one to lower it:
+// below LowerPercent of it, or at etcd's default while the current one is above it (the
+// target never goes below the default, so a raise smaller than twice the default could
+// otherwise never come back down).
 func lowers(target, cur Timing) bool {
+	if target.HeartbeatMillis <= Standard.HeartbeatMillis && cur.HeartbeatMillis > Standard.HeartbeatMillis {
+		return true
+	}
 	return 100*int64(target.HeartbeatMillis) < LowerPercent*int64(cur.HeartbeatMillis)
 }
 

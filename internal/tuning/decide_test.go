@@ -362,6 +362,14 @@ func TestDecide(t *testing.T) {
 			p99:     1600 * time.Microsecond,
 		},
 		{
+			name:    "a small raise comes back to etcd's default once the round trip is far below it",
+			in:      measured(timing(140, 1400), lan),
+			want:    tuning.Standard,
+			changed: true,
+			reason:  tuning.ReasonLowered,
+			p99:     1600 * time.Microsecond,
+		},
+		{
 			name:    "a target just under half lowers",
 			in:      measured(timing(230, 2300), 101*ms),
 			want:    timing(110, 1100),
@@ -493,7 +501,8 @@ func TestDecideProperties(t *testing.T) {
 		expectWithinLimits(g, d.Target, d.Message)
 		g.Expect(in.SinceChange).To(BeNumerically(">=", window), "case %d: changed within a window of the last change", i)
 		// Inside the band nothing changes: a change is a raise to 150 % or more, or a
-		// lowering to under half, and then needs its share of the window measured.
+		// lowering to under half (or to etcd's default), and then needs its share of the
+		// window measured.
 		switch d.Reason {
 		case tuning.ReasonRaised:
 			g.Expect(2*d.Target.HeartbeatMillis).To(BeNumerically(">=", 3*current.HeartbeatMillis), "case %d", i)
@@ -511,7 +520,11 @@ func TestDecideProperties(t *testing.T) {
 			}
 			g.Expect(d.Target).To(Equal(tuning.ForRoundTrip(min(latest, tuning.RaiseReachFactor*least))), "case %d", i)
 		case tuning.ReasonLowered:
-			g.Expect(2*d.Target.HeartbeatMillis).To(BeNumerically("<", current.HeartbeatMillis), "case %d", i)
+			// Under half, or back to etcd's default from anything above it.
+			if d.Target != tuning.Standard {
+				g.Expect(2*d.Target.HeartbeatMillis).To(BeNumerically("<", current.HeartbeatMillis), "case %d", i)
+			}
+			g.Expect(d.Target.HeartbeatMillis).To(BeNumerically("<", current.HeartbeatMillis), "case %d", i)
 			g.Expect(in.Observed.Covered).To(BeNumerically(">=", window), "case %d", i)
 			// To the latest part's p99 when every part has round trips, else the window's.
 			want := tuning.ForRoundTrip(d.MeasuredP99)
