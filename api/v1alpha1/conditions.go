@@ -123,6 +123,16 @@ const (
 	// being replaced, one at a time; in mode Report, or while the others lack a healthy
 	// quorum, nothing is changed and a human decides.
 	ReasonMemberCorrupt = "MemberCorrupt"
+	// ReasonRecoveryAwaitingApproval (Degraded=True): the quorum is lost for good and, under
+	// spec.quorumLossRecovery, the recovery waits for approval: annotate the EtcdCluster
+	// with etcd.etcdpilot.io/approve-recovery set to status.recovery.id.
+	ReasonRecoveryAwaitingApproval = "RecoveryAwaitingApproval"
+	// ReasonRecoveryBlocked (Degraded=True): the quorum is lost for good and no member can
+	// be recovered from; status.recovery.message says what was found.
+	ReasonRecoveryBlocked = "RecoveryBlocked"
+	// ReasonRecoveringQuorum (Degraded=True, Progressing=True): the cluster is recovered
+	// from its surviving member (status.recovery).
+	ReasonRecoveringQuorum = "RecoveringQuorum"
 	// ReasonStorageCeilingReached (Degraded=True): with storage.autoscaling Auto, the
 	// largest member's database is past the threshold and neither the quota nor the
 	// volumes can grow further (a ceiling, or a StorageClass that does not expand); the

@@ -90,6 +90,13 @@ type EtcdClusterSpec struct {
 	// +optional
 	ConsistencyCheck ConsistencyCheckSpec `json:"consistencyCheck,omitempty"`
 
+	// quorumLossRecovery is what the operator does when the cluster has lost its quorum for
+	// good: Manual (the default) says what it found and what it would do and waits for
+	// approval; Automatic recovers without it when the lost members' data is gone.
+	// +kubebuilder:default={}
+	// +optional
+	QuorumLossRecovery QuorumLossRecoverySpec `json:"quorumLossRecovery,omitempty"`
+
 	// deletionPolicy says what happens to the members' PersistentVolumeClaims when the
 	// EtcdCluster is deleted: Retain keeps them (and the data), Delete removes them.
 	// +kubebuilder:default=Retain
@@ -320,6 +327,53 @@ type ConsistencyCheckSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Consistency Check Interval",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// QuorumLossPolicy says who starts the recovery of a cluster that lost its quorum.
+// +kubebuilder:validation:Enum=Manual;Automatic
+type QuorumLossPolicy string
+
+const (
+	// QuorumLossManual reports a lost quorum, the member the cluster would be recovered from
+	// and what would be lost, and recovers only once the EtcdCluster is annotated with
+	// etcd.etcdpilot.io/approve-recovery set to status.recovery.id.
+	QuorumLossManual QuorumLossPolicy = "Manual"
+	// QuorumLossAutomatic recovers without approval when the data of the lost members is
+	// gone (their claims deleted); when they only do not answer, their data may come back,
+	// and the recovery waits for approval as under Manual.
+	QuorumLossAutomatic QuorumLossPolicy = "Automatic"
+)
+
+// AnnotationApproveRecovery approves the recovery of a cluster that lost its quorum: its
+// value must be status.recovery.id, so that an old approval never approves a later loss.
+const AnnotationApproveRecovery = "etcd.etcdpilot.io/approve-recovery"
+
+// QuorumLossRecoverySpec is how a cluster that lost its quorum is recovered.
+//
+// The loss is declared when no member knows a leader and fewer than a majority of the
+// voting members answer, without a break, for longer than after. The cluster is then
+// recovered from the member that answers with the highest applied raft index (the
+// survivor): a snapshot of it is saved on its volume first; every other member is removed
+// (its pod deleted, its claim deleted or, under deletionPolicy Retain, marked removed);
+// the survivor starts again alone from the snapshot, as a new cluster with every revision
+// raised by a billion (so that watchers, Kubernetes among them, see revisions move
+// forward), and the cluster grows back to spec.size with learners. What only the lost
+// members held is lost. A cluster with no survivor (no member answers, or ephemeral
+// storage) is not recovered here: restore it into a new EtcdCluster from a backup.
+type QuorumLossRecoverySpec struct {
+	// policy is Manual (the default) or Automatic.
+	// +kubebuilder:default=Manual
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Quorum Loss Recovery",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Manual","urn:alm:descriptor:com.tectonic.ui:select:Automatic"}
+	Policy QuorumLossPolicy `json:"policy,omitempty"`
+
+	// after is how long the quorum must be lost, without a break, before the loss is
+	// declared: between 30s and 24h, 5m by default. It should be far longer than a member
+	// restart, so that a node that reboots is not taken for a lost majority.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s') && duration(self) <= duration('24h')",message="quorumLossRecovery.after must be between 30s and 24h"
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Quorum Lost For",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	After *metav1.Duration `json:"after,omitempty"`
 }
 
 // BootstrapSpec says how a new cluster starts.
@@ -856,6 +910,71 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Consistency"
 	Consistency *ConsistencyStatus `json:"consistency,omitempty"`
+
+	// recovery is the quorum loss under way, or the last one, until the next
+	// (spec.quorumLossRecovery); absent while the cluster never lost its quorum.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Quorum Loss Recovery"
+	Recovery *RecoveryStatus `json:"recovery,omitempty"`
+}
+
+// RecoveryPhase is where the recovery from a lost quorum stands.
+type RecoveryPhase string
+
+const (
+	// RecoveryQuorumLost: the quorum is lost, not yet for spec.quorumLossRecovery.after.
+	RecoveryQuorumLost RecoveryPhase = "QuorumLost"
+	// RecoveryAwaitingApproval: the loss is declared and the recovery waits for the
+	// approval annotation.
+	RecoveryAwaitingApproval RecoveryPhase = "AwaitingApproval"
+	// RecoveryBlocked: the loss is declared but no member can be recovered from.
+	RecoveryBlocked RecoveryPhase = "Blocked"
+	// RecoveryRecovering: the snapshot is saved, the lost members are removed and the
+	// survivor starts alone from the snapshot.
+	RecoveryRecovering RecoveryPhase = "Recovering"
+	// RecoveryGrowing: the survivor serves alone; the cluster grows back with learners.
+	RecoveryGrowing RecoveryPhase = "Growing"
+	// RecoverySucceeded: the cluster is back at spec.size.
+	RecoverySucceeded RecoveryPhase = "Succeeded"
+)
+
+// RecoveryStatus is a quorum loss and its recovery.
+type RecoveryStatus struct {
+	// phase is QuorumLost, AwaitingApproval, Blocked, Recovering, Growing or Succeeded.
+	Phase RecoveryPhase `json:"phase"`
+	// lostSince is when the quorum was first seen lost.
+	LostSince metav1.Time `json:"lostSince"`
+	// id names the declared loss: the value of the approval annotation
+	// etcd.etcdpilot.io/approve-recovery. Empty until the loss is declared.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// survivor is the member the cluster is recovered from, and survivorAppliedIndex the
+	// raft index it had applied when it was chosen.
+	// +optional
+	Survivor string `json:"survivor,omitempty"`
+	// +optional
+	SurvivorAppliedIndex int64 `json:"survivorAppliedIndex,omitempty"`
+	// lostMembers are the voting members that did not answer when the loss was declared.
+	// +optional
+	// +listType=atomic
+	LostMembers []string `json:"lostMembers,omitempty"`
+	// approved is true once the recovery may go on: approved by the annotation, or
+	// automatic.
+	// +optional
+	Approved bool `json:"approved,omitempty"`
+	// snapshot is where the snapshot of the survivor was saved, on its volume, once saved.
+	// It is kept after the recovery; delete it by hand when it is no longer wanted.
+	// +optional
+	Snapshot string `json:"snapshot,omitempty"`
+	// revisionBump is what every revision was raised by.
+	// +optional
+	RevisionBump int64 `json:"revisionBump,omitempty"`
+	// completionTime is when the cluster was back at spec.size.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// message says what was found and what happens next.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ConsistencyStatus is the outcome of the last consistency check.

@@ -199,6 +199,48 @@ func TestBackupAndRestore(t *testing.T) {
 		g.Expect(err).To(MatchError(rpctypes.ErrCompacted), "watchers and readers of old revisions must re-list")
 	})
 
+	t.Run("RecoveryReplacesTheDataOnce", func(t *testing.T) {
+		// A member that lost its quorum: the snapshot saved from it (etcdctl snapshot save
+		// writes an uncompressed one with its SHA-256 trailer) replaces its data directory,
+		// as a new cluster of one member with revisions raised; then never again.
+		g := NewWithT(t)
+		stored, err := os.ReadFile(artifactPath)
+		g.Expect(err).NotTo(HaveOccurred())
+		volume := t.TempDir()
+		g.Expect(os.WriteFile(filepath.Join(volume, "recovery-20261126-100000.db"), unzstd(t, stored), 0o600)).To(Succeed())
+		dataDir := filepath.Join(volume, "data")
+		peerURL := "http://" + etcdtest.FreeAddr(t)
+		code, res := runAgent(t, restoreArgs(dataDir, "survivor", peerURL)...)
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(os.WriteFile(filepath.Join(dataDir, "member", "old-data"), nil, 0o600)).To(Succeed())
+
+		args := []string{"restore", "--store", "file", "--file-root", volume, "--key", "recovery-20261126-100000.db",
+			"--recovery", "20261126-100000", "--data-dir", dataDir, "--name", "survivor",
+			"--initial-cluster", "survivor=" + peerURL, "--initial-advertise-peer-urls", peerURL,
+			"--initial-cluster-token", "survivor-token-20261126-100000", "--bump-revision", "1000000000", "--mark-compacted"}
+		code, res = runAgent(t, args...)
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(res.AlreadyRestored).To(BeFalse())
+		g.Expect(filepath.Join(dataDir, "member", "old-data")).NotTo(BeAnExistingFile(), "the old data directory is replaced")
+		g.Expect(dataDir + ".recovered-20261126-100000").To(BeAnExistingFile())
+		g.Expect(filepath.Join(volume, "recovery-20261126-100000.db")).To(BeAnExistingFile(), "the snapshot is kept")
+
+		code, res = runAgent(t, args...)
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(res.AlreadyRestored).To(BeTrue(), "a restarted init container does nothing")
+
+		m := startEtcd(t, etcdOptions{name: "survivor", dataDir: dataDir, peerURL: peerURL})
+		g.Expect(readAll(t, m)).To(Equal(want))
+		put, err := m.client.Put(t.Context(), "after-recovery", "x")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(put.Header.Revision).To(BeNumerically(">", 1000000000))
+
+		args[slices.Index(args, "--recovery")+1] = "../x"
+		code, res = runAgent(t, args...)
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Error).To(ContainSubstring("--recovery must be a recovery ID"))
+	})
+
 	t.Run("RestoreRefusesWrongChecksum", func(t *testing.T) {
 		g := NewWithT(t)
 		dataDir := filepath.Join(t.TempDir(), "data")

@@ -34,7 +34,10 @@ const (
 	stagedData     = "data"
 )
 
-var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var (
+	sha256Hex  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	recoveryID = regexp.MustCompile(`^[0-9][0-9-]{0,62}$`)
+)
 
 // restoreFlags are the restore command's flags besides the store's.
 type restoreFlags struct {
@@ -47,6 +50,7 @@ type restoreFlags struct {
 	initialClusterToken string
 	bumpRevision        uint64
 	markCompacted       bool
+	recovery            string
 }
 
 func (r *restoreFlags) register(fs *flag.FlagSet) {
@@ -60,12 +64,16 @@ func (r *restoreFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.initialClusterToken, "initial-cluster-token", "", "etcd's --initial-cluster-token of the new cluster.")
 	fs.Uint64Var(&r.bumpRevision, "bump-revision", 0, "Add this to every revision (0: off); needs --mark-compacted.")
 	fs.BoolVar(&r.markCompacted, "mark-compacted", false, "Mark the revisions up to the bumped one compacted; needs --bump-revision.")
+	fs.StringVar(&r.recovery, "recovery", "",
+		"Recover a member that lost its quorum (recovery ID): the data directory it holds is replaced by the snapshot, once; --sha256 may be empty (the snapshot's own trailer is checked).")
 }
 
 // validate checks the flags and returns the declared compression ("" when not declared).
 func (r *restoreFlags) validate() (etcdv1alpha1.BackupCompression, error) {
 	switch {
-	case !sha256Hex.MatchString(r.sha256):
+	case r.recovery != "" && !recoveryID.MatchString(r.recovery):
+		return "", fmt.Errorf("invalid arguments: --recovery must be a recovery ID (digits and '-'), not %q", r.recovery)
+	case !sha256Hex.MatchString(r.sha256) && !(r.recovery != "" && r.sha256 == ""):
 		return "", fmt.Errorf("invalid arguments: --sha256 must be 64 lowercase hex digits, not %q", r.sha256)
 	case r.dataDir == "" || filepath.Clean(r.dataDir) == "/":
 		return "", errors.New("invalid arguments: --data-dir is required")
@@ -114,6 +122,9 @@ func restore(ctx context.Context, args []string, env *environment) (res Result, 
 	staging := dataDir + stagingSuffix
 
 	done, err := alreadyRestored(dataDir)
+	if rf.recovery != "" {
+		done, err = recovered(dataDir, rf.recovery)
+	}
 	if err != nil || done {
 		if done {
 			_ = os.RemoveAll(staging) // left by a run killed after its rename
@@ -156,12 +167,43 @@ func restore(ctx context.Context, args []string, env *environment) (res Result, 
 	}); err != nil {
 		return Result{}, fmt.Errorf("restoring the snapshot of %s: %w", location, err)
 	}
+	if rf.recovery != "" {
+		// The data the member held is replaced by the snapshot, which was taken from it
+		// and restored above: a crash from here on restores it again.
+		if err := os.RemoveAll(dataDir); err != nil {
+			return Result{}, fmt.Errorf("removing the data the snapshot replaces: %w", err)
+		}
+	}
 	if err := install(staged, dataDir); err != nil {
 		return Result{}, err
+	}
+	if rf.recovery != "" {
+		if err := os.WriteFile(recoveredMarker(dataDir, rf.recovery), nil, 0o600); err != nil {
+			return Result{}, fmt.Errorf("recording the recovery: %w", err)
+		}
+		if err := fsyncPath(filepath.Dir(dataDir)); err != nil {
+			return Result{}, fmt.Errorf("recording the recovery: %w", err)
+		}
 	}
 	_ = os.RemoveAll(staging)
 	return Result{SHA256: got.sha256, Size: got.size, SnapshotSize: got.snapshotSize,
 		Compression: string(got.compression), StreamSeconds: got.seconds}, nil
+}
+
+// recoveredMarker is the file, beside the data directory, that records that recovery id
+// replaced it.
+func recoveredMarker(dataDir, id string) string { return dataDir + ".recovered-" + id }
+
+// recovered reports whether recovery id has replaced dataDir already.
+func recovered(dataDir, id string) (bool, error) {
+	_, err := os.Stat(recoveredMarker(dataDir, id))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("checking for an earlier recovery: %w", err)
 }
 
 // alreadyRestored reports whether dataDir holds a member, and fails when it holds something
@@ -239,7 +281,8 @@ func fetch(ctx context.Context, store artifact.Store, ref artifactRef, dst strin
 	if src.err != nil {
 		return fetched{}, storeFailure(fmt.Errorf("reading %s: %w", ref.location, src.err), etcdv1alpha1.ReasonRestoreFailed)
 	}
-	if got := hex.EncodeToString(digest.Sum(nil)); got != ref.sha256 {
+	got := hex.EncodeToString(digest.Sum(nil))
+	if ref.sha256 != "" && got != ref.sha256 {
 		return fetched{}, failf(ReasonChecksumMismatch,
 			"artifact %s has sha256 %s, expected %s: refusing to restore a corrupt or different backup", ref.location, got, ref.sha256)
 	}
@@ -253,7 +296,7 @@ func fetch(ctx context.Context, store artifact.Store, ref artifactRef, dst strin
 		return fetched{}, fmt.Errorf("writing the snapshot to %s: %w", dst, err)
 	}
 	return fetched{
-		uploaded:    uploaded{sha256: ref.sha256, size: stored.n, snapshotSize: written.n},
+		uploaded:    uploaded{sha256: got, size: stored.n, snapshotSize: written.n},
 		compression: format,
 		seconds:     time.Since(started).Seconds(),
 	}, nil

@@ -1,0 +1,359 @@
+// Package recovery decides, as a pure function of what the operator observed, how a
+// cluster that lost its quorum is recovered (spec.quorumLossRecovery): when the loss is
+// declared, which member the cluster is recovered from, whether it may go on without a
+// human, and the next step. It never does I/O; every step is decided again from the
+// status and the objects, so the operator may stop at any point and go on after a restart.
+//
+// The steps, one per pass:
+//
+//  1. QuorumLost: no member knows a leader and fewer than a majority of the voting members
+//     answer. Nothing is done until this lasted, without a break, for longer than after.
+//  2. The loss is declared: the survivor is the answering voting member with the highest
+//     applied raft index. Recovery goes on at once under Automatic when the data of the
+//     members that do not answer is gone (their claims deleted), so that they can never
+//     come back to make a majority; otherwise it waits for the approval annotation.
+//  3. Recovering: a snapshot of the survivor is saved on its volume (SaveSnapshot); every
+//     other member is removed (Retire: its pod deleted, its claim deleted or marked
+//     removed); the survivor's pod is deleted (StopSurvivor) and made again
+//     (StartSurvivor) with an init container that restores the snapshot as a new cluster
+//     of one member, every revision raised by RevisionBump.
+//  4. Growing: the survivor answers alone; the membership planner grows the cluster back
+//     with learners. Succeeded once nothing is left for it to do.
+package recovery
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+)
+
+// RevisionBump is what every revision is raised by when a cluster is recovered: far more
+// than a cluster writes between its last applied entry and the loss, so that revisions
+// only ever move forward for watchers (etcd's own restore documentation uses the same).
+const RevisionBump = 1_000_000_000
+
+// IDFormat is the layout of a recovery's ID: the time the loss was declared, in UTC.
+const IDFormat = "20060102-150405"
+
+// Pod is a member pod as the recovery sees it.
+type Pod struct {
+	// Terminating is true once the pod is being deleted.
+	Terminating bool
+	// Recovery is the ID of the recovery its restore init container carries, "" without.
+	Recovery string
+	// Init is the status of that init container, nil before the kubelet reports it.
+	Init *corev1.ContainerStatus
+}
+
+// Claim is a member claim as the recovery sees it.
+type Claim struct {
+	// Going is true while the claim is being deleted.
+	Going bool
+	// Removed is true once its member was removed (deletionPolicy Retain).
+	Removed bool
+}
+
+// Observed is what Plan decides from.
+type Observed struct {
+	// Policy and After are spec.quorumLossRecovery, with defaults applied.
+	Policy etcdv1alpha1.QuorumLossPolicy
+	After  time.Duration
+	// Now is the time of the observation.
+	Now time.Time
+	// Ephemeral is spec.storage.ephemeral: a member's data does not outlive its pod.
+	Ephemeral bool
+	// Size is spec.size.
+	Size int
+	// Quorum is true when the member list answered: a leader and a majority.
+	Quorum bool
+	// Members are the member names of that list (when Quorum).
+	Members []string
+	// Voters are the voting members as last observed (status.members).
+	Voters []string
+	// Answering are the members whose pods answered the status call, with the raft index
+	// each has applied; LeaderKnown is true when one of them knows a leader.
+	Answering   map[string]uint64
+	LeaderKnown bool
+	// Pods and Claims are the member pods and claims that exist, by member name.
+	Pods   map[string]Pod
+	Claims map[string]Claim
+	// Last is status.recovery.
+	Last *etcdv1alpha1.RecoveryStatus
+	// Approval is the value of the approval annotation (AnnotationApproveRecovery).
+	Approval string
+	// Settled is true when the membership planner has nothing left to do.
+	Settled bool
+}
+
+// Kind is the kind of step Plan chose.
+type Kind string
+
+// The kinds of Step.
+const (
+	// None: nothing for the recovery to do; the membership planner decides.
+	None Kind = "None"
+	// Wait: the recovery waits (for the loss to last, for a pod); the planner stands back.
+	Wait Kind = "Wait"
+	// Blocked: the recovery cannot or may not go on (no survivor, no approval).
+	Blocked Kind = "Blocked"
+	// SaveSnapshot: save a snapshot of Member, the survivor, to SnapshotPath(ID) on its
+	// volume.
+	SaveSnapshot Kind = "SaveSnapshot"
+	// Retire: remove Member for good: delete its pod, delete its claim or mark it removed.
+	Retire Kind = "Retire"
+	// StopSurvivor: delete the survivor's pod, to make it again with the restore.
+	StopSurvivor Kind = "StopSurvivor"
+	// StartSurvivor: create the survivor's pod with the init container that restores the
+	// snapshot as a new cluster of one member.
+	StartSurvivor Kind = "StartSurvivor"
+)
+
+// Step is what Plan chose, and what status.recovery becomes.
+type Step struct {
+	Kind   Kind
+	Member string
+	// Status is status.recovery after the step (nil: none). A SaveSnapshot that succeeds
+	// sets its Snapshot.
+	Status *etcdv1alpha1.RecoveryStatus
+	// Reason (an etcdv1alpha1.Reason* constant) and Message are for the conditions.
+	Reason  string
+	Message string
+}
+
+// Overrides reports whether the step replaces the membership planner's action: every step
+// but None.
+func (s Step) Overrides() bool { return s.Kind != None }
+
+// Plan returns the next step of the recovery.
+func Plan(o Observed) Step {
+	last := o.Last
+	if last == nil || last.Phase == etcdv1alpha1.RecoverySucceeded {
+		if o.Quorum || !o.lost() {
+			return Step{Kind: None, Status: last}
+		}
+		return o.whileLost(&etcdv1alpha1.RecoveryStatus{Phase: etcdv1alpha1.RecoveryQuorumLost, LostSince: metav1.NewTime(o.Now)})
+	}
+	st := last.DeepCopy()
+	switch st.Phase {
+	case etcdv1alpha1.RecoveryQuorumLost, etcdv1alpha1.RecoveryAwaitingApproval, etcdv1alpha1.RecoveryBlocked:
+		if o.Quorum || !o.lost() {
+			// The members came back by themselves before anything was done.
+			return Step{Kind: None}
+		}
+		return o.whileLost(st)
+	case etcdv1alpha1.RecoveryRecovering:
+		return o.recovering(st)
+	default: // Growing
+		if o.Settled {
+			st.Phase, st.CompletionTime = etcdv1alpha1.RecoverySucceeded, &metav1.Time{Time: o.Now}
+			st.Message = fmt.Sprintf("recovered from member %s; the cluster is back at %d members", st.Survivor, o.Size)
+		}
+		return Step{Kind: None, Status: st}
+	}
+}
+
+// quorum is the majority of n voters.
+func quorum(n int) int { return n/2 + 1 }
+
+// lost says whether the quorum is lost as far as the members that answer tell: none knows
+// a leader and fewer than a majority of the known voting members answer. A cluster whose
+// members were never observed has no quorum to lose.
+func (o Observed) lost() bool {
+	if len(o.Voters) == 0 || o.LeaderKnown {
+		return false
+	}
+	return len(o.answeringVoters()) < quorum(len(o.Voters))
+}
+
+func (o Observed) answeringVoters() []string {
+	var out []string
+	for _, v := range o.Voters {
+		if _, ok := o.Answering[v]; ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// silent are the voting members that do not answer, and gone those of them whose data is
+// gone: their claim deleted or being deleted (or, ephemeral, their pod).
+func (o Observed) silent() (silent, gone []string) {
+	for _, v := range o.Voters {
+		if _, ok := o.Answering[v]; ok {
+			continue
+		}
+		silent = append(silent, v)
+		c, hasClaim := o.Claims[v]
+		_, hasPod := o.Pods[v]
+		if o.Ephemeral && !hasPod || !o.Ephemeral && (!hasClaim || c.Going || c.Removed) {
+			gone = append(gone, v)
+		}
+	}
+	return silent, gone
+}
+
+// whileLost decides while the quorum is lost and no recovery has begun: wait for the loss
+// to last, then declare it and choose the survivor, then wait for approval.
+func (o Observed) whileLost(st *etcdv1alpha1.RecoveryStatus) Step {
+	silent, gone := o.silent()
+	declareAt := st.LostSince.Add(o.After)
+	if o.Now.Before(declareAt) {
+		st.Phase = etcdv1alpha1.RecoveryQuorumLost
+		st.Message = fmt.Sprintf("no leader, and %d of %d voting members answer (silent: %s); the loss is declared if this lasts until %s",
+			len(o.answeringVoters()), len(o.Voters), strings.Join(silent, ", "), declareAt.UTC().Format(time.RFC3339))
+		return Step{Kind: None, Status: st}
+	}
+	survivor, applied, ok := o.survivor()
+	switch {
+	case o.Ephemeral:
+		return blocked(st, "the quorum is lost and the members' data is ephemeral: no member can be restarted from its data; restore a backup into a new EtcdCluster (spec.bootstrap.restore)")
+	case !ok:
+		return blocked(st, fmt.Sprintf("the quorum is lost and no voting member answers (silent: %s): nothing to recover from; bring a member back, or restore a backup into a new EtcdCluster (spec.bootstrap.restore)",
+			strings.Join(silent, ", ")))
+	}
+	if st.ID == "" || st.Survivor != survivor {
+		st.ID = o.Now.UTC().Format(IDFormat)
+	}
+	st.Survivor, st.SurvivorAppliedIndex, st.LostMembers, st.RevisionBump = survivor, int64(applied), silent, RevisionBump
+	plan := fmt.Sprintf("recovery from member %s (applied raft index %d): remove %s, start %s alone from a snapshot of its data with every revision raised by %d, grow back to %d members; what only %s held is lost",
+		survivor, applied, strings.Join(o.others(survivor), ", "), survivor, RevisionBump, o.Size, strings.Join(silent, ", "))
+	automatic := o.Policy == etcdv1alpha1.QuorumLossAutomatic && len(o.Voters)-len(gone) < quorum(len(o.Voters))
+	if automatic || o.Approval == st.ID {
+		st.Phase, st.Approved = etcdv1alpha1.RecoveryRecovering, true
+		how := "approved"
+		if automatic && o.Approval != st.ID {
+			how = "automatic: the data of " + strings.Join(gone, ", ") + " is gone"
+		}
+		st.Message = fmt.Sprintf("quorum lost since %s; %s (%s)", st.LostSince.UTC().Format(time.RFC3339), plan, how)
+		return o.recovering(st)
+	}
+	st.Phase = etcdv1alpha1.RecoveryAwaitingApproval
+	why := "spec.quorumLossRecovery.policy is Manual"
+	if o.Policy == etcdv1alpha1.QuorumLossAutomatic {
+		why = "the data of members that do not answer still exists and may come back"
+	}
+	st.Message = fmt.Sprintf("quorum lost since %s; awaiting approval (%s) of the %s. Approve with: kubectl annotate etcdcluster <name> %s=%s",
+		st.LostSince.UTC().Format(time.RFC3339), why, plan, etcdv1alpha1.AnnotationApproveRecovery, st.ID)
+	return Step{Kind: Blocked, Status: st, Reason: etcdv1alpha1.ReasonRecoveryAwaitingApproval, Message: st.Message}
+}
+
+func blocked(st *etcdv1alpha1.RecoveryStatus, msg string) Step {
+	st.Phase, st.Message = etcdv1alpha1.RecoveryBlocked, msg
+	return Step{Kind: Blocked, Status: st, Reason: etcdv1alpha1.ReasonRecoveryBlocked, Message: msg}
+}
+
+// survivor is the answering voting member with the highest applied raft index (the first
+// by name among equals): the one that holds the most of what the cluster committed.
+func (o Observed) survivor() (string, uint64, bool) {
+	best, applied, ok := "", uint64(0), false
+	for _, v := range o.answeringVoters() {
+		idx := o.Answering[v]
+		if !ok || idx > applied || idx == applied && v < best {
+			best, applied, ok = v, idx, true
+		}
+	}
+	return best, applied, ok
+}
+
+// others are the members other than the survivor that still have a pod or a claim in use,
+// sorted: those Retire removes.
+func (o Observed) others(survivor string) []string {
+	set := map[string]bool{}
+	for n, p := range o.Pods {
+		if n != survivor && !p.Terminating {
+			set[n] = true
+		}
+	}
+	for n, c := range o.Claims {
+		if n != survivor && !c.Going && !c.Removed {
+			set[n] = true
+		}
+	}
+	for _, v := range o.Voters {
+		if v != survivor {
+			set[v] = true // named in the plan even when nothing of it is left
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// recovering is the next step of an approved recovery: snapshot, retire the others, stop
+// the survivor, start it from the snapshot, wait for it to answer alone.
+func (o Observed) recovering(st *etcdv1alpha1.RecoveryStatus) Step {
+	s := st.Survivor
+	step := func(k Kind, member, msg string) Step {
+		return Step{Kind: k, Member: member, Status: st, Reason: etcdv1alpha1.ReasonRecoveringQuorum, Message: msg}
+	}
+	pod, hasPod := o.Pods[s]
+	if st.Snapshot == "" {
+		if _, answers := o.Answering[s]; !answers || !hasPod || pod.Terminating {
+			return step(Wait, s, fmt.Sprintf("waiting for member %s to answer, to save a snapshot of its data before anything is changed", s))
+		}
+		return step(SaveSnapshot, s, fmt.Sprintf("saving a snapshot of member %s to its volume", s))
+	}
+	for _, n := range o.others(s) {
+		_, hasPod := o.Pods[n]
+		c, hasClaim := o.Claims[n]
+		if hasPod && !o.Pods[n].Terminating || hasClaim && !c.Going && !c.Removed {
+			return step(Retire, n, fmt.Sprintf("removing member %s, lost with the quorum", n))
+		}
+	}
+	switch {
+	case hasPod && pod.Recovery != st.ID && pod.Terminating:
+		return step(Wait, s, fmt.Sprintf("waiting for the pod of member %s to stop", s))
+	case hasPod && pod.Recovery != st.ID:
+		return step(StopSurvivor, s, fmt.Sprintf("stopping member %s, to start it alone from the snapshot", s))
+	case !hasPod:
+		if c, ok := o.Claims[s]; !ok || c.Going {
+			return blocked(st, fmt.Sprintf("the claim of member %s, which holds the snapshot %s, is gone: restore a backup into a new EtcdCluster (spec.bootstrap.restore)", s, st.Snapshot))
+		}
+		return step(StartSurvivor, s, fmt.Sprintf("starting member %s alone from the snapshot %s, revisions raised by %d", s, st.Snapshot, st.RevisionBump))
+	}
+	if o.Quorum && slices.Equal(o.Members, []string{s}) {
+		st.Phase = etcdv1alpha1.RecoveryGrowing
+		st.Message = fmt.Sprintf("member %s serves alone, restored from %s; growing back to %d members", s, st.Snapshot, o.Size)
+		return Step{Kind: None, Status: st}
+	}
+	if t := failed(pod.Init); t != nil {
+		return step(Wait, s, fmt.Sprintf("member %s could not restore the snapshot (it retries with a growing back-off): %s", s, lastLine(t.Message)))
+	}
+	return step(Wait, s, fmt.Sprintf("waiting for member %s to restore the snapshot and start alone", s))
+}
+
+// failed is the failed termination of the restore init container, now or in its last run.
+func failed(s *corev1.ContainerStatus) *corev1.ContainerStateTerminated {
+	if s == nil {
+		return nil
+	}
+	if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
+		return t
+	}
+	if t := s.LastTerminationState.Terminated; t != nil && t.ExitCode != 0 && s.State.Terminated == nil {
+		return t
+	}
+	return nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// SnapshotKey is where the snapshot of recovery id is saved, relative to the member's
+// volume.
+func SnapshotKey(id string) string { return "recovery-" + id + ".db" }

@@ -1,0 +1,276 @@
+package recovery
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+
+// lostTwo is a 3-member cluster whose members e-0 and e-2 lost their claims and pods: only
+// e-1 answers, without a leader.
+func lostTwo(now time.Time) Observed {
+	return Observed{
+		Policy: etcdv1alpha1.QuorumLossManual, After: 5 * time.Minute, Now: now, Size: 3,
+		Voters:    []string{"e-0", "e-1", "e-2"},
+		Answering: map[string]uint64{"e-1": 120},
+		Pods:      map[string]Pod{"e-1": {}},
+		Claims:    map[string]Claim{"e-1": {}},
+	}
+}
+
+func lostSince(at time.Time) *etcdv1alpha1.RecoveryStatus {
+	return &etcdv1alpha1.RecoveryStatus{Phase: etcdv1alpha1.RecoveryQuorumLost, LostSince: metav1.NewTime(at)}
+}
+
+func TestDetection(t *testing.T) {
+	cases := []struct {
+		name  string
+		o     func() Observed
+		kind  Kind
+		phase etcdv1alpha1.RecoveryPhase // "" : no status
+	}{
+		{"a healthy cluster has nothing to recover", func() Observed {
+			o := lostTwo(t0)
+			o.Quorum, o.Members = true, []string{"e-0", "e-1", "e-2"}
+			return o
+		}, None, ""},
+		{"a cluster never observed has no quorum to lose", func() Observed {
+			o := lostTwo(t0)
+			o.Voters = nil
+			return o
+		}, None, ""},
+		{"a member that knows a leader means the quorum is there", func() Observed {
+			o := lostTwo(t0)
+			o.LeaderKnown = true
+			return o
+		}, None, ""},
+		{"a majority answering is no loss, even when the list failed", func() Observed {
+			o := lostTwo(t0)
+			o.Answering["e-0"] = 120
+			return o
+		}, None, ""},
+		{"the first pass without quorum starts the clock", func() Observed { return lostTwo(t0) }, None, etcdv1alpha1.RecoveryQuorumLost},
+		{"before after has passed nothing is declared", func() Observed {
+			o := lostTwo(t0.Add(4 * time.Minute))
+			o.Last = lostSince(t0)
+			return o
+		}, None, etcdv1alpha1.RecoveryQuorumLost},
+		{"a loss that ends before it is declared leaves no record", func() Observed {
+			o := lostTwo(t0.Add(4 * time.Minute))
+			o.Last = lostSince(t0)
+			o.Quorum, o.LeaderKnown = true, true
+			return o
+		}, None, ""},
+		{"a sustained loss under Manual awaits approval", func() Observed {
+			o := lostTwo(t0.Add(5 * time.Minute))
+			o.Last = lostSince(t0)
+			return o
+		}, Blocked, etcdv1alpha1.RecoveryAwaitingApproval},
+		{"Automatic with the lost members' data gone recovers: the snapshot first", func() Observed {
+			o := lostTwo(t0.Add(5 * time.Minute))
+			o.Last, o.Policy = lostSince(t0), etcdv1alpha1.QuorumLossAutomatic
+			return o
+		}, SaveSnapshot, etcdv1alpha1.RecoveryRecovering},
+		{"Automatic with a silent member whose data exists awaits approval", func() Observed {
+			o := lostTwo(t0.Add(5 * time.Minute))
+			o.Last, o.Policy = lostSince(t0), etcdv1alpha1.QuorumLossAutomatic
+			o.Claims["e-0"] = Claim{}
+			return o
+		}, Blocked, etcdv1alpha1.RecoveryAwaitingApproval},
+		{"Automatic with one of five gone and two silent awaits approval", func() Observed {
+			o := lostTwo(t0.Add(5 * time.Minute))
+			o.Last, o.Policy, o.Size = lostSince(t0), etcdv1alpha1.QuorumLossAutomatic, 5
+			o.Voters = []string{"e-0", "e-1", "e-2", "e-3", "e-4"}
+			o.Answering["e-3"] = 100
+			o.Claims["e-0"], o.Claims["e-2"], o.Claims["e-3"] = Claim{}, Claim{}, Claim{}
+			return o
+		}, Blocked, etcdv1alpha1.RecoveryAwaitingApproval},
+		{"no member answers: blocked, nothing to recover from", func() Observed {
+			o := lostTwo(t0.Add(5 * time.Minute))
+			o.Last, o.Answering = lostSince(t0), nil
+			return o
+		}, Blocked, etcdv1alpha1.RecoveryBlocked},
+		{"ephemeral members cannot be recovered from their data", func() Observed {
+			o := lostTwo(t0.Add(5 * time.Minute))
+			o.Last, o.Ephemeral, o.Policy = lostSince(t0), true, etcdv1alpha1.QuorumLossAutomatic
+			return o
+		}, Blocked, etcdv1alpha1.RecoveryBlocked},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Plan(tc.o())
+			if s.Kind != tc.kind {
+				t.Fatalf("kind %s, want %s (%s)", s.Kind, tc.kind, s.Message)
+			}
+			switch {
+			case tc.phase == "" && s.Status != nil:
+				t.Fatalf("status %+v, want none", s.Status)
+			case tc.phase != "" && (s.Status == nil || s.Status.Phase != tc.phase):
+				t.Fatalf("status %+v, want phase %s", s.Status, tc.phase)
+			}
+		})
+	}
+}
+
+func TestLostSinceCarriesOver(t *testing.T) {
+	o := lostTwo(t0.Add(time.Minute))
+	o.Last = lostSince(t0)
+	if s := Plan(o); !s.Status.LostSince.Time.Equal(t0) {
+		t.Fatalf("lostSince %s, want %s", s.Status.LostSince, t0)
+	}
+}
+
+func TestSurvivorIsTheMostAdvancedAnsweringVoter(t *testing.T) {
+	o := lostTwo(t0.Add(5 * time.Minute))
+	o.Size, o.Voters = 5, []string{"e-0", "e-1", "e-2", "e-3", "e-4"}
+	o.Answering = map[string]uint64{"e-1": 120, "e-3": 130, "e-9": 500} // e-9: not a voter
+	o.Last = lostSince(t0)
+	s := Plan(o)
+	if s.Status.Survivor != "e-3" || s.Status.SurvivorAppliedIndex != 130 {
+		t.Fatalf("survivor %s at %d, want e-3 at 130", s.Status.Survivor, s.Status.SurvivorAppliedIndex)
+	}
+	if got := strings.Join(s.Status.LostMembers, ","); got != "e-0,e-2,e-4" {
+		t.Fatalf("lost members %s, want e-0,e-2,e-4", got)
+	}
+	if !strings.Contains(s.Message, etcdv1alpha1.AnnotationApproveRecovery+"="+s.Status.ID) {
+		t.Fatalf("the message does not say how to approve: %s", s.Message)
+	}
+}
+
+func TestApproval(t *testing.T) {
+	o := lostTwo(t0.Add(5 * time.Minute))
+	o.Last = lostSince(t0)
+	waiting := Plan(o).Status
+	o.Now, o.Last = o.Now.Add(time.Minute), waiting
+
+	o.Approval = "an-old-id"
+	if s := Plan(o); s.Kind != Blocked || s.Status.ID != waiting.ID {
+		t.Fatalf("a stale approval went on (%s), or the ID changed (%s -> %s)", s.Kind, waiting.ID, s.Status.ID)
+	}
+	o.Approval = waiting.ID
+	s := Plan(o)
+	if s.Kind != SaveSnapshot || !s.Status.Approved || s.Status.Phase != etcdv1alpha1.RecoveryRecovering {
+		t.Fatalf("approved: %s %+v, want SaveSnapshot and Recovering", s.Kind, s.Status)
+	}
+}
+
+// world applies steps to an observation the way the controller and the kubelet would.
+type world struct{ o Observed }
+
+func (w *world) apply(t *testing.T, s Step) {
+	t.Helper()
+	w.o.Last = s.Status
+	switch s.Kind {
+	case SaveSnapshot:
+		w.o.Last.Snapshot = SnapshotKey(s.Status.ID)
+	case Retire:
+		delete(w.o.Pods, s.Member)
+		delete(w.o.Claims, s.Member)
+	case StopSurvivor:
+		delete(w.o.Pods, s.Member)
+		delete(w.o.Answering, s.Member)
+	case StartSurvivor:
+		w.o.Pods[s.Member] = Pod{Recovery: s.Status.ID}
+	case Wait:
+		if p, ok := w.o.Pods[s.Member]; ok && p.Recovery != "" {
+			// restored: it answers alone
+			w.o.Quorum, w.o.Members, w.o.LeaderKnown = true, []string{s.Member}, true
+			w.o.Answering = map[string]uint64{s.Member: 1}
+		}
+	}
+}
+
+// TestRecoveryRunsToTheEndAndSurvivesACrashAtEveryStep plays the recovery of a cluster whose
+// member e-0 lost its claim and e-2 only its pod (the planner recreated it, it does not
+// answer), approved by hand; then replays it with the status of every step lost once, as
+// when the operator stops before its patch: the same step comes again.
+func TestRecoveryRunsToTheEndAndSurvivesACrashAtEveryStep(t *testing.T) {
+	start := func() *world {
+		o := lostTwo(t0.Add(5 * time.Minute))
+		o.Pods["e-2"], o.Claims["e-2"] = Pod{}, Claim{}
+		o.Last = lostSince(t0)
+		w := &world{o: o}
+		w.apply(t, Plan(w.o))
+		w.o.Approval = w.o.Last.ID
+		return w
+	}
+	var want []Kind
+	w := start()
+	for i := 0; i < 20; i++ {
+		s := Plan(w.o)
+		want = append(want, s.Kind)
+		w.apply(t, s)
+		if s.Kind == None {
+			break
+		}
+	}
+	if got := join(want); got != "SaveSnapshot Retire StopSurvivor StartSurvivor Wait None" {
+		t.Fatalf("steps %s", got)
+	}
+	if w.o.Last.Phase != etcdv1alpha1.RecoveryGrowing {
+		t.Fatalf("phase %s, want Growing", w.o.Last.Phase)
+	}
+	w.o.Settled = true
+	if s := Plan(w.o); s.Status.Phase != etcdv1alpha1.RecoverySucceeded || s.Status.CompletionTime == nil {
+		t.Fatalf("settled: %+v, want Succeeded with a completion time", s.Status)
+	}
+
+	for crash := 0; crash < len(want)-1; crash++ {
+		w := start()
+		var got []Kind
+		for i := 0; i < 20; i++ {
+			s := Plan(w.o)
+			got = append(got, s.Kind)
+			if s.Kind == None {
+				w.apply(t, s)
+				break
+			}
+			if i == crash {
+				kept := w.o.Last
+				w.apply(t, s)
+				w.o.Last = kept // the action happened, the status patch did not
+				continue
+			}
+			w.apply(t, s)
+		}
+		if got[len(got)-1] != None || w.o.Last.Phase != etcdv1alpha1.RecoveryGrowing {
+			t.Fatalf("crash after step %d: steps %s, phase %s", crash, join(got), w.o.Last.Phase)
+		}
+	}
+}
+
+func TestRecoveringWaitsForTheSurvivor(t *testing.T) {
+	st := &etcdv1alpha1.RecoveryStatus{Phase: etcdv1alpha1.RecoveryRecovering, ID: "x", Survivor: "e-1", Approved: true}
+	o := lostTwo(t0)
+	o.Last, o.Answering = st, nil
+	if s := Plan(o); s.Kind != Wait {
+		t.Fatalf("no snapshot without the survivor answering: %s", s.Kind)
+	}
+	st.Snapshot = SnapshotKey("x")
+	o.Pods["e-1"] = Pod{Recovery: "x", Init: &corev1.ContainerStatus{State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "restoring\nsnapshot file has wrong hash"}}}}
+	s := Plan(o)
+	if s.Kind != Wait || !strings.Contains(s.Message, "wrong hash") {
+		t.Fatalf("a failed restore: %s %q", s.Kind, s.Message)
+	}
+	delete(o.Claims, "e-1")
+	delete(o.Pods, "e-1")
+	if s := Plan(o); s.Kind != Blocked {
+		t.Fatalf("the survivor's claim gone: %s, want Blocked", s.Kind)
+	}
+}
+
+func join(ks []Kind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, " ")
+}
