@@ -137,7 +137,11 @@ type EtcdClusterReconciler struct {
 //     restarted (and, for an upgrade, a snapshot, forced raft snapshots or a rollback
 //     recorded); one claim expanded. A cluster restored from a backup (restore.go) creates
 //     its first member only once the backup is ready, with an init container that
-//     restores it.
+//     restores it. A cluster that lost its quorum (recovery.go, internal/recovery) is
+//     watched instead: once the loss has lasted spec.quorumLossRecovery.after and is
+//     approved (or Automatic allows it), the recovery's steps replace the planner's: a
+//     snapshot of the survivor, the lost members removed, the survivor restarted alone
+//     from the snapshot; then the planner grows the cluster back.
 //  8. With no membership change to make, one step of maintenance (maintenance.go,
 //     internal/maintenance): defragment one member, or, under a NOSPACE alarm, compact,
 //     defragment or disarm, as spec.maintenance says and only while every member is healthy.
@@ -213,6 +217,12 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if err != nil {
 		in.Err = fmt.Errorf("resolving the restore source: %w", err)
 		return reconcile.Result{}, in.Err
+	}
+	step := planRecovery(c, obs, &in)
+	r.recoveryEvents(c, step.Status)
+	if step.Overrides() {
+		in.Err = r.recover(ctx, c, obs, step)
+		return reconcile.Result{RequeueAfter: requeueProgressing}, in.Err
 	}
 	result, err = r.act(ctx, c, obs, in.Action)
 	var exists *alreadyCreatedError

@@ -54,6 +54,11 @@ type observation struct {
 	trustHash string
 	// restore is the backup the first member restores, when this pass creates it.
 	restore *resources.RestoreSource
+	// answering are the members whose status call answered, with the raft index each
+	// applied, and leaderKnown says whether one of them knows a leader: what a quorum-loss
+	// recovery decides from when the member list does not answer (recovery.go).
+	answering   map[string]uint64
+	leaderKnown bool
 }
 
 // close releases the etcd client, if one was made.
@@ -295,6 +300,7 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 	list, err := memberList(ctx, cli, o.planner.Pods)
 	if err != nil {
 		logger.Info("No member answered the member list", "error", err.Error())
+		o.askPods(ctx, cli)
 		return
 	}
 	members := make([]membership.Member, 0, len(list))
@@ -319,6 +325,7 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 		member.Healthy = st.err == nil && maintenance.Healthy(member.ID, st.Errors)
 		member.Ready = o.planner.Pods[member.Name].Ready
 		if st.err == nil {
+			o.heard(member.Name, st.MemberStatus)
 			member.Leader = st.LeaderID == member.ID
 			member.RaftIndex = st.RaftIndex
 			o.details[member.Name] = status.Detail{Version: st.Version, DBSize: st.DBSize, DBSizeInUse: st.DBSizeInUse,
@@ -326,6 +333,30 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 		}
 	}
 	o.planner.Members = members
+}
+
+// askPods asks the member of every pod that is not being deleted for its status, when the
+// member list did not answer: which members still run, and how far each got, for a
+// quorum-loss recovery.
+func (o *observation) askPods(ctx context.Context, cli etcd.Client) {
+	members := make([]membership.Member, 0, len(o.planner.Pods))
+	for name := range o.planner.Pods {
+		members = append(members, membership.Member{Name: name, Started: true})
+	}
+	for name, st := range askMembers(ctx, cli, o.planner.Cluster, members, o.planner.Pods) {
+		if st.err == nil {
+			o.heard(name, st.MemberStatus)
+		}
+	}
+}
+
+// heard records a member's answer to the status call.
+func (o *observation) heard(name string, st etcd.MemberStatus) {
+	if o.answering == nil {
+		o.answering = map[string]uint64{}
+	}
+	o.answering[name] = st.RaftAppliedIndex
+	o.leaderKnown = o.leaderKnown || st.LeaderID != 0
 }
 
 // startingListTimeout bounds the member list while no member pod is Ready: at a bootstrap,

@@ -47,6 +47,8 @@ func TestDefaults(t *testing.T) {
 	}))
 	g.Expect(c.Spec.ConsistencyCheck).To(Equal(etcdv1alpha1.ConsistencyCheckSpec{Mode: etcdv1alpha1.ConsistencyCheckReplace}),
 		"the consistency check is on, replacing; its interval's default (10m) lives in the operator")
+	g.Expect(c.Spec.QuorumLossRecovery).To(Equal(etcdv1alpha1.QuorumLossRecoverySpec{Policy: etcdv1alpha1.QuorumLossManual}),
+		"a lost quorum is recovered only after approval; the default wait (5m) lives in the operator")
 }
 
 func TestCreateValidation(t *testing.T) {
@@ -95,6 +97,18 @@ func TestCreateValidation(t *testing.T) {
 		{"consistency check interval too long", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.ConsistencyCheck.Interval = &metav1.Duration{Duration: 25 * time.Hour}
 		}, "consistencyCheck.interval must be between 1m and 24h"},
+		{"quorum loss recovered automatically after a minute", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.QuorumLossRecovery = etcdv1alpha1.QuorumLossRecoverySpec{Policy: etcdv1alpha1.QuorumLossAutomatic, After: &metav1.Duration{Duration: time.Minute}}
+		}, ""},
+		{"quorum loss declared too soon", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.QuorumLossRecovery.After = &metav1.Duration{Duration: 10 * time.Second}
+		}, "quorumLossRecovery.after must be between 30s and 24h"},
+		{"quorum loss declared too late", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.QuorumLossRecovery.After = &metav1.Duration{Duration: 25 * time.Hour}
+		}, "quorumLossRecovery.after must be between 30s and 24h"},
+		{"quorum loss policy unknown", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.QuorumLossRecovery.Policy = "Always"
+		}, `spec.quorumLossRecovery.policy: Unsupported value: "Always"`},
 		{"consistency check mode unknown", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.ConsistencyCheck.Mode = "Fix"
 		}, `spec.consistencyCheck.mode: Unsupported value: "Fix"`},

@@ -922,19 +922,19 @@ type EtcdClusterStatus struct {
 type RecoveryPhase string
 
 const (
-	// RecoveryQuorumLost: the quorum is lost, not yet for spec.quorumLossRecovery.after.
+	// RecoveryQuorumLost the quorum is lost, not yet for spec.quorumLossRecovery.after.
 	RecoveryQuorumLost RecoveryPhase = "QuorumLost"
-	// RecoveryAwaitingApproval: the loss is declared and the recovery waits for the
+	// RecoveryAwaitingApproval the loss is declared and the recovery waits for the
 	// approval annotation.
 	RecoveryAwaitingApproval RecoveryPhase = "AwaitingApproval"
-	// RecoveryBlocked: the loss is declared but no member can be recovered from.
+	// RecoveryBlocked the loss is declared but no member can be recovered from.
 	RecoveryBlocked RecoveryPhase = "Blocked"
-	// RecoveryRecovering: the snapshot is saved, the lost members are removed and the
+	// RecoveryRecovering the snapshot is saved, the lost members are removed and the
 	// survivor starts alone from the snapshot.
 	RecoveryRecovering RecoveryPhase = "Recovering"
-	// RecoveryGrowing: the survivor serves alone; the cluster grows back with learners.
+	// RecoveryGrowing the survivor serves alone; the cluster grows back with learners.
 	RecoveryGrowing RecoveryPhase = "Growing"
-	// RecoverySucceeded: the cluster is back at spec.size.
+	// RecoverySucceeded the cluster is back at spec.size.
 	RecoverySucceeded RecoveryPhase = "Succeeded"
 )
 

@@ -73,7 +73,7 @@ func (r *restoreFlags) validate() (etcdv1alpha1.BackupCompression, error) {
 	switch {
 	case r.recovery != "" && !recoveryID.MatchString(r.recovery):
 		return "", fmt.Errorf("invalid arguments: --recovery must be a recovery ID (digits and '-'), not %q", r.recovery)
-	case !sha256Hex.MatchString(r.sha256) && !(r.recovery != "" && r.sha256 == ""):
+	case !sha256Hex.MatchString(r.sha256) && (r.recovery == "" || r.sha256 != ""):
 		return "", fmt.Errorf("invalid arguments: --sha256 must be 64 lowercase hex digits, not %q", r.sha256)
 	case r.dataDir == "" || filepath.Clean(r.dataDir) == "/":
 		return "", errors.New("invalid arguments: --data-dir is required")
@@ -121,10 +121,7 @@ func restore(ctx context.Context, args []string, env *environment) (res Result, 
 	dataDir := filepath.Clean(rf.dataDir)
 	staging := dataDir + stagingSuffix
 
-	done, err := alreadyRestored(dataDir)
-	if rf.recovery != "" {
-		done, err = recovered(dataDir, rf.recovery)
-	}
+	done, err := restoredBefore(dataDir, rf.recovery)
 	if err != nil || done {
 		if done {
 			_ = os.RemoveAll(staging) // left by a run killed after its rename
@@ -167,27 +164,42 @@ func restore(ctx context.Context, args []string, env *environment) (res Result, 
 	}); err != nil {
 		return Result{}, fmt.Errorf("restoring the snapshot of %s: %w", location, err)
 	}
-	if rf.recovery != "" {
-		// The data the member held is replaced by the snapshot, which was taken from it
-		// and restored above: a crash from here on restores it again.
-		if err := os.RemoveAll(dataDir); err != nil {
-			return Result{}, fmt.Errorf("removing the data the snapshot replaces: %w", err)
-		}
-	}
-	if err := install(staged, dataDir); err != nil {
+	if err := place(staged, dataDir, rf.recovery); err != nil {
 		return Result{}, err
-	}
-	if rf.recovery != "" {
-		if err := os.WriteFile(recoveredMarker(dataDir, rf.recovery), nil, 0o600); err != nil {
-			return Result{}, fmt.Errorf("recording the recovery: %w", err)
-		}
-		if err := fsyncPath(filepath.Dir(dataDir)); err != nil {
-			return Result{}, fmt.Errorf("recording the recovery: %w", err)
-		}
 	}
 	_ = os.RemoveAll(staging)
 	return Result{SHA256: got.sha256, Size: got.size, SnapshotSize: got.snapshotSize,
 		Compression: string(got.compression), StreamSeconds: got.seconds}, nil
+}
+
+// restoredBefore reports whether an earlier run finished: dataDir holds a member, or, for a
+// recovery, the recovery replaced it.
+func restoredBefore(dataDir, recovery string) (bool, error) {
+	if recovery != "" {
+		return recovered(dataDir, recovery)
+	}
+	return alreadyRestored(dataDir)
+}
+
+// place moves the restored data into place. For a recovery, the data the member held is
+// replaced first (the snapshot was taken from it and restored: a crash from here on
+// restores it again), and the recovery is recorded after.
+func place(staged, dataDir, recovery string) error {
+	if recovery != "" {
+		if err := os.RemoveAll(dataDir); err != nil {
+			return fmt.Errorf("removing the data the snapshot replaces: %w", err)
+		}
+	}
+	if err := install(staged, dataDir); err != nil || recovery == "" {
+		return err
+	}
+	if err := os.WriteFile(recoveredMarker(dataDir, recovery), nil, 0o600); err != nil {
+		return fmt.Errorf("recording the recovery: %w", err)
+	}
+	if err := fsyncPath(filepath.Dir(dataDir)); err != nil {
+		return fmt.Errorf("recording the recovery: %w", err)
+	}
+	return nil
 }
 
 // recoveredMarker is the file, beside the data directory, that records that recovery id

@@ -303,13 +303,17 @@ func (o Observed) recovering(st *etcdv1alpha1.RecoveryStatus) Step {
 		}
 		return step(SaveSnapshot, s, fmt.Sprintf("saving a snapshot of member %s to its volume", s))
 	}
-	for _, n := range o.others(s) {
-		_, hasPod := o.Pods[n]
-		c, hasClaim := o.Claims[n]
-		if hasPod && !o.Pods[n].Terminating || hasClaim && !c.Going && !c.Removed {
-			return step(Retire, n, fmt.Sprintf("removing member %s, lost with the quorum", n))
-		}
+	if n, ok := o.toRetire(s); ok {
+		return step(Retire, n, fmt.Sprintf("removing member %s, lost with the quorum", n))
 	}
+	return o.restartSurvivor(st, step)
+}
+
+// restartSurvivor stops the survivor, starts it alone from the snapshot, and waits for it
+// to answer alone: then the cluster grows.
+func (o Observed) restartSurvivor(st *etcdv1alpha1.RecoveryStatus, step func(Kind, string, string) Step) Step {
+	s := st.Survivor
+	pod, hasPod := o.Pods[s]
 	switch {
 	case hasPod && pod.Recovery != st.ID && pod.Terminating:
 		return step(Wait, s, fmt.Sprintf("waiting for the pod of member %s to stop", s))
@@ -330,6 +334,19 @@ func (o Observed) recovering(st *etcdv1alpha1.RecoveryStatus) Step {
 		return step(Wait, s, fmt.Sprintf("member %s could not restore the snapshot (it retries with a growing back-off): %s", s, lastLine(t.Message)))
 	}
 	return step(Wait, s, fmt.Sprintf("waiting for member %s to restore the snapshot and start alone", s))
+}
+
+// toRetire is the first member other than the survivor that still has a running pod or a
+// claim in use.
+func (o Observed) toRetire(survivor string) (string, bool) {
+	for _, n := range o.others(survivor) {
+		p, hasPod := o.Pods[n]
+		c, hasClaim := o.Claims[n]
+		if hasPod && !p.Terminating || hasClaim && !c.Going && !c.Removed {
+			return n, true
+		}
+	}
+	return "", false
 }
 
 // failed is the failed termination of the restore init container, now or in its last run.

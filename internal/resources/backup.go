@@ -389,3 +389,45 @@ func WithRestore(pod *corev1.Pod, c *etcdv1alpha1.EtcdCluster, m MemberConfig, s
 	})
 	pod.Spec.Volumes = append(pod.Spec.Volumes, st.vols...)
 }
+
+// RecoveryContainerName names the init container of a member that is recovered from a
+// lost quorum (internal/recovery).
+const RecoveryContainerName = "recover"
+
+// AnnotationRecovery is on the pod of a member recovered from a lost quorum: the recovery's
+// ID, which its init container carries out.
+const AnnotationRecovery = "etcd.etcdpilot.io/recovery"
+
+// WithRecovery adds the init container that recovers member m, the survivor of a lost
+// quorum: before etcd starts, the agent restores the snapshot saved on the member's volume
+// (snapshotKey, relative to it) as a new cluster of m alone, with every revision raised by
+// bump, and replaces the member's data directory with it, once (it records recovery id
+// beside the data directory, so the pod may restart).
+func WithRecovery(pod *corev1.Pod, c *etcdv1alpha1.EtcdCluster, m MemberConfig, id, snapshotKey string, bump int64, image string) {
+	cl := cluster.For(c)
+	args := []string{"agent", "restore", "--store=file", "--file-root=" + DataMountPath, "--key=" + snapshotKey,
+		"--recovery=" + id,
+		"--data-dir=" + DataDir,
+		"--name=" + m.Name,
+		"--initial-cluster=" + m.Name + "=" + cl.PeerURL(m.Name),
+		"--initial-advertise-peer-urls=" + cl.PeerURL(m.Name),
+		// A new cluster ID: nothing of the cluster that lost its quorum can join it.
+		"--initial-cluster-token=" + cluster.Token(c) + "-" + id,
+		"--bump-revision=" + strconv.FormatInt(bump, 10), "--mark-compacted",
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[AnnotationRecovery] = id
+	pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{
+		Name:                     RecoveryContainerName,
+		Image:                    image,
+		Command:                  []string{AgentBinary},
+		Args:                     args,
+		Env:                      []corev1.EnvVar{{Name: "TMPDIR", Value: DataMountPath}},
+		VolumeMounts:             []corev1.VolumeMount{{Name: DataVolume, MountPath: DataMountPath}},
+		SecurityContext:          containerSecurityContext(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		Resources:                restoreResources(c),
+	})
+}

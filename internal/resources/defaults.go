@@ -132,3 +132,20 @@ func ReplacesCorruptMembers(c *etcdv1alpha1.EtcdCluster) bool {
 	m := c.Spec.ConsistencyCheck.Mode
 	return m == "" || m == etcdv1alpha1.ConsistencyCheckReplace
 }
+
+// DefaultQuorumLossAfter is how long the quorum must be lost before the loss is declared
+// when spec.quorumLossRecovery.after is not set.
+const DefaultQuorumLossAfter = 5 * time.Minute
+
+// QuorumLossRecovery is spec.quorumLossRecovery with its defaults: the policy (Manual) and
+// how long a loss must last before it is declared.
+func QuorumLossRecovery(c *etcdv1alpha1.EtcdCluster) (etcdv1alpha1.QuorumLossPolicy, time.Duration) {
+	p, after := c.Spec.QuorumLossRecovery.Policy, DefaultQuorumLossAfter
+	if p == "" {
+		p = etcdv1alpha1.QuorumLossManual
+	}
+	if a := c.Spec.QuorumLossRecovery.After; a != nil && a.Duration > 0 {
+		after = a.Duration
+	}
+	return p, after
+}

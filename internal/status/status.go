@@ -81,6 +81,11 @@ type Input struct {
 	// Consistency is what the consistency check found; nil when none ran, and
 	// status.consistency stays.
 	Consistency *etcdv1alpha1.ConsistencyStatus
+	// RecoveryDecided says that the quorum-loss recovery (internal/recovery) decided in
+	// this pass, and Recovery is what status.recovery becomes (nil: none). When it did
+	// not decide, status.recovery stays.
+	RecoveryDecided bool
+	Recovery        *etcdv1alpha1.RecoveryStatus
 }
 
 // Compute returns the status the cluster should have after this reconcile. Existing
@@ -118,6 +123,9 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	out.RaftTiming = raftTimingStatus(c, in.RaftTiming)
 	out.Storage = storageStatus(c, in.Storage)
 	out.Consistency = consistencyStatus(c, in.Consistency)
+	if in.RecoveryDecided {
+		out.Recovery = in.Recovery.DeepCopy()
+	}
 	if !in.Seen {
 		// Nothing was observed: members, versions and availability stay as last observed,
 		// Available with the generation it was observed for.
@@ -365,8 +373,8 @@ func degradedCondition(in Input, st etcdv1alpha1.EtcdClusterStatus) metav1.Condi
 			return *last
 		}
 	}
-	if in.Action.Kind == membership.Blocked {
-		return degraded(in.Action.Reason, in.Action.Message)
+	if c, ok := blockedOrRecovering(in.Action, st.Recovery); ok {
+		return c
 	}
 	if st.Upgrade != nil && st.Upgrade.RolledBack != nil {
 		return degraded(etcdv1alpha1.ReasonUpgradeRolledBack, st.Upgrade.RolledBack.Reason)
@@ -388,6 +396,23 @@ func degradedCondition(in Input, st etcdv1alpha1.EtcdClusterStatus) metav1.Condi
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse,
 		Reason: etcdv1alpha1.ReasonAsExpected, Message: fmt.Sprintf("%d members observed", len(ms))}
+}
+
+// blockedOrRecovering is the Degraded condition of a pass whose action is Blocked (a
+// declared quorum loss that waits is one), or of a cluster that lost its quorum, before the
+// loss is declared or while it is recovered.
+func blockedOrRecovering(a membership.Action, r *etcdv1alpha1.RecoveryStatus) (metav1.Condition, bool) {
+	if a.Kind == membership.Blocked {
+		return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: a.Reason, Message: a.Message}, true
+	}
+	if r == nil || r.Phase != etcdv1alpha1.RecoveryQuorumLost && r.Phase != etcdv1alpha1.RecoveryRecovering {
+		return metav1.Condition{}, false
+	}
+	reason := etcdv1alpha1.ReasonQuorumLost
+	if r.Phase == etcdv1alpha1.RecoveryRecovering {
+		reason = etcdv1alpha1.ReasonRecoveringQuorum
+	}
+	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: reason, Message: r.Message}, true
 }
 
 // outOfSpace is the Degraded condition of a cluster out of space (noSpace) or about to be

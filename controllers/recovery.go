@@ -1,0 +1,143 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/membership"
+	"github.com/etcdpilot/etcdpilot/internal/recovery"
+	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/internal/status"
+)
+
+// planRecovery asks internal/recovery what a cluster that lost its quorum needs, from the
+// observation and the last status.recovery, given the action the membership planner chose
+// (a). It records the decision in the status input, and returns the step; when the step
+// overrides the planner, in.Action says what it does.
+func planRecovery(c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input) recovery.Step {
+	policy, after := resources.QuorumLossRecovery(c)
+	o := recovery.Observed{
+		Policy: policy, After: after, Now: obs.planner.Now, Ephemeral: c.Spec.Storage.Ephemeral, Size: int(c.Spec.Size),
+		Quorum: obs.planner.Members != nil, Answering: obs.answering, LeaderKnown: obs.leaderKnown,
+		Pods: map[string]recovery.Pod{}, Claims: map[string]recovery.Claim{},
+		Last: c.Status.Recovery, Approval: c.Annotations[etcdv1alpha1.AnnotationApproveRecovery],
+		Settled: in.Action.Kind == membership.None,
+	}
+	for _, m := range obs.planner.Members {
+		o.Members = append(o.Members, m.Name)
+	}
+	for _, m := range c.Status.Members {
+		if !m.Learner {
+			o.Voters = append(o.Voters, m.Name)
+		}
+	}
+	for name, p := range obs.pods {
+		rp := recovery.Pod{Terminating: p.DeletionTimestamp != nil, Recovery: p.Annotations[resources.AnnotationRecovery]}
+		for i, s := range p.Status.InitContainerStatuses {
+			if s.Name == resources.RecoveryContainerName {
+				rp.Init = &p.Status.InitContainerStatuses[i]
+			}
+		}
+		o.Pods[name] = rp
+	}
+	for name, pvc := range obs.pvcs {
+		o.Claims[name] = recovery.Claim{Going: pvc.DeletionTimestamp != nil, Removed: pvc.Annotations[annotationRemoved] == "true"}
+	}
+	step := recovery.Plan(o)
+	in.RecoveryDecided, in.Recovery = true, step.Status
+	if step.Overrides() {
+		kind := membership.Wait
+		if step.Kind == recovery.Blocked {
+			kind = membership.Blocked
+		}
+		in.Action = membership.Action{Kind: kind, Member: step.Member, Reason: step.Reason, Message: step.Message}
+	}
+	return step
+}
+
+// recover carries out a recovery step (internal/recovery). A SaveSnapshot that succeeds records the snapshot in the step's status.
+func (r *EtcdClusterReconciler) recover(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, step recovery.Step) error {
+	st := step.Status
+	switch step.Kind {
+	case recovery.SaveSnapshot:
+		if r.Exec == nil {
+			return fmt.Errorf("saving the snapshot of member %s: this operator cannot run commands in pods", step.Member)
+		}
+		sctx, cancel := context.WithTimeout(ctx, snapshotTimeout)
+		defer cancel()
+		key := recovery.SnapshotKey(st.ID)
+		cmd := []string{resources.EtcdctlBinary, "snapshot", "save", path.Join(resources.DataMountPath, key)}
+		if _, stderr, err := r.Exec(sctx, c.Namespace, step.Member, resources.ContainerName, cmd); err != nil {
+			return fmt.Errorf("saving the snapshot of member %s: %w (%s)", step.Member, err, strings.TrimSpace(stderr))
+		}
+		st.Snapshot = key
+		r.event(c, corev1.EventTypeNormal, "RecoverySnapshotSaved", "Recover", "Saved a snapshot of member %s to %s on its volume", step.Member, key)
+		r.crashAfter(ctx, c, "RecoverySnapshot")
+	case recovery.Retire:
+		if err := r.deleteMember(ctx, c, obs, step.Member); err != nil {
+			return err
+		}
+		r.event(c, corev1.EventTypeNormal, "MemberRetired", "Recover", "Removed member %s, lost with the quorum (recovery %s)", step.Member, st.ID)
+	case recovery.StopSurvivor:
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: step.Member, Namespace: c.Namespace}}
+		if err := client.IgnoreNotFound(r.Client.Delete(ctx, pod)); err != nil {
+			return fmt.Errorf("stopping member %s: %w", step.Member, err)
+		}
+	case recovery.StartSurvivor:
+		return r.startSurvivor(ctx, c, obs, st)
+	}
+	return nil
+}
+
+// startSurvivor creates the survivor's pod with the init container that restores its
+// snapshot as a new cluster of one member.
+func (r *EtcdClusterReconciler) startSurvivor(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, st *etcdv1alpha1.RecoveryStatus) error {
+	if r.AgentImage == "" {
+		return fmt.Errorf("cannot recover: the operator does not know its own image (ETCDPILOT_AGENT_IMAGE)")
+	}
+	names := obs.planner.Cluster
+	version := obs.planner.Upgrade.Desired()
+	m := resources.MemberConfig{
+		Name: st.Survivor, InitialCluster: []string{st.Survivor + "=" + names.PeerURL(st.Survivor)}, InitialClusterState: "new",
+		Version: version, Image: r.brokenImage(c, version), TrustHash: obs.trustHash,
+	}
+	pod := resources.MemberPod(c, m, r.EtcdImages)
+	resources.WithRecovery(pod, c, m, st.ID, st.Snapshot, st.RevisionBump, r.AgentImage)
+	if err := r.Client.Create(ctx, pod); err != nil {
+		return client.IgnoreAlreadyExists(err)
+	}
+	r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "Recover", "Created the pod of member %s, which starts alone from the snapshot %s (recovery %s)", st.Survivor, st.Snapshot, st.ID)
+	return nil
+}
+
+// recoveryEvents emits the event of the recovery phase a pass enters.
+func (r *EtcdClusterReconciler) recoveryEvents(c *etcdv1alpha1.EtcdCluster, st *etcdv1alpha1.RecoveryStatus) {
+	if st == nil {
+		return
+	}
+	last := etcdv1alpha1.RecoveryPhase("")
+	if c.Status.Recovery != nil {
+		last = c.Status.Recovery.Phase
+	}
+	if st.Phase == last {
+		return
+	}
+	phases := map[etcdv1alpha1.RecoveryPhase]struct{ kind, reason string }{
+		etcdv1alpha1.RecoveryQuorumLost:       {corev1.EventTypeWarning, "QuorumLost"},
+		etcdv1alpha1.RecoveryAwaitingApproval: {corev1.EventTypeWarning, etcdv1alpha1.ReasonRecoveryAwaitingApproval},
+		etcdv1alpha1.RecoveryBlocked:          {corev1.EventTypeWarning, etcdv1alpha1.ReasonRecoveryBlocked},
+		etcdv1alpha1.RecoveryRecovering:       {corev1.EventTypeWarning, etcdv1alpha1.ReasonRecoveringQuorum},
+		etcdv1alpha1.RecoveryGrowing:          {corev1.EventTypeNormal, "RecoveredSurvivor"},
+		etcdv1alpha1.RecoverySucceeded:        {corev1.EventTypeNormal, "RecoverySucceeded"},
+	}
+	if e, ok := phases[st.Phase]; ok {
+		r.event(c, e.kind, e.reason, "Recover", "%s", st.Message)
+	}
+}
