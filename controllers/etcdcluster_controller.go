@@ -205,12 +205,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	defer obs.close()
 	// The planner's maps are shared: what the next steps record there, the status sees.
 	in.Seen, in.Observed, in.Details = true, obs.planner, obs.details
-	if err := r.recordBootstrapped(ctx, obs); err != nil {
-		in.Err = fmt.Errorf("recording bootstrapped members: %w", err)
-		return reconcile.Result{}, in.Err
-	}
-	if err := r.updatePodsInPlace(ctx, obs); err != nil {
-		in.Err = fmt.Errorf("updating member pods in place: %w", err)
+	if in.Err = r.applyObserved(ctx, obs); in.Err != nil {
 		return reconcile.Result{}, in.Err
 	}
 	in.Action, obs.restore, err = r.planRestore(ctx, c, membership.Plan(obs.planner))
@@ -218,11 +213,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		in.Err = fmt.Errorf("resolving the restore source: %w", err)
 		return reconcile.Result{}, in.Err
 	}
-	step := planRecovery(c, obs, &in)
-	r.recoveryEvents(c, step.Status)
-	if step.Overrides() {
-		in.Err = r.recover(ctx, c, obs, step)
-		return reconcile.Result{RequeueAfter: requeueProgressing}, in.Err
+	if overrode, err := r.recoverQuorum(ctx, c, obs, &in); overrode || err != nil {
+		in.Err = err
+		return reconcile.Result{RequeueAfter: requeueProgressing}, err
 	}
 	result, err = r.act(ctx, c, obs, in.Action)
 	var exists *alreadyCreatedError
@@ -236,6 +229,18 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	}
 	in.Err = err
 	return result, err
+}
+
+// applyObserved records what the observation found on the objects (step 6 of Reconcile):
+// the claims of members seen started, and the in-place changes of member pods.
+func (r *EtcdClusterReconciler) applyObserved(ctx context.Context, obs *observation) error {
+	if err := r.recordBootstrapped(ctx, obs); err != nil {
+		return fmt.Errorf("recording bootstrapped members: %w", err)
+	}
+	if err := r.updatePodsInPlace(ctx, obs); err != nil {
+		return fmt.Errorf("updating member pods in place: %w", err)
+	}
+	return nil
 }
 
 // whenIdle runs steps 8 and 9 of Reconcile once the planned membership action was carried

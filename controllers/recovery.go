@@ -17,18 +17,62 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/status"
 )
 
+// recoverQuorum decides the quorum-loss recovery (planRecovery), emits the event of the
+// phase it enters, and carries out its step when the step replaces the planner's action
+// (overrode).
+func (r *EtcdClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input) (overrode bool, err error) {
+	step, err := r.planRecovery(ctx, c, obs, in)
+	if err != nil {
+		return false, err
+	}
+	r.recoveryEvents(c, step.Status)
+	if !step.Overrides() {
+		return false, nil
+	}
+	return true, r.recover(ctx, c, obs, step)
+}
+
 // planRecovery asks internal/recovery what a cluster that lost its quorum needs, from the
 // observation and the last status.recovery, given the action the membership planner chose
 // (a). It records the decision in the status input, and returns the step; when the step
 // overrides the planner, in.Action says what it does.
-func planRecovery(c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input) recovery.Step {
+func (r *EtcdClusterReconciler) planRecovery(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input) (recovery.Step, error) {
+	o := recoveryObserved(c, obs, in)
+	if obs.planner.Members == nil || c.Status.Recovery != nil {
+		// The newest backup matters only while the quorum is lost.
+		b, err := r.newestBackup(ctx, c)
+		if err != nil {
+			return recovery.Step{}, err
+		}
+		if b != nil {
+			o.Backup = &recovery.Backup{Name: b.Name, Completed: b.Status.CompletedAt.Time, Revision: b.Status.Snapshot.Revision}
+		}
+	}
+	step := recovery.Plan(o)
+	in.RecoveryDecided, in.Recovery = true, step.Status
+	if step.Overrides() {
+		kind := membership.Wait
+		if step.Kind == recovery.Blocked {
+			kind = membership.Blocked
+		}
+		in.Action = membership.Action{Kind: kind, Member: step.Member, Reason: step.Reason, Message: step.Message}
+	} else if st := step.Status; st != nil && st.Phase == etcdv1alpha1.RecoveryQuorumLost && in.Action.Kind == membership.Wait {
+		// The planner waits for members to start; the cluster has lost its quorum.
+		in.Action.Reason, in.Action.Message = etcdv1alpha1.ReasonQuorumLost, st.Message
+	}
+	return step, nil
+}
+
+// recoveryObserved is what internal/recovery decides from: the spec, the last status, the
+// members that answered, and the member pods and claims.
+func recoveryObserved(c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input) recovery.Observed {
 	policy, after := resources.QuorumLossRecovery(c)
 	o := recovery.Observed{
 		Policy: policy, After: after, Now: obs.planner.Now, Ephemeral: c.Spec.Storage.Ephemeral, Size: int(c.Spec.Size),
 		Quorum: obs.planner.Members != nil, Answering: obs.answering, LeaderKnown: obs.leaderKnown,
 		Pods: map[string]recovery.Pod{}, Claims: map[string]recovery.Claim{},
 		Last: c.Status.Recovery, Approval: c.Annotations[etcdv1alpha1.AnnotationApproveRecovery],
-		Settled: in.Action.Kind == membership.None,
+		Settled: in.Action.Kind == membership.None, MemberName: obs.planner.Cluster.MemberName,
 	}
 	for _, m := range obs.planner.Members {
 		o.Members = append(o.Members, m.Name)
@@ -41,7 +85,7 @@ func planRecovery(c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Inpu
 	for name, p := range obs.pods {
 		rp := recovery.Pod{Terminating: p.DeletionTimestamp != nil, Recovery: p.Annotations[resources.AnnotationRecovery]}
 		for i, s := range p.Status.InitContainerStatuses {
-			if s.Name == resources.RecoveryContainerName {
+			if s.Name == resources.RecoveryContainerName || s.Name == resources.RestoreContainerName {
 				rp.Init = &p.Status.InitContainerStatuses[i]
 			}
 		}
@@ -50,16 +94,26 @@ func planRecovery(c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Inpu
 	for name, pvc := range obs.pvcs {
 		o.Claims[name] = recovery.Claim{Going: pvc.DeletionTimestamp != nil, Removed: pvc.Annotations[annotationRemoved] == "true"}
 	}
-	step := recovery.Plan(o)
-	in.RecoveryDecided, in.Recovery = true, step.Status
-	if step.Overrides() {
-		kind := membership.Wait
-		if step.Kind == recovery.Blocked {
-			kind = membership.Blocked
-		}
-		in.Action = membership.Action{Kind: kind, Member: step.Member, Reason: step.Reason, Message: step.Message}
+	return o
+}
+
+// newestBackup is the cluster's newest successful EtcdBackup, nil when it has none.
+func (r *EtcdClusterReconciler) newestBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*etcdv1alpha1.EtcdBackup, error) {
+	var list etcdv1alpha1.EtcdBackupList
+	if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the cluster's backups: %w", err)
 	}
-	return step
+	var newest *etcdv1alpha1.EtcdBackup
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Spec.ClusterName != c.Name || !status.BackupSucceeded(b) || b.Status.CompletedAt == nil || b.Status.Snapshot == nil {
+			continue
+		}
+		if newest == nil || b.Status.CompletedAt.After(newest.Status.CompletedAt.Time) {
+			newest = b
+		}
+	}
+	return newest, nil
 }
 
 // recover carries out a recovery step (internal/recovery). A SaveSnapshot that succeeds records the snapshot in the step's status.
@@ -92,6 +146,8 @@ func (r *EtcdClusterReconciler) recover(ctx context.Context, c *etcdv1alpha1.Etc
 		}
 	case recovery.StartSurvivor:
 		return r.startSurvivor(ctx, c, obs, st)
+	case recovery.StartFromBackup:
+		return r.startFromBackup(ctx, c, obs, step)
 	}
 	return nil
 }
@@ -114,6 +170,42 @@ func (r *EtcdClusterReconciler) startSurvivor(ctx context.Context, c *etcdv1alph
 		return client.IgnoreAlreadyExists(err)
 	}
 	r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "Recover", "Created the pod of member %s, which starts alone from the snapshot %s (recovery %s)", st.Survivor, st.Snapshot, st.ID)
+	return nil
+}
+
+// startFromBackup creates the claim and pod of a fresh member whose init container restores
+// the recovery's backup as a new cluster of one member, revisions raised; its pod carries
+// the recovery's ID, which is how later passes know it.
+func (r *EtcdClusterReconciler) startFromBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, step recovery.Step) error {
+	st := step.Status
+	if r.AgentImage == "" {
+		return fmt.Errorf("cannot recover: the operator does not know its own image (ETCDPILOT_AGENT_IMAGE)")
+	}
+	b := &etcdv1alpha1.EtcdBackup{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: st.Backup}, b); err != nil {
+		return fmt.Errorf("reading EtcdBackup %s to recover from: %w", st.Backup, err)
+	}
+	if !status.BackupSucceeded(b) {
+		return fmt.Errorf("EtcdBackup %s, chosen to recover from, no longer holds a successful backup", st.Backup)
+	}
+	src := backupSource(b)
+	src.BumpRevision = &st.RevisionBump
+	if err := r.createClaim(ctx, c, step.Member, nil); err != nil {
+		return err
+	}
+	names := obs.planner.Cluster
+	version := obs.planner.Upgrade.Desired()
+	m := resources.MemberConfig{
+		Name: step.Member, InitialCluster: []string{step.Member + "=" + names.PeerURL(step.Member)}, InitialClusterState: "new",
+		Version: version, Image: r.brokenImage(c, version), TrustHash: obs.trustHash,
+	}
+	pod := resources.MemberPod(c, m, r.EtcdImages)
+	resources.WithRestore(pod, c, m, *src, r.AgentImage)
+	pod.Annotations[resources.AnnotationRecovery] = st.ID
+	if err := r.Client.Create(ctx, pod); err != nil {
+		return client.IgnoreAlreadyExists(err)
+	}
+	r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "Recover", "Created the pod of member %s, which starts alone from EtcdBackup %s (recovery %s)", step.Member, st.Backup, st.ID)
 	return nil
 }
 

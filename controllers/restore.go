@@ -41,6 +41,10 @@ func (r *EtcdClusterReconciler) planRestore(ctx context.Context, c *etcdv1alpha1
 			return a, nil, err
 		}
 	}
+	if src != nil && c.Spec.Bootstrap.Restore.BumpRevision != nil {
+		// CEL: bumpRevision comes with markCompacted (etcdutl bumps only while marking).
+		src.BumpRevision = c.Spec.Bootstrap.Restore.BumpRevision
+	}
 	return restore.Plan(a, o), src, nil
 }
 
@@ -82,13 +86,18 @@ func (r *EtcdClusterReconciler) restoreSource(ctx context.Context, c *etcdv1alph
 	if !status.BackupSucceeded(b) {
 		return nil, fmt.Sprintf("EtcdBackup %s has not succeeded; no member starts until it has", spec.BackupName), nil
 	}
+	return backupSource(b), "", nil
+}
+
+// backupSource is the artifact of a successful backup, as a restore source.
+func backupSource(b *etcdv1alpha1.EtcdBackup) *resources.RestoreSource {
 	src := &resources.RestoreSource{Key: b.Status.Artifact.Key, SHA256: b.Status.Artifact.SHA256, Compression: b.Status.Artifact.Compression}
 	if d := b.Spec.Destination; d.S3 != nil {
 		src.S3 = &d.S3.S3Bucket
 	} else {
 		src.Claim = d.PVC.ClaimName
 	}
-	return src, "", nil
+	return src
 }
 
 func describeSource(spec *etcdv1alpha1.RestoreSpec, src *resources.RestoreSource) string {

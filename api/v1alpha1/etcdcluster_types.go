@@ -949,11 +949,16 @@ type RecoveryStatus struct {
 	// +optional
 	ID string `json:"id,omitempty"`
 	// survivor is the member the cluster is recovered from, and survivorAppliedIndex the
-	// raft index it had applied when it was chosen.
+	// raft index it had applied when it was chosen; recovering from a backup, the member
+	// that restores it, once created.
 	// +optional
 	Survivor string `json:"survivor,omitempty"`
 	// +optional
 	SurvivorAppliedIndex int64 `json:"survivorAppliedIndex,omitempty"`
+	// backup is the EtcdBackup the cluster is recovered from when no member survives (no
+	// member answers, or the members' data is ephemeral); empty when a member survives.
+	// +optional
+	Backup string `json:"backup,omitempty"`
 	// lostMembers are the voting members that did not answer when the loss was declared.
 	// +optional
 	// +listType=atomic

@@ -52,6 +52,14 @@ type Pod struct {
 	Init *corev1.ContainerStatus
 }
 
+// Backup is a successful EtcdBackup of the cluster.
+type Backup struct {
+	Name      string
+	Completed time.Time
+	// Revision is the revision the backup holds.
+	Revision int64
+}
+
 // Claim is a member claim as the recovery sees it.
 type Claim struct {
 	// Going is true while the claim is being deleted.
@@ -90,6 +98,11 @@ type Observed struct {
 	Approval string
 	// Settled is true when the membership planner has nothing left to do.
 	Settled bool
+	// Backup is the newest successful backup of the cluster, nil when there is none: what
+	// the cluster is recovered from when no member survives.
+	Backup *Backup
+	// MemberName names the member with an ordinal (cluster.Cluster.MemberName).
+	MemberName func(ordinal int) string
 }
 
 // Kind is the kind of step Plan chose.
@@ -113,6 +126,9 @@ const (
 	// StartSurvivor: create the survivor's pod with the init container that restores the
 	// snapshot as a new cluster of one member.
 	StartSurvivor Kind = "StartSurvivor"
+	// StartFromBackup: create Member, a fresh member whose init container restores the
+	// backup as a new cluster of one member (its pod carries the recovery's ID).
+	StartFromBackup Kind = "StartFromBackup"
 )
 
 // Step is what Plan chose, and what status.recovery becomes.
@@ -210,21 +226,20 @@ func (o Observed) whileLost(st *etcdv1alpha1.RecoveryStatus) Step {
 			len(o.answeringVoters()), len(o.Voters), strings.Join(silent, ", "), declareAt.UTC().Format(time.RFC3339))
 		return Step{Kind: None, Status: st}
 	}
-	survivor, applied, ok := o.survivor()
-	switch {
-	case o.Ephemeral:
-		return blocked(st, "the quorum is lost and the members' data is ephemeral: no member can be restarted from its data; restore a backup into a new EtcdCluster (spec.bootstrap.restore)")
-	case !ok:
-		return blocked(st, fmt.Sprintf("the quorum is lost and no voting member answers (silent: %s): nothing to recover from; bring a member back, or restore a backup into a new EtcdCluster (spec.bootstrap.restore)",
-			strings.Join(silent, ", ")))
+	plan, ok := o.source(st, silent)
+	if !ok {
+		why := fmt.Sprintf("no voting member answers (silent: %s)", strings.Join(silent, ", "))
+		if o.Ephemeral {
+			why = "the members' data is ephemeral: no member can be restarted from its data"
+		}
+		return blocked(st, fmt.Sprintf("the quorum is lost and %s, and the cluster has no successful EtcdBackup to recover from: bring a member back, or restore a backup into a new EtcdCluster (spec.bootstrap.restore)", why))
 	}
-	if st.ID == "" || st.Survivor != survivor {
-		st.ID = o.Now.UTC().Format(IDFormat)
-	}
-	st.Survivor, st.SurvivorAppliedIndex, st.LostMembers, st.RevisionBump = survivor, int64(applied), silent, RevisionBump
-	plan := fmt.Sprintf("recovery from member %s (applied raft index %d): remove %s, start %s alone from a snapshot of its data with every revision raised by %d, grow back to %d members; what only %s held is lost",
-		survivor, applied, strings.Join(o.others(survivor), ", "), survivor, RevisionBump, o.Size, strings.Join(silent, ", "))
-	automatic := o.Policy == etcdv1alpha1.QuorumLossAutomatic && len(o.Voters)-len(gone) < quorum(len(o.Voters))
+	// Automatic goes on alone only when what it would throw away can never come back: from
+	// a survivor, when the others' data is gone so far that they can never form a majority
+	// again; from a backup, when every member's data is gone (one that only does not
+	// answer may hold writes the backup lacks).
+	left := len(o.Voters) - len(gone)
+	automatic := o.Policy == etcdv1alpha1.QuorumLossAutomatic && (st.Backup == "" && left < quorum(len(o.Voters)) || st.Backup != "" && left == 0)
 	if automatic || o.Approval == st.ID {
 		st.Phase, st.Approved = etcdv1alpha1.RecoveryRecovering, true
 		how := "approved"
@@ -242,6 +257,32 @@ func (o Observed) whileLost(st *etcdv1alpha1.RecoveryStatus) Step {
 	st.Message = fmt.Sprintf("quorum lost since %s; awaiting approval (%s) of the %s. Approve with: kubectl annotate etcdcluster <name> %s=%s",
 		st.LostSince.UTC().Format(time.RFC3339), why, plan, etcdv1alpha1.AnnotationApproveRecovery, st.ID)
 	return Step{Kind: Blocked, Status: st, Reason: etcdv1alpha1.ReasonRecoveryAwaitingApproval, Message: st.Message}
+}
+
+// source chooses what the cluster is recovered from, into st, and says what the recovery
+// would do: the survivor, or with none (or ephemeral data) the newest backup. A new choice
+// gets a new ID.
+func (o Observed) source(st *etcdv1alpha1.RecoveryStatus, silent []string) (string, bool) {
+	survivor, applied, ok := o.survivor()
+	ok = ok && !o.Ephemeral
+	if !ok && o.Backup == nil {
+		return "", false
+	}
+	st.LostMembers, st.RevisionBump = silent, RevisionBump
+	if ok {
+		if st.ID == "" || st.Survivor != survivor || st.Backup != "" {
+			st.ID = o.Now.UTC().Format(IDFormat)
+		}
+		st.Survivor, st.SurvivorAppliedIndex, st.Backup = survivor, int64(applied), ""
+		return fmt.Sprintf("recovery from member %s (applied raft index %d): remove %s, start %s alone from a snapshot of its data with every revision raised by %d, grow back to %d members; what only %s held is lost",
+			survivor, applied, strings.Join(o.others(survivor), ", "), survivor, RevisionBump, o.Size, strings.Join(silent, ", ")), true
+	}
+	if st.ID == "" || st.Backup != o.Backup.Name {
+		st.ID = o.Now.UTC().Format(IDFormat)
+	}
+	st.Survivor, st.SurvivorAppliedIndex, st.Backup = "", 0, o.Backup.Name
+	return fmt.Sprintf("recovery from EtcdBackup %s (revision %d, completed %s), as no member survives: remove every member, start one member from the backup with every revision raised by %d, grow back to %d members; every write after the backup is lost",
+		o.Backup.Name, o.Backup.Revision, o.Backup.Completed.UTC().Format(time.RFC3339), RevisionBump, o.Size), true
 }
 
 func blocked(st *etcdv1alpha1.RecoveryStatus, msg string) Step {
@@ -296,6 +337,9 @@ func (o Observed) recovering(st *etcdv1alpha1.RecoveryStatus) Step {
 	step := func(k Kind, member, msg string) Step {
 		return Step{Kind: k, Member: member, Status: st, Reason: etcdv1alpha1.ReasonRecoveringQuorum, Message: msg}
 	}
+	if st.Backup != "" {
+		return o.fromBackup(st, step)
+	}
 	pod, hasPod := o.Pods[s]
 	if st.Snapshot == "" {
 		if _, answers := o.Answering[s]; !answers || !hasPod || pod.Terminating {
@@ -334,6 +378,44 @@ func (o Observed) restartSurvivor(st *etcdv1alpha1.RecoveryStatus, step func(Kin
 		return step(Wait, s, fmt.Sprintf("member %s could not restore the snapshot (it retries with a growing back-off): %s", s, lastLine(t.Message)))
 	}
 	return step(Wait, s, fmt.Sprintf("waiting for member %s to restore the snapshot and start alone", s))
+}
+
+// fromBackup is the next step of a recovery from a backup: every member removed, then one
+// fresh member that restores the backup (the pod that carries the recovery's ID), then wait
+// for it to answer alone.
+func (o Observed) fromBackup(st *etcdv1alpha1.RecoveryStatus, step func(Kind, string, string) Step) Step {
+	for name, p := range o.Pods {
+		if p.Recovery != st.ID || p.Terminating {
+			continue
+		}
+		st.Survivor = name
+		if o.Quorum && slices.Equal(o.Members, []string{name}) {
+			st.Phase = etcdv1alpha1.RecoveryGrowing
+			st.Message = fmt.Sprintf("member %s serves alone, restored from EtcdBackup %s; growing back to %d members", name, st.Backup, o.Size)
+			return Step{Kind: None, Status: st}
+		}
+		if t := failed(p.Init); t != nil {
+			return step(Wait, name, fmt.Sprintf("member %s could not restore EtcdBackup %s (it retries with a growing back-off): %s", name, st.Backup, lastLine(t.Message)))
+		}
+		return step(Wait, name, fmt.Sprintf("waiting for member %s to restore EtcdBackup %s and start alone", name, st.Backup))
+	}
+	if n, ok := o.toRetire(""); ok {
+		return step(Retire, n, fmt.Sprintf("removing member %s, lost with the quorum", n))
+	}
+	name := o.freeName()
+	return step(StartFromBackup, name, fmt.Sprintf("starting member %s alone from EtcdBackup %s, revisions raised by %d", name, st.Backup, st.RevisionBump))
+}
+
+// freeName is the first member name with neither pod nor claim.
+func (o Observed) freeName() string {
+	for i := 0; ; i++ {
+		n := o.MemberName(i)
+		_, hasPod := o.Pods[n]
+		_, hasClaim := o.Claims[n]
+		if !hasPod && !hasClaim {
+			return n
+		}
+	}
 }
 
 // toRetire is the first member other than the survivor that still has a running pod or a

@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +19,11 @@ var t0 = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 func lostTwo(now time.Time) Observed {
 	return Observed{
 		Policy: etcdv1alpha1.QuorumLossManual, After: 5 * time.Minute, Now: now, Size: 3,
-		Voters:    []string{"e-0", "e-1", "e-2"},
-		Answering: map[string]uint64{"e-1": 120},
-		Pods:      map[string]Pod{"e-1": {}},
-		Claims:    map[string]Claim{"e-1": {}},
+		Voters:     []string{"e-0", "e-1", "e-2"},
+		Answering:  map[string]uint64{"e-1": 120},
+		Pods:       map[string]Pod{"e-1": {}},
+		Claims:     map[string]Claim{"e-1": {}},
+		MemberName: func(i int) string { return fmt.Sprintf("e-%d", i) },
 	}
 }
 
@@ -178,6 +180,8 @@ func (w *world) apply(t *testing.T, s Step) {
 		delete(w.o.Answering, s.Member)
 	case StartSurvivor:
 		w.o.Pods[s.Member] = Pod{Recovery: s.Status.ID}
+	case StartFromBackup:
+		w.o.Pods[s.Member], w.o.Claims[s.Member] = Pod{Recovery: s.Status.ID}, Claim{}
 	case Wait:
 		if p, ok := w.o.Pods[s.Member]; ok && p.Recovery != "" {
 			// restored: it answers alone
@@ -273,4 +277,79 @@ func join(ks []Kind) string {
 		s[i] = string(k)
 	}
 	return strings.Join(s, " ")
+}
+
+// TestRecoveryFromBackup plays the recovery of a cluster none of whose members answers,
+// from its newest backup: under Automatic only once every member's data is gone; every
+// member retired, one fresh member restores the backup, then the cluster grows. A crash
+// after any step (its status lost) repeats that step or finds it done.
+func TestRecoveryFromBackup(t *testing.T) {
+	start := func() *world {
+		o := lostTwo(t0.Add(5 * time.Minute))
+		o.Policy, o.Last, o.Answering = etcdv1alpha1.QuorumLossAutomatic, lostSince(t0), nil
+		o.Backup = &Backup{Name: "nightly", Completed: t0.Add(-time.Hour), Revision: 90}
+		o.Claims["e-2"] = Claim{Removed: true} // a member removed long ago, its claim retained
+		return &world{o: o}
+	}
+	w := start()
+	w.o.Pods["e-1"] = Pod{} // e-1's pod runs and its claim exists, but it does not answer
+	if s := Plan(w.o); s.Kind != Blocked || s.Status.Phase != etcdv1alpha1.RecoveryAwaitingApproval || s.Status.Backup != "nightly" {
+		t.Fatalf("a member whose data exists: %s %+v, want awaiting approval of the recovery from nightly", s.Kind, s.Status)
+	}
+	if s := Plan(w.o); !strings.Contains(s.Message, "every write after the backup is lost") {
+		t.Fatalf("the message does not say what is lost: %s", s.Message)
+	}
+	w.o.Backup = nil
+	if s := Plan(w.o); s.Kind != Blocked || s.Status.Phase != etcdv1alpha1.RecoveryBlocked {
+		t.Fatalf("no survivor and no backup: %s, want Blocked", s.Kind)
+	}
+
+}
+
+// TestRecoveryFromBackupSurvivesACrashAtEveryStep plays it to the end, then with the
+// status of each step lost once.
+func TestRecoveryFromBackupSurvivesACrashAtEveryStep(t *testing.T) {
+	start := func() *world {
+		o := lostTwo(t0.Add(5 * time.Minute))
+		o.Policy, o.Last, o.Answering = etcdv1alpha1.QuorumLossAutomatic, lostSince(t0), nil
+		o.Backup = &Backup{Name: "nightly", Completed: t0.Add(-time.Hour), Revision: 90}
+		o.Claims["e-2"] = Claim{Removed: true}
+		o.Claims["e-1"] = Claim{Going: true}
+		return &world{o: o}
+	}
+	var want []Kind
+	w := start()
+	for i := 0; i < 20; i++ {
+		s := Plan(w.o)
+		want = append(want, s.Kind)
+		w.apply(t, s)
+		if s.Kind == None {
+			break
+		}
+	}
+	if got := join(want); got != "Retire StartFromBackup Wait None" {
+		t.Fatalf("steps %s", got)
+	}
+	if w.o.Last.Phase != etcdv1alpha1.RecoveryGrowing || w.o.Last.Survivor != "e-0" {
+		t.Fatalf("phase %s with member %s, want Growing with e-0 (the first free name)", w.o.Last.Phase, w.o.Last.Survivor)
+	}
+	for crash := 0; crash < len(want)-1; crash++ {
+		w := start()
+		var got []Kind
+		for i := 0; i < 20; i++ {
+			s := Plan(w.o)
+			got = append(got, s.Kind)
+			kept := w.o.Last
+			w.apply(t, s)
+			if s.Kind == None {
+				break
+			}
+			if i == crash {
+				w.o.Last = kept
+			}
+		}
+		if w.o.Last.Phase != etcdv1alpha1.RecoveryGrowing || strings.Count(join(got), "StartFromBackup") != 1 {
+			t.Fatalf("crash after step %d: steps %s, phase %s: want one member started from the backup, then Growing", crash, join(got), w.o.Last.Phase)
+		}
+	}
 }

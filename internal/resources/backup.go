@@ -348,6 +348,8 @@ type RestoreSource struct {
 	// Compression is the artifact's compression, as its backup's status says; "" for an
 	// artifact named by its key alone, whose format the agent reads from its first bytes.
 	Compression etcdv1alpha1.BackupCompression
+	// BumpRevision, when set, raises every revision by this much and marks them compacted.
+	BumpRevision *int64
 }
 
 // WithRestore adds the restore init container to the pod of a restored cluster's first
@@ -369,11 +371,8 @@ func WithRestore(pod *corev1.Pod, c *etcdv1alpha1.EtcdCluster, m MemberConfig, s
 		"--initial-advertise-peer-urls="+cl.PeerURL(m.Name),
 		"--initial-cluster-token="+cluster.Token(c),
 	)
-	if r := c.Spec.Bootstrap.Restore; r.BumpRevision != nil {
-		args = append(args, "--bump-revision="+strconv.FormatInt(*r.BumpRevision, 10))
-		if r.MarkCompacted {
-			args = append(args, "--mark-compacted")
-		}
+	if src.BumpRevision != nil {
+		args = append(args, "--bump-revision="+strconv.FormatInt(*src.BumpRevision, 10), "--mark-compacted")
 	}
 	mounts := append([]corev1.VolumeMount{{Name: DataVolume, MountPath: DataMountPath}}, st.mounts...)
 	pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{

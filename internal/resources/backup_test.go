@@ -183,7 +183,7 @@ func TestWithRestore(t *testing.T) {
 		BackupName: "nightly", BumpRevision: ptr.To[int64](1000000000), MarkCompacted: true}}
 	m := resources.MemberConfig{Name: "main-0", InitialCluster: initialCluster(c, 1), InitialClusterState: "new"}
 	pod := resources.MemberPod(c, m, images)
-	resources.WithRestore(pod, c, m, resources.RestoreSource{Claim: "backups", Key: "db/main/x.db.gz", SHA256: "abc"}, agentImage)
+	resources.WithRestore(pod, c, m, resources.RestoreSource{Claim: "backups", Key: "db/main/x.db.gz", SHA256: "abc", BumpRevision: ptr.To[int64](1000000000)}, agentImage)
 
 	g.Expect(pod.Spec.InitContainers).To(HaveLen(1))
 	ic := pod.Spec.InitContainers[0]

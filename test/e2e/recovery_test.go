@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+)
+
+// Recovery from a lost quorum on real members: two of three members destroyed (claim and
+// pod), with a client's acknowledged writes before. Manual waits and says what it would do;
+// after approval the cluster is back at three members from the survivor, every write kept
+// and revisions raised. Then, with the policy Automatic, the same happens again without
+// approval. One cluster serves both.
+var _ = Describe("quorum-loss recovery", func() {
+	It("recovers from the surviving member, after approval and then automatically, keeping every acknowledged write", func(ctx SpecContext) {
+		ns := newTestNamespace(ctx, "e2e-quorum-")
+		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: ns},
+			Spec: etcdv1alpha1.EtcdClusterSpec{Size: 3, DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete,
+				QuorumLossRecovery: etcdv1alpha1.QuorumLossRecoverySpec{After: &metav1.Duration{Duration: 30 * time.Second}}}}
+		Expect(k8sClient.Create(ctx, c)).To(Succeed())
+		c = waitReady(ctx, c)
+		acked := writeAcknowledged(ctx, ns, "q", "round-1/", 200)
+
+		survivor := destroyTwo(ctx, c)
+		survivorPod := get(ctx, ns, survivor, &corev1.Pod{})
+
+		By("Manual: the loss is declared after 30 s, and nothing is done before approval")
+		var rec *etcdv1alpha1.RecoveryStatus
+		Eventually(func(g Gomega) {
+			got := get(ctx, ns, "q", &etcdv1alpha1.EtcdCluster{})
+			rec = got.Status.Recovery
+			g.Expect(rec).NotTo(BeNil())
+			g.Expect(rec.Phase).To(Equal(etcdv1alpha1.RecoveryAwaitingApproval), rec.Message)
+			degraded := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionDegraded)
+			g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonRecoveryAwaitingApproval))
+			g.Expect(degraded.Message).To(ContainSubstring(etcdv1alpha1.AnnotationApproveRecovery + "=" + rec.ID))
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		Expect(rec.Survivor).To(Equal(survivor))
+		Expect(rec.LostMembers).To(HaveLen(2))
+		Consistently(func(g Gomega) {
+			g.Expect(get(ctx, ns, survivor, &corev1.Pod{}).UID).To(Equal(survivorPod.UID), "the survivor is not touched before approval")
+		}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
+
+		By("approving recovery " + rec.ID)
+		got := get(ctx, ns, "q", &etcdv1alpha1.EtcdCluster{})
+		patch := client.MergeFrom(got.DeepCopy())
+		got.Annotations = map[string]string{etcdv1alpha1.AnnotationApproveRecovery: rec.ID}
+		Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
+		expectRecovered(ctx, c, survivor, acked)
+
+		By("Automatic: two other members destroyed are recovered without approval")
+		patch = client.MergeFrom(got.DeepCopy())
+		got.Spec.QuorumLossRecovery.Policy = etcdv1alpha1.QuorumLossAutomatic
+		Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
+		c = waitReady(ctx, c)
+		for k, v := range writeAcknowledged(ctx, ns, "q", "round-2/", 200) {
+			acked[k] = v
+		}
+		survivor = destroyTwo(ctx, c)
+		expectRecovered(ctx, c, survivor, acked)
+	})
+})
+
+// writeAcknowledged writes n keys under prefix through the client Service's members and
+// returns those etcd acknowledged, with their values.
+func writeAcknowledged(ctx context.Context, ns, name, prefix string, n int) map[string]string {
+	cli := etcdV3Client(ctx, ns, name)
+	acked := map[string]string{}
+	for i := range n {
+		k, v := fmt.Sprintf("%skey-%04d", prefix, i), fmt.Sprintf("value-%d-%d", i, time.Now().UnixNano())
+		if _, err := cli.Put(ctx, k, v); err == nil {
+			acked[k] = v
+		}
+	}
+	ExpectWithOffset(1, acked).To(HaveLen(n), "a healthy cluster acknowledges every write")
+	return acked
+}
+
+// destroyTwo deletes the claims and pods of two of the three members (the leader among
+// them) and returns the third.
+func destroyTwo(ctx context.Context, c *etcdv1alpha1.EtcdCluster) string {
+	c = get(ctx, c.Namespace, c.Name, &etcdv1alpha1.EtcdCluster{})
+	ExpectWithOffset(1, c.Status.Members).To(HaveLen(3))
+	var victims []string
+	survivor := ""
+	for _, m := range c.Status.Members {
+		if survivor == "" && !m.Leader {
+			survivor = m.Name
+		} else {
+			victims = append(victims, m.Name)
+		}
+	}
+	ExpectWithOffset(1, victims).To(HaveLen(2))
+	By(fmt.Sprintf("destroying members %v (claims and pods); %s survives", victims, survivor))
+	for _, v := range victims {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: v + "-data", Namespace: c.Namespace}}
+		ExpectWithOffset(1, k8sClient.Delete(ctx, pvc)).To(Succeed())
+		ExpectWithOffset(1, k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: v, Namespace: c.Namespace}})).To(Succeed())
+	}
+	return survivor
+}
+
+// expectRecovered waits for the recovery from survivor to end with the cluster Ready at
+// three members, then checks every acknowledged write and that revisions moved past the
+// bump.
+func expectRecovered(ctx context.Context, c *etcdv1alpha1.EtcdCluster, survivor string, acked map[string]string) {
+	var rec *etcdv1alpha1.RecoveryStatus
+	EventuallyWithOffset(1, func(g Gomega) {
+		got := get(ctx, c.Namespace, c.Name, &etcdv1alpha1.EtcdCluster{})
+		rec = got.Status.Recovery
+		g.Expect(rec).NotTo(BeNil())
+		g.Expect(rec.Phase).To(Equal(etcdv1alpha1.RecoverySucceeded), rec.Message)
+		ready := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionReady)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
+	}).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	ExpectWithOffset(1, rec.Survivor).To(Equal(survivor))
+	ExpectWithOffset(1, rec.Snapshot).NotTo(BeEmpty())
+	after := waitReady(ctx, c)
+	ExpectWithOffset(1, after.Status.Members).To(HaveLen(3))
+
+	cli := etcdV3Client(ctx, c.Namespace, c.Name)
+	got := map[string]string{}
+	for _, prefix := range []string{"round-1/", "round-2/"} {
+		for k, v := range keysUnder(ctx, cli, prefix) {
+			got[k] = v
+		}
+	}
+	ExpectWithOffset(1, got).To(Equal(acked), "every acknowledged write survives")
+	put, err := cli.Put(ctx, "after-recovery", rec.ID)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	ExpectWithOffset(1, put.Header.Revision).To(BeNumerically(">", rec.RevisionBump), "revisions are raised, so watchers re-list")
+}
