@@ -73,6 +73,7 @@ func recoveryObserved(c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.
 		Pods: map[string]recovery.Pod{}, Claims: map[string]recovery.Claim{},
 		Last: c.Status.Recovery, Approval: c.Annotations[etcdv1alpha1.AnnotationApproveRecovery],
 		Settled: in.Action.Kind == membership.None, MemberName: obs.planner.Cluster.MemberName,
+		Seeding: in.Action.Kind == membership.CreateSeed,
 	}
 	for _, m := range obs.planner.Members {
 		o.Members = append(o.Members, m.Name)

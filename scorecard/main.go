@@ -11,6 +11,11 @@
 // Scorecard reads the whole pod log as one JSON TestStatus, so the command writes exactly
 // that to its standard output and nothing anywhere else, then exits 0 whatever the
 // result. See scorecard/README.md.
+//
+//	etcdpilot-scorecard-tests corrupt-member-data <file> <find> <replace>
+//
+// is not a test: level 5 runs it in a pod of its own, on a member's claim, to make that
+// member's data diverge (internal/corrupt).
 package main
 
 import (
@@ -24,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/etcdpilot/etcdpilot/internal/corrupt"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/levels"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
 )
@@ -31,7 +37,14 @@ import (
 // command is the name the image installs the binary under.
 const command = "etcdpilot-scorecard-tests"
 
+// corruptCommand is the subcommand the pod that makes a member's data diverge runs
+// (harness.CorruptCommand).
+const corruptCommand = "corrupt-member-data"
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == corruptCommand {
+		os.Exit(corrupt.Main(os.Args[2:], "/dev/termination-log"))
+	}
 	out, err := claimStdout()
 	if err != nil {
 		out = os.Stdout // could not silence the process; the result still goes out

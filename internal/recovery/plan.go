@@ -103,6 +103,9 @@ type Observed struct {
 	Backup *Backup
 	// MemberName names the member with an ordinal (cluster.Cluster.MemberName).
 	MemberName func(ordinal int) string
+	// Seeding is true when the membership planner would start a new, empty cluster: it
+	// sees no member data at all.
+	Seeding bool
 }
 
 // Kind is the kind of step Plan chose.
@@ -224,6 +227,13 @@ func (o Observed) whileLost(st *etcdv1alpha1.RecoveryStatus) Step {
 		st.Phase = etcdv1alpha1.RecoveryQuorumLost
 		st.Message = fmt.Sprintf("no leader, and %d of %d voting members answer (silent: %s); the loss is declared if this lasts until %s",
 			len(o.answeringVoters()), len(o.Voters), strings.Join(silent, ", "), declareAt.UTC().Format(time.RFC3339))
+		if o.Seeding && !o.Ephemeral {
+			// Every member's data is gone. An empty cluster in its place would serve
+			// revisions from 1 again to clients that saw higher ones: never without a
+			// decision (a backup, or a new EtcdCluster).
+			st.Message += "; every member's data is gone, and no empty cluster is started in its place"
+			return Step{Kind: Wait, Status: st, Reason: etcdv1alpha1.ReasonQuorumLost, Message: st.Message}
+		}
 		return Step{Kind: None, Status: st}
 	}
 	plan, ok := o.source(st, silent)

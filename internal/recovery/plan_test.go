@@ -99,6 +99,16 @@ func TestDetection(t *testing.T) {
 			o.Last, o.Answering = lostSince(t0), nil
 			return o
 		}, Blocked, etcdv1alpha1.RecoveryBlocked},
+		{"a cluster whose every member's data is gone is not started anew", func() Observed {
+			o := lostTwo(t0.Add(time.Minute))
+			o.Last, o.Answering, o.Seeding, o.Pods, o.Claims = lostSince(t0), nil, true, nil, nil
+			return o
+		}, Wait, etcdv1alpha1.RecoveryQuorumLost},
+		{"an ephemeral cluster whose pods are all gone starts anew, as documented", func() Observed {
+			o := lostTwo(t0.Add(time.Minute))
+			o.Last, o.Answering, o.Seeding, o.Pods, o.Claims, o.Ephemeral = lostSince(t0), nil, true, nil, nil, true
+			return o
+		}, None, etcdv1alpha1.RecoveryQuorumLost},
 		{"ephemeral members cannot be recovered from their data", func() Observed {
 			o := lostTwo(t0.Add(5 * time.Minute))
 			o.Last, o.Ephemeral, o.Policy = lostSince(t0), true, etcdv1alpha1.QuorumLossAutomatic

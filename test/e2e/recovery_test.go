@@ -55,7 +55,9 @@ var _ = Describe("quorum-loss recovery", func() {
 		patch := client.MergeFrom(got.DeepCopy())
 		got.Annotations = map[string]string{etcdv1alpha1.AnnotationApproveRecovery: rec.ID}
 		Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
-		expectRecovered(ctx, c, survivor, acked)
+		rec = expectRecovered(ctx, c, acked, "")
+		Expect(rec.Survivor).To(Equal(survivor))
+		Expect(rec.Snapshot).To(Equal("recovery-" + rec.ID + ".db"))
 
 		By("Automatic: two other members destroyed are recovered without approval")
 		patch = client.MergeFrom(got.DeepCopy())
@@ -66,7 +68,23 @@ var _ = Describe("quorum-loss recovery", func() {
 			acked[k] = v
 		}
 		survivor = destroyTwo(ctx, c)
-		expectRecovered(ctx, c, survivor, acked)
+		rec = expectRecovered(ctx, c, acked, rec.ID)
+		Expect(rec.Survivor).To(Equal(survivor))
+
+		By("Automatic, every member destroyed: recovered from the newest backup")
+		c = waitReady(ctx, c)
+		createClaim(ctx, ns, "backups")
+		createBackup(ctx, ns, "before-loss", "q", etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "backups"}},
+			etcdv1alpha1.BackupDeletionPolicyRetain)
+		expectBackupSucceeded(waitBackupFinished(ctx, ns, "before-loss", 3*time.Minute))
+		c = get(ctx, ns, "q", &etcdv1alpha1.EtcdCluster{})
+		for _, m := range c.Status.Members {
+			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: m.Name + "-data", Namespace: ns}}
+			Expect(k8sClient.Delete(ctx, pvc)).To(Succeed())
+			Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: ns}})).To(Succeed())
+		}
+		rec = expectRecovered(ctx, c, acked, rec.ID)
+		Expect(rec.Backup).To(Equal("before-loss"))
 	})
 })
 
@@ -109,21 +127,20 @@ func destroyTwo(ctx context.Context, c *etcdv1alpha1.EtcdCluster) string {
 	return survivor
 }
 
-// expectRecovered waits for the recovery from survivor to end with the cluster Ready at
-// three members, then checks every acknowledged write and that revisions moved past the
-// bump.
-func expectRecovered(ctx context.Context, c *etcdv1alpha1.EtcdCluster, survivor string, acked map[string]string) {
+// expectRecovered waits for a recovery other than last to end with the cluster Ready at three members,
+// then checks every acknowledged write and that revisions moved past the bump; it returns
+// the recovery.
+func expectRecovered(ctx context.Context, c *etcdv1alpha1.EtcdCluster, acked map[string]string, last string) *etcdv1alpha1.RecoveryStatus {
 	var rec *etcdv1alpha1.RecoveryStatus
 	EventuallyWithOffset(1, func(g Gomega) {
 		got := get(ctx, c.Namespace, c.Name, &etcdv1alpha1.EtcdCluster{})
 		rec = got.Status.Recovery
 		g.Expect(rec).NotTo(BeNil())
+		g.Expect(rec.ID).NotTo(Equal(last), "a new recovery")
 		g.Expect(rec.Phase).To(Equal(etcdv1alpha1.RecoverySucceeded), rec.Message)
 		ready := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionReady)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
 	}).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-	ExpectWithOffset(1, rec.Survivor).To(Equal(survivor))
-	ExpectWithOffset(1, rec.Snapshot).NotTo(BeEmpty())
 	after := waitReady(ctx, c)
 	ExpectWithOffset(1, after.Status.Members).To(HaveLen(3))
 
@@ -138,4 +155,5 @@ func expectRecovered(ctx context.Context, c *etcdv1alpha1.EtcdCluster, survivor 
 	put, err := cli.Put(ctx, "after-recovery", rec.ID)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	ExpectWithOffset(1, put.Header.Revision).To(BeNumerically(">", rec.RevisionBump), "revisions are raised, so watchers re-list")
+	return rec
 }

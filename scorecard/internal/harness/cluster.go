@@ -179,6 +179,8 @@ func (e *Env) delete(ctx context.Context, obj client.Object) error {
 		return e.deleteBackup(ctx, o)
 	case *corev1.PersistentVolumeClaim:
 		return e.deleteClaim(ctx, o)
+	case *corev1.Pod:
+		return e.deletePod(ctx, o)
 	default:
 		return fmt.Errorf("cannot delete %T %s: the harness does not create that kind", obj, obj.GetName())
 	}

@@ -146,3 +146,29 @@ func ServesKind(resources []metav1.APIResource, kind string) bool {
 	}
 	return false
 }
+
+// Recovered is true when the last quorum-loss recovery (status.recovery) succeeded and is
+// not the one named before (an ID, "" for none).
+func Recovered(before string) Predicate {
+	return func(c *etcdv1alpha1.EtcdCluster) (bool, string) {
+		r := c.Status.Recovery
+		if r == nil {
+			return false, "no recovery; " + Describe(c)
+		}
+		state := fmt.Sprintf("recovery %s %s (%s); %s", r.ID, r.Phase, r.Message, Describe(c))
+		return r.ID != before && r.Phase == etcdv1alpha1.RecoverySucceeded, state
+	}
+}
+
+// ConsistencyChecked is true once a consistency check found the members consistent after
+// since (status.consistency).
+func ConsistencyChecked(since metav1.Time) Predicate {
+	return func(c *etcdv1alpha1.EtcdCluster) (bool, string) {
+		s := c.Status.Consistency
+		if s == nil {
+			return false, "no consistency check yet"
+		}
+		state := fmt.Sprintf("consistency check at %s: %s %s", s.LastCheckTime.UTC().Format("15:04:05"), s.Result, s.Message)
+		return s.Result == "Consistent" && !s.LastCheckTime.Before(&since), state
+	}
+}
