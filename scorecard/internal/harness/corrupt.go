@@ -32,7 +32,7 @@ func (e *Env) CorruptMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, me
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: member}, m); err != nil {
 		return "", fmt.Errorf("reading the pod of member %s: %w", member, err)
 	}
-	pod := corrupt.Pod(c.Name+"-corrupt-"+member, m, cluster.For(c).PVCName(member), image, CorruptCommand, find, replace)
+	pod := corrupt.Pod(member+"-rewrite", m, cluster.For(c).PVCName(member), image, CorruptCommand, find, replace)
 	pod.Labels[PartOfLabel] = PartOfValue
 	if err := e.Client.Create(ctx, pod); err != nil {
 		return "", fmt.Errorf("creating Pod %s: %w", pod.Name, err)
@@ -54,8 +54,12 @@ func (e *Env) CorruptMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, me
 	return msg, nil
 }
 
-// ownImage is the image of the test's own pod (its name is the host name).
+// ownImage is e.Image, or else the image of the test's own pod (its name is the host
+// name).
 func (e *Env) ownImage(ctx context.Context) (string, error) {
+	if e.Image != "" {
+		return e.Image, nil
+	}
 	name, err := os.Hostname()
 	if err != nil {
 		return "", err
@@ -86,7 +90,7 @@ func (e *Env) deletePod(ctx context.Context, pod *corev1.Pod) error {
 		return fmt.Errorf("deleting Pod %s: %w", pod.Name, err)
 	}
 	if err := e.waitGone(ctx, pod); err != nil {
-		return fmt.Errorf("Pod %s is not gone: %w", pod.Name, err)
+		return fmt.Errorf("pod %s is not gone: %w", pod.Name, err)
 	}
 	e.Report.Logf("deleted Pod %s in %s", pod.Name, time.Since(start).Round(time.Millisecond))
 	return nil

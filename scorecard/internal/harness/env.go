@@ -51,9 +51,12 @@ type Env struct {
 	// Token returns the bearer token GetMetrics sends to the operator's metrics endpoint:
 	// the test pod's ServiceAccount token.
 	Token func() (string, error)
+	// Image is the test's own image, which CorruptMember runs on a member's claim; when
+	// empty, it is read from the test's own pod (named as the host).
+	Image string
 
-	// created are the objects to delete, oldest first: *EtcdCluster, *EtcdBackup or
-	// *PersistentVolumeClaim.
+	// created are the objects to delete, oldest first: *EtcdCluster, *EtcdBackup,
+	// *PersistentVolumeClaim or *Pod.
 	created []client.Object
 }
 

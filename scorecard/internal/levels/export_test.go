@@ -10,10 +10,12 @@ func SetInsightsWait(wait, poll time.Duration) (restore func()) {
 	return func() { insightsWait, insightsPoll = oldWait, oldPoll }
 }
 
-// SetAutoPilotWaits shortens level 5's waits for the in-process tests; the returned
-// function puts them back.
-func SetAutoPilotWaits(maintenance, events, poll time.Duration) (restore func()) {
-	oldMaintenance, oldEvents, oldPoll := maintenanceWait, eventsWait, autoPilotPoll
-	maintenanceWait, eventsWait, autoPilotPoll = maintenance, events, poll
-	return func() { maintenanceWait, eventsWait, autoPilotPoll = oldMaintenance, oldEvents, oldPoll }
+// SetAutoPilotWaits shortens level 5's waits for the in-process tests (work bounds the
+// maintenance and each healing); the returned function puts them back.
+func SetAutoPilotWaits(work, events, poll time.Duration) (restore func()) {
+	oldMaintenance, oldHeal, oldEvents, oldPoll := maintenanceWait, healWait, eventsWait, autoPilotPoll
+	maintenanceWait, healWait, eventsWait, autoPilotPoll = work, work, events, poll
+	return func() {
+		maintenanceWait, healWait, eventsWait, autoPilotPoll = oldMaintenance, oldHeal, oldEvents, oldPoll
+	}
 }

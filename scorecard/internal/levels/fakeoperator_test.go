@@ -23,6 +23,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 )
 
 // backupFinalizer is the operator's finalizer on a backup with deletionPolicy Delete.
@@ -40,7 +41,10 @@ const backupFinalizer = "etcd.etcdpilot.io/delete-artifact"
 // it keeps monitoring objects and the Monitoring condition. So is level 5's maintenance
 // (maintaining): defragmentation by spec.maintenance's thresholds and NOSPACE recovery.
 // Without it, the fake etcd clusters still raise NOSPACE at spec.etcd.quotaBackendBytes,
-// and nothing gets them out.
+// and nothing gets them out. So is level 5's healing: recovery from a lost quorum, and the
+// replacement of a member whose data a test pod rewrote. The fake also plays the kubelet
+// for the tests' own pods: such a pod ends at once, and one on a member's claim marks that
+// member's data as rewritten.
 type fakeOperator struct {
 	c     client.Client
 	ns    string
@@ -72,6 +76,11 @@ type fakeOperator struct {
 	leaderFirst bool
 	// verifying passes the verification of every backup that asks for one.
 	verifying bool
+	// healing makes the operator recover a cluster with spec.quorumLossRecovery Automatic
+	// that lost a majority of its members, from the one left, and replace a member whose
+	// data was rewritten (spec.consistencyCheck Replace). Without it, a cluster with
+	// spec.consistencyCheck.interval is still found Consistent at every round.
+	healing bool
 
 	mu        sync.Mutex
 	ids       map[string]string // member name -> etcd ID
@@ -81,6 +90,8 @@ type fakeOperator struct {
 	sources   map[string]string                              // backup name -> endpoint of the backed-up cluster
 	restored  map[string]bool                                // UIDs of restored clusters
 	defrags   map[string]*etcdv1alpha1.DefragmentationRecord // member name -> its last defragmentation
+	rewritten map[string]bool                                // claims whose data a test pod rewrote
+	lost      map[string]map[string]bool                     // cluster UID -> members whose data was lost since it was last recovered
 	nextEvent int
 }
 
@@ -114,11 +125,14 @@ func leaderFirst(o *fakeOperator) { o.leaderFirst = true }
 // passes, restored at its revision.
 func verifying(o *fakeOperator) { o.verifying = true }
 
+// healing makes the operator recover from quorum loss and replace corrupt members.
+func healing(o *fakeOperator) { o.healing = true }
+
 func startFakeOperator(t *testing.T, c client.Client, ns string, etcds *fakeEtcds, events bool, opts ...fakeOption) *fakeOperator {
 	t.Helper()
 	o := &fakeOperator{c: c, ns: ns, etcds: etcds, events: events, ids: map[string]string{},
 		snapshots: map[string]map[string]string{}, sources: map[string]string{}, restored: map[string]bool{},
-		defrags: map[string]*etcdv1alpha1.DefragmentationRecord{}}
+		defrags: map[string]*etcdv1alpha1.DefragmentationRecord{}, rewritten: map[string]bool{}, lost: map[string]map[string]bool{}}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -155,6 +169,31 @@ func (o *fakeOperator) reconcileAll(ctx context.Context) {
 		o.reconcileBackup(ctx, &backups.Items[i])
 	}
 	o.collectGarbage(ctx, live, liveBackups)
+	o.runTestPods(ctx)
+}
+
+// runTestPods ends the tests' own pods that have not run yet, as the kubelet would run
+// corrupt-member-data: each succeeds, says so in its termination message, and marks the
+// data on its claim as rewritten.
+func (o *fakeOperator) runTestPods(ctx context.Context) {
+	var pods corev1.PodList
+	if o.c.List(ctx, &pods, client.InNamespace(o.ns), client.MatchingLabels{harness.PartOfLabel: harness.PartOfValue}) != nil {
+		return
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase != "" || len(p.Spec.Volumes) == 0 || p.Spec.Volumes[0].PersistentVolumeClaim == nil {
+			continue
+		}
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "corrupt", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{Message: "rewrote 1 occurrences of the canary"}}}}
+		if o.c.Status().Update(ctx, p) == nil {
+			o.mu.Lock()
+			o.rewritten[p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName] = true
+			o.mu.Unlock()
+		}
+	}
 }
 
 // collectGarbage deletes the member pods and claims of deleted clusters and the Job pods
@@ -191,11 +230,22 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		return
 	}
 	names := cluster.For(c)
+	if o.healing {
+		o.replaceRewritten(ctx, c)
+	}
 	var members []etcdv1alpha1.MemberStatus
 	for i := range int(c.Spec.Size) {
 		name := names.MemberName(i)
 		members = append(members, etcdv1alpha1.MemberStatus{Name: name, ID: o.ensureMember(ctx, c, name),
 			Healthy: true, Leader: i == 0, Version: c.Spec.Version})
+	}
+	var recovery *etcdv1alpha1.RecoveryStatus
+	if o.healing {
+		recovery = o.recover(ctx, c, members)
+	}
+	var consistency *etcdv1alpha1.ConsistencyStatus
+	if c.Spec.ConsistencyCheck.Interval != nil { // checked; a rewritten member goes unseen without healing
+		consistency = &etcdv1alpha1.ConsistencyStatus{LastCheckTime: metav1.Now(), Result: "Consistent"}
 	}
 	for i := int(c.Spec.Size); i < 7; i++ {
 		name := names.MemberName(i)
@@ -228,6 +278,7 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		Conditions:         conditions,
 		Members:            members, ReadyMembers: c.Spec.Size, CurrentVersion: c.Spec.Version,
 		ClientService: names.ClientService(), ClientSecret: "", // plain http: the fake etcd needs no certificate
+		Recovery: recovery, Consistency: consistency,
 	}
 	_ = o.c.Status().Update(ctx, c) // a conflict is retried on the next round
 }
@@ -444,6 +495,12 @@ func (o *fakeOperator) ensureMember(ctx context.Context, c *etcdv1alpha1.EtcdClu
 	pvc.Name = names.PVCName(member)
 	err := o.c.Get(ctx, client.ObjectKeyFromObject(pvc), &corev1.PersistentVolumeClaim{})
 	if apierrors.IsNotFound(err) && o.c.Create(ctx, pvc) == nil {
+		if _, known := o.ids[member]; known {
+			if o.lost[string(c.UID)] == nil {
+				o.lost[string(c.UID)] = map[string]bool{}
+			}
+			o.lost[string(c.UID)][member] = true
+		}
 		o.nextID++
 		o.ids[member] = strconv.FormatInt(int64(o.nextID), 16)
 	}
@@ -458,6 +515,61 @@ func (o *fakeOperator) ensureMember(ctx context.Context, c *etcdv1alpha1.EtcdClu
 		o.nextIP++
 	}
 	return o.ids[member]
+}
+
+// recover keeps status.recovery of c: when a majority of its members lost their data
+// since the last recovery and spec.quorumLossRecovery is Automatic, the cluster is
+// recovered from the member left (in the fake, at once: the lost members' new IDs are
+// the learners that grew it back), with a RecoverySucceeded event.
+func (o *fakeOperator) recover(ctx context.Context, c *etcdv1alpha1.EtcdCluster, members []etcdv1alpha1.MemberStatus) *etcdv1alpha1.RecoveryStatus {
+	o.mu.Lock()
+	lost := o.lost[string(c.UID)]
+	declared := 2*len(lost) > len(members) && len(lost) < len(members) &&
+		c.Spec.QuorumLossRecovery.Policy == etcdv1alpha1.QuorumLossAutomatic
+	if declared {
+		delete(o.lost, string(c.UID))
+	}
+	o.mu.Unlock()
+	if !declared {
+		return c.Status.Recovery
+	}
+	r := &etcdv1alpha1.RecoveryStatus{Phase: etcdv1alpha1.RecoverySucceeded, LostSince: metav1.Now(),
+		ID: time.Now().UTC().Format("20060102-150405"), RevisionBump: 1000000000, Message: "recovered"}
+	for _, m := range members {
+		if lost[m.Name] {
+			r.LostMembers = append(r.LostMembers, m.Name)
+		} else {
+			r.Survivor = m.Name
+		}
+	}
+	o.event(ctx, c, corev1.EventTypeNormal, "RecoverySucceeded", "recovered from "+r.Survivor)
+	return r
+}
+
+// replaceRewritten replaces the members of c whose data a test pod rewrote, when
+// spec.consistencyCheck is Replace: their claim and pod are deleted (ensureMember gives
+// them a new ID), with a MemberCorrupt event.
+func (o *fakeOperator) replaceRewritten(ctx context.Context, c *etcdv1alpha1.EtcdCluster) {
+	if c.Spec.ConsistencyCheck.Mode != etcdv1alpha1.ConsistencyCheckReplace {
+		return
+	}
+	names := cluster.For(c)
+	for i := range int(c.Spec.Size) {
+		member := names.MemberName(i)
+		o.mu.Lock()
+		rewritten := o.rewritten[names.PVCName(member)]
+		if rewritten {
+			delete(o.rewritten, names.PVCName(member))
+			delete(o.ids, member) // a replacement, not a loss
+		}
+		o.mu.Unlock()
+		if !rewritten {
+			continue
+		}
+		o.event(ctx, c, corev1.EventTypeWarning, etcdv1alpha1.ReasonMemberCorrupt, "member "+member+" differs from the majority")
+		_ = o.c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: names.PVCName(member)}})
+		_ = o.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: member}})
+	}
 }
 
 // ensureMonitoring creates c's PodMonitor, PrometheusRule and dashboard ConfigMap, each

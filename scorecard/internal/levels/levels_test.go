@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,10 +84,7 @@ func TestMissing(t *testing.T) {
 	}))
 	g.Expect(levels.DeepInsightsMissing([]levels.Insight{{What: "a"}, {What: "b"}})).To(BeEmpty())
 
-	g.Expect(levels.AutoPilotMissing()).To(Equal([]string{
-		"automatic recovery from quorum loss (no API for it yet)",
-		"replacement of a corrupt member, not exercised here (spec.consistencyCheck exists; a scorecard pod cannot make a member's data diverge)",
-	}))
+	g.Expect(levels.AutoPilotMissing()).To(BeEmpty(), "level 5 exercises every auto-pilot capability it names")
 }
 
 func TestSummarizeEvents(t *testing.T) {
@@ -191,6 +189,7 @@ func (f *fakeCluster) deps() levels.Deps {
 			Discovery: &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: lists}},
 			HTTP:      f.operator.transport(),
 			Token:     func() (string, error) { return testToken, nil },
+			Image:     "etcdpilot-scorecard-tests:test",
 		}, nil
 	}}
 }
@@ -456,14 +455,9 @@ func runAutoPilot(t *testing.T, opts ...fakeOption) scapiv1alpha3.TestResult {
 	return newFakeCluster(t, false, interceptor.Funcs{}, opts...).run(t, "level-5-auto-pilot")
 }
 
-// autoPilotMissing are the failures level 5 ends with whatever the operator does.
-var autoPilotMissing = []string{
-	"missing: automatic recovery from quorum loss (no API for it yet)",
-	"missing: replacement of a corrupt member, not exercised here (spec.consistencyCheck exists; a scorecard pod cannot make a member's data diverge)",
-}
-
 // The steps of level 5, each followed by "done" when it passes: the defragmentation
-// cluster's, then the NOSPACE cluster's.
+// cluster's, then the NOSPACE cluster's; beside them the quorum-loss cluster's, then the
+// corrupt-member cluster's.
 var (
 	defragSteps = []string{
 		`create EtcdCluster sc-l5-[a-z0-9]{5}-defrag`,
@@ -488,17 +482,40 @@ var (
 		`wait until the backup has succeeded`,
 		`wait until the backup is verified: restored into a throwaway member, it holds what it recorded`,
 	}
+	quorumSteps = []string{
+		`create EtcdCluster sc-l5-[a-z0-9]{5}-quorum`,
+		`wait for 3 ready members, Available and Ready`,
+		`write 20 keys`,
+		`destroy two of the three members, the leader among them \(claims, then pods\)`,
+		`wait until the operator recovers the cluster from the surviving member: status.recovery Succeeded, 3 ready members`,
+		`read back the 20 keys`,
+		`look for the event RecoverySucceeded`,
+	}
+	corruptSteps = []string{
+		`create EtcdCluster sc-l5-[a-z0-9]{5}-corrupt`,
+		`wait for 3 ready members, Available and Ready`,
+		`write 20 keys and a canary key`,
+		`wait for a consistency check that finds the members consistent, canary included`,
+		`rewrite the canary's value in a follower's database file while it runs`,
+		`wait until the operator replaces that member \(a new member ID\), 3 ready members`,
+		`read back the 20 keys and the canary`,
+		`look for the event MemberCorrupt`,
+	}
 )
 
-// An operator that defragments and recovers from NOSPACE: every step passes, and the test
-// fails on what has no API yet, and on nothing else.
+// allAutoPilotSteps are every step of level 5.
+func allAutoPilotSteps() []string {
+	return slices.Concat(defragSteps, noSpaceSteps, verifiedSteps, quorumSteps, corruptSteps)
+}
+
+// An operator that maintains, verifies and heals: every step passes, and so does the test.
 func TestAutoPilot(t *testing.T) {
 	g := NewWithT(t)
-	res := runAutoPilot(t, maintaining, verifying)
-	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
-	g.Expect(res.Errors).To(Equal(autoPilotMissing), res.Log)
-	g.Expect(res.Suggestions).To(HaveLen(1))
-	for _, step := range append(append(defragSteps, noSpaceSteps...), verifiedSteps...) {
+	res := runAutoPilot(t, maintaining, verifying, healing)
+	g.Expect(res.State).To(Equal(scapiv1alpha3.PassState), res.Log)
+	g.Expect(res.Errors).To(BeEmpty(), res.Log)
+	g.Expect(res.Suggestions).To(BeEmpty())
+	for _, step := range allAutoPilotSteps() {
 		g.Expect(res.Log).To(MatchRegexp(step+`: done in`), step)
 	}
 	for _, line := range []string{
@@ -514,6 +531,11 @@ func TestAutoPilot(t *testing.T) {
 		`write \d+ to /etcdpilot-scorecard/sc-l5-[a-z0-9]{5}-nospace/after-nospace acknowledged`,
 		`events about EtcdCluster sc-l5-[a-z0-9]{5}-nospace: Normal MemberDefragmented x3, Normal NoSpaceDisarmed x1, Normal NoSpaceRecovered x1, Warning NoSpace x1`,
 		`verified: restored at revision \d+ \(the backup recorded \d+\)`,
+		`deleted PersistentVolumeClaim sc-l5-[a-z0-9]{5}-quorum-\d-data and Pod sc-l5-[a-z0-9]{5}-quorum-\d`,
+		`recovered from sc-l5-[a-z0-9]{5}-quorum-\d \(recovery \d{8}-\d{6}\), revisions raised by 1000000000`,
+		`events about EtcdCluster sc-l5-[a-z0-9]{5}-quorum: Normal RecoverySucceeded x1`,
+		`member sc-l5-[a-z0-9]{5}-corrupt-2: rewrote 1 occurrences of the canary`,
+		`events about EtcdCluster sc-l5-[a-z0-9]{5}-corrupt: Warning MemberCorrupt x1`,
 		// Newest first.
 		`(?s)deleted EtcdCluster sc-l5-[a-z0-9]{5}-nospace .*deleted EtcdCluster sc-l5-[a-z0-9]{5}-defrag `,
 	} {
@@ -525,19 +547,19 @@ func TestAutoPilot(t *testing.T) {
 // stays there. Both parts fail at their wait, after the steps before it passed.
 func TestAutoPilotWithoutMaintenance(t *testing.T) {
 	g := NewWithT(t)
-	res := runAutoPilot(t)
+	res := runAutoPilot(t, healing)
 	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
-	g.Expect(res.Errors).To(HaveExactElements(append([]any{
-		MatchRegexp(`^wait until every member is defragmented, its file at least 8Mi smaller, while a key is written every few seconds: gave up waiting for every member defragmented, ` +
+	g.Expect(res.Errors).To(ConsistOf(
+		MatchRegexp(`^wait until every member is defragmented, its file at least 8Mi smaller, while a key is written every few seconds: gave up waiting for every member defragmented, `+
 			`its file at least 8Mi smaller \(context deadline exceeded\); last seen: sc-l5-[a-z0-9]{5}-defrag-0 not defragmented \(file 24\.\d MiB, 9\d% free\)`),
-		MatchRegexp(`^wait until writes work again, with no action by the test: writes still fail after \d+ tries in 1s: ` +
+		MatchRegexp(`^wait until writes work again, with no action by the test: writes still fail after \d+ tries in 1s: `+
 			`writing etcd key "/etcdpilot-scorecard/sc-l5-[a-z0-9]{5}-nospace/after-nospace": etcdserver: mvcc: database space exceeded$`),
-	}, anyOf(autoPilotMissing)...)))
+	))
 	for _, step := range append(defragSteps[:4], noSpaceSteps[:3]...) {
 		g.Expect(res.Log).To(MatchRegexp(step+`: done in`), step)
 	}
 	g.Expect(res.Log).NotTo(ContainSubstring("check the MemberDefragmented events"), "the steps after a failure are skipped")
-	g.Expect(res.Log).NotTo(ContainSubstring("read back the 20 keys"))
+	g.Expect(res.Log).NotTo(ContainSubstring("read back the 20 keys and the rewritten key"))
 	g.Expect(res.Log).To(ContainSubstring("verified backup not tried: the NOSPACE part did not pass"))
 }
 
@@ -545,12 +567,12 @@ func TestAutoPilotWithoutMaintenance(t *testing.T) {
 // verification never ends.
 func TestAutoPilotWithoutVerification(t *testing.T) {
 	g := NewWithT(t)
-	res := runAutoPilot(t, maintaining)
+	res := runAutoPilot(t, maintaining, healing)
 	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
-	g.Expect(res.Errors).To(HaveExactElements(append([]any{
+	g.Expect(res.Errors).To(HaveExactElements(
 		MatchRegexp(`^wait until the backup is verified: restored into a throwaway member, it holds what it recorded: gave up waiting for ` +
 			`EtcdBackup sc-l5-[a-z0-9]{5}-nospace-verified to be verified \(context deadline exceeded\); last seen: no Verified condition yet$`),
-	}, anyOf(autoPilotMissing)...)))
+	))
 	for _, step := range verifiedSteps[:3] {
 		g.Expect(res.Log).To(MatchRegexp(step+`: done in`), step)
 	}
@@ -559,24 +581,34 @@ func TestAutoPilotWithoutVerification(t *testing.T) {
 // An operator that defragments the leader first fails the order check.
 func TestAutoPilotLeaderFirst(t *testing.T) {
 	g := NewWithT(t)
-	res := runAutoPilot(t, maintaining, leaderFirst, verifying)
+	res := runAutoPilot(t, maintaining, leaderFirst, verifying, healing)
 	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
-	g.Expect(res.Errors).To(HaveExactElements(append([]any{
+	g.Expect(res.Errors).To(HaveExactElements(
 		MatchRegexp(`^check the MemberDefragmented events: one per member, the leader last: the leader (sc-l5-[a-z0-9]{5}-defrag)-0 was not ` +
 			`defragmented last: the events tell the order sc-l5-[a-z0-9]{5}-defrag-0, sc-l5-[a-z0-9]{5}-defrag-1, sc-l5-[a-z0-9]{5}-defrag-2$`),
-	}, anyOf(autoPilotMissing)...)))
-	for _, step := range noSpaceSteps {
+	))
+	for _, step := range slices.Concat(noSpaceSteps, quorumSteps, corruptSteps) {
 		g.Expect(res.Log).To(MatchRegexp(step+`: done in`), step)
 	}
 }
 
-// anyOf turns strings into the elements HaveExactElements expects.
-func anyOf(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
+// An operator that maintains but does not heal: the cluster that lost two members comes
+// back with two new, empty members and no recovery; the member whose data was rewritten
+// stays. Both healing parts fail at their wait, after the steps before it passed.
+func TestAutoPilotWithoutHealing(t *testing.T) {
+	g := NewWithT(t)
+	res := runAutoPilot(t, maintaining, verifying)
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(HaveExactElements(
+		MatchRegexp(`^wait until the operator recovers the cluster from the surviving member: status.recovery Succeeded, 3 ready members: `+
+			`gave up waiting for the recovery to succeed \(context deadline exceeded\); last seen: Available=True`),
+		MatchRegexp(`^wait until the operator replaces that member \(a new member ID\), 3 ready members: gave up waiting for `+
+			`member sc-l5-[a-z0-9]{5}-corrupt-2 replaced \(context deadline exceeded\)`),
+	))
+	for _, step := range slices.Concat(quorumSteps[:4], corruptSteps[:5], defragSteps, noSpaceSteps, verifiedSteps) {
+		g.Expect(res.Log).To(MatchRegexp(step+`: done in`), step)
 	}
-	return out
+	g.Expect(res.Log).NotTo(ContainSubstring("read back the 20 keys and the canary"), "the steps after a failure are skipped")
 }
 
 func TestPanicIsAnErrorAndCleansUp(t *testing.T) {

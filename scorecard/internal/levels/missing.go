@@ -49,14 +49,8 @@ func DeepInsightsMissing(insights []Insight) []string {
 	return out
 }
 
-// AutoPilotMissing lists what level 5 lacks. Level 5 exercises the auto-pilot capabilities
-// that exist and fit a scorecard pod (defragmentation, NOSPACE recovery); self-tuning raft
-// timing and storage autoscaling exist too, but need more time or load than a test pod has
-// (docs/tuning.md). What is listed here has no API yet, so there is nothing to exercise,
-// or cannot be exercised from a scorecard pod yet.
-func AutoPilotMissing() []string {
-	return []string{
-		"automatic recovery from quorum loss (no API for it yet)",
-		"replacement of a corrupt member, not exercised here (spec.consistencyCheck exists; a scorecard pod cannot make a member's data diverge)",
-	}
-}
+// AutoPilotMissing lists what level 5 lacks: nothing. Level 5 exercises defragmentation,
+// NOSPACE recovery, verified backups, quorum-loss recovery and the replacement of a member
+// whose data diverged; self-tuning raft timing and storage autoscaling exist too, but need
+// more time or load than a test pod has (docs/tuning.md; the e2e suite covers them).
+func AutoPilotMissing() []string { return nil }

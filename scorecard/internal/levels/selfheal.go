@@ -1,0 +1,193 @@
+package levels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+)
+
+// The self-healing half of level 5: a cluster that loses two of its three members is
+// recovered from the third without a human; a member whose data silently diverges is found
+// and replaced.
+
+// healWait bounds each wait for a recovery or a replacement: the loss is declared after
+// quorumLossAfter, then the survivor restarts alone and two learners join; a corrupt member
+// is found by the next consistency check (every minute here) and replaced. On the local
+// cluster both took under two minutes (test/e2e/recovery_test.go).
+var healWait = 4 * time.Minute
+
+const (
+	// quorumLossAfter is spec.quorumLossRecovery.after of the quorum-loss cluster: the
+	// API's minimum.
+	quorumLossAfter = 30 * time.Second
+	// consistencyInterval is spec.consistencyCheck.interval of the corrupt-member
+	// cluster: the API's minimum.
+	consistencyInterval = time.Minute
+	// canaryKey holds the value the test rewrites in one member's database file.
+	canaryKey = "/canary"
+)
+
+// quorumLoss: a 3-member cluster with spec.quorumLossRecovery.policy Automatic loses two
+// members, the leader among them (claims, then pods); the operator must recover it from the
+// third with every key intact, status.recovery Succeeded, and a RecoverySucceeded event.
+func quorumLoss(ctx context.Context, in Input, r *report.Report) {
+	c, ok := newCluster(in, r, "sc-l5-", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Name += "-quorum"
+		c.Spec.Size = autoPilotSize
+		c.Spec.QuorumLossRecovery = etcdv1alpha1.QuorumLossRecoverySpec{
+			Policy: etcdv1alpha1.QuorumLossAutomatic, After: &metav1.Duration{Duration: quorumLossAfter}}
+	})
+	if !ok {
+		return
+	}
+	var keep map[string]string
+	var survivor string
+	runSteps(r,
+		createKeeping(ctx, in, c, "spec.quorumLossRecovery", func(c *etcdv1alpha1.EtcdCluster) bool {
+			return c.Spec.QuorumLossRecovery.Policy == etcdv1alpha1.QuorumLossAutomatic
+		}),
+		settleStep(ctx, in, c, autoPilotSize),
+		step{fmt.Sprintf("write %d keys", keepKeys), func() error {
+			var err error
+			keep, err = writeKeys(ctx, in, c, "/keep", keepKeys)
+			return err
+		}},
+		step{"destroy two of the three members, the leader among them (claims, then pods)", func() error {
+			var err error
+			survivor, err = destroyMajority(ctx, in, c)
+			return err
+		}},
+		step{"wait until the operator recovers the cluster from the surviving member: status.recovery Succeeded, 3 ready members", func() error {
+			wctx, cancel := context.WithTimeout(ctx, healWait)
+			defer cancel()
+			if err := in.Env.WaitFor(wctx, c, "the recovery to succeed", harness.All(harness.Recovered(""), harness.Settled(autoPilotSize))); err != nil {
+				return err
+			}
+			if got := c.Status.Recovery.Survivor; got != survivor {
+				return fmt.Errorf("recovered from member %q, not from the survivor %s", got, survivor)
+			}
+			r.Logf("recovered from %s (recovery %s), revisions raised by %d", survivor, c.Status.Recovery.ID, c.Status.Recovery.RevisionBump)
+			return nil
+		}},
+		step{fmt.Sprintf("read back the %d keys", keepKeys), func() error { return checkKeys(ctx, in, c, keep) }},
+		step{"look for the event RecoverySucceeded", func() error { return waitEvents(ctx, in, r, c, "RecoverySucceeded") }},
+	)
+}
+
+// destroyMajority destroys every member of c but one that is not the leader, and returns
+// that one.
+func destroyMajority(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster) (string, error) {
+	spared, ok := harness.Victim(c)
+	if !ok {
+		return "", errors.New("no member that is not the leader")
+	}
+	for _, m := range c.Status.Members {
+		if m.Name == spared.Name {
+			continue
+		}
+		if err := in.Env.DestroyMember(ctx, c, m.Name); err != nil {
+			return "", err
+		}
+	}
+	return spared.Name, nil
+}
+
+// corruptMember: a 3-member cluster checked every minute (spec.consistencyCheck) holds a
+// canary key; the test rewrites the canary's value in one follower's database file while
+// it runs, so that its data silently differs from the others'. The operator must find it
+// (a MemberCorrupt event) and replace it with a new member, every key and the canary
+// intact.
+func corruptMember(ctx context.Context, in Input, r *report.Report) {
+	c, ok := newCluster(in, r, "sc-l5-", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Name += "-corrupt"
+		c.Spec.Size = autoPilotSize
+		c.Spec.ConsistencyCheck = etcdv1alpha1.ConsistencyCheckSpec{
+			Mode: etcdv1alpha1.ConsistencyCheckReplace, Interval: &metav1.Duration{Duration: consistencyInterval}}
+	})
+	if !ok {
+		return
+	}
+	canary := "etcdpilot-canary-" + utilrand.String(16)
+	corrupted := strings.ToUpper(canary)
+	var keep map[string]string
+	var victim etcdv1alpha1.MemberStatus
+	var written metav1.Time
+	runSteps(r,
+		createKeeping(ctx, in, c, "spec.consistencyCheck.interval", func(c *etcdv1alpha1.EtcdCluster) bool {
+			return c.Spec.ConsistencyCheck.Interval != nil
+		}),
+		settleStep(ctx, in, c, autoPilotSize),
+		step{fmt.Sprintf("write %d keys and a canary key", keepKeys), func() error {
+			var err error
+			if keep, err = writeKeys(ctx, in, c, "/keep", keepKeys); err != nil {
+				return err
+			}
+			keep[keyPrefix(c)+canaryKey] = canary
+			// The status keeps whole seconds: a check in the second of the write counts.
+			written = metav1.NewTime(time.Now().Truncate(time.Second))
+			return putKey(ctx, in, c, keyPrefix(c)+canaryKey, canary)
+		}},
+		step{"wait for a consistency check that finds the members consistent, canary included", func() error {
+			wctx, cancel := context.WithTimeout(ctx, healWait)
+			defer cancel()
+			return in.Env.WaitFor(wctx, c, "a consistent check", harness.ConsistencyChecked(written))
+		}},
+		step{"rewrite the canary's value in a follower's database file while it runs", func() error {
+			var ok bool
+			if victim, ok = harness.Victim(c); !ok {
+				return errors.New("no member that is not the leader")
+			}
+			msg, err := in.Env.CorruptMember(ctx, c, victim.Name, canary, corrupted)
+			if err == nil {
+				r.Logf("member %s: %s", victim.Name, msg)
+			}
+			return err
+		}},
+		step{"wait until the operator replaces that member (a new member ID), 3 ready members", func() error {
+			wctx, cancel := context.WithTimeout(ctx, healWait)
+			defer cancel()
+			return in.Env.WaitFor(wctx, c, "member "+victim.Name+" replaced", harness.All(harness.MemberGone(victim.ID), harness.Settled(autoPilotSize)))
+		}},
+		step{fmt.Sprintf("read back the %d keys and the canary", keepKeys), func() error { return checkKeys(ctx, in, c, keep) }},
+		step{"look for the event MemberCorrupt", func() error { return waitEvents(ctx, in, r, c, etcdv1alpha1.ReasonMemberCorrupt) }},
+	)
+}
+
+// putKey writes one key to c.
+func putKey(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, key, value string) error {
+	cli, err := in.Env.Connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cli.Close() }() // the write was acknowledged or failed by then
+	return cli.Put(ctx, key, value)
+}
+
+// waitEvents waits for events with the reasons about c, and logs what c's events are.
+func waitEvents(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, reasons ...string) error {
+	var summary string
+	err := retryFor(ctx, eventsWait, autoPilotPoll, func(ctx context.Context) error {
+		events, err := in.Env.EventsFor(ctx, c)
+		if err != nil {
+			return err
+		}
+		summary = SummarizeEvents(events)
+		if missing := harness.MissingReasons(events, reasons...); len(missing) > 0 {
+			return fmt.Errorf("no %s event about EtcdCluster %s (events: %s)", strings.Join(missing, " or "), c.Name, summary)
+		}
+		return nil
+	})
+	if err == nil {
+		r.Logf("events about EtcdCluster %s: %s", c.Name, summary)
+	}
+	return err
+}
