@@ -56,7 +56,7 @@ func (e *Env) CreateClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim
 	if err := e.Client.Create(ctx, pvc); err != nil {
 		return fmt.Errorf("creating PersistentVolumeClaim %s: %w", pvc.Name, err)
 	}
-	e.created = append(e.created, pvc.DeepCopy())
+	e.track(pvc)
 	class := "the default StorageClass"
 	if pvc.Spec.StorageClassName != nil {
 		class = "StorageClass " + *pvc.Spec.StorageClassName
@@ -71,7 +71,7 @@ func (e *Env) CreateBackup(ctx context.Context, b *etcdv1alpha1.EtcdBackup) erro
 	if err := e.Client.Create(ctx, b); err != nil {
 		return fmt.Errorf("creating EtcdBackup %s: %w", b.Name, err)
 	}
-	e.created = append(e.created, b.DeepCopy())
+	e.track(b)
 	to := "?"
 	if p := b.Spec.Destination.PVC; p != nil {
 		to = "claim " + p.ClaimName

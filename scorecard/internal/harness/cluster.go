@@ -54,7 +54,7 @@ func (e *Env) Create(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
 	if err := e.Client.Create(ctx, c); err != nil {
 		return fmt.Errorf("creating EtcdCluster %s: %w", c.Name, err)
 	}
-	e.created = append(e.created, c.DeepCopy())
+	e.track(c)
 	e.Report.Logf("created EtcdCluster %s/%s: size %d, etcd %s, TLS %s", c.Namespace, c.Name, c.Spec.Size, c.Spec.Version, c.Spec.TLS.Mode)
 	return nil
 }
@@ -160,13 +160,16 @@ func (e *Env) memberObjects(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([
 // labels of the cluster it backs up. Cleanup keeps going after an error and returns them
 // all. ctx bounds the whole cleanup.
 func (e *Env) Cleanup(ctx context.Context) error {
+	e.mu.Lock()
+	created := e.created
+	e.created = nil
+	e.mu.Unlock()
 	var errs []error
-	for i := len(e.created) - 1; i >= 0; i-- {
-		if err := e.delete(ctx, e.created[i]); err != nil {
+	for i := len(created) - 1; i >= 0; i-- {
+		if err := e.delete(ctx, created[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	e.created = nil
 	return errors.Join(errs...)
 }
 

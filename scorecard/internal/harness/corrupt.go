@@ -37,7 +37,7 @@ func (e *Env) CorruptMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, me
 	if err := e.Client.Create(ctx, pod); err != nil {
 		return "", fmt.Errorf("creating Pod %s: %w", pod.Name, err)
 	}
-	e.created = append(e.created, pod.DeepCopy())
+	e.track(pod)
 	done := func(p *corev1.Pod) (bool, string) {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, "phase " + string(p.Status.Phase)
 	}

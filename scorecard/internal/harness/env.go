@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +56,8 @@ type Env struct {
 	// empty, it is read from the test's own pod (named as the host).
 	Image string
 
+	// mu guards created: level 5 creates from several goroutines.
+	mu sync.Mutex
 	// created are the objects to delete, oldest first: *EtcdCluster, *EtcdBackup,
 	// *PersistentVolumeClaim or *Pod.
 	created []client.Object
@@ -139,4 +142,11 @@ func (e *Env) Serves(group, kind string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// track records obj (a copy) as created, for Cleanup.
+func (e *Env) track(obj client.Object) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.created = append(e.created, obj.DeepCopyObject().(client.Object))
 }

@@ -146,8 +146,7 @@ func TestWaitFor(t *testing.T) {
 			}
 			return cl.Get(ctx, key, obj, opts...)
 		}})
-	flaky := *env
-	flaky.Client = failing
+	flaky := &harness.Env{Client: failing, Namespace: env.Namespace, Report: env.Report, Poll: env.Poll}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel2()
 	err = flaky.WaitFor(ctx2, c, "1 ready member", harness.Settled(1))
