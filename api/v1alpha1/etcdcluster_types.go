@@ -359,7 +359,8 @@ const AnnotationApproveRecovery = "etcd.etcdpilot.io/approve-recovery"
 // raised by a billion (so that watchers, Kubernetes among them, see revisions move
 // forward), and the cluster grows back to spec.size with learners. What only the lost
 // members held is lost. A cluster with no survivor (no member answers, or ephemeral
-// storage) is not recovered here: restore it into a new EtcdCluster from a backup.
+// storage) is recovered the same way from its newest successful EtcdBackup, losing every
+// write after it; with no backup either, nothing is done and the status says so.
 type QuorumLossRecoverySpec struct {
 	// policy is Manual (the default) or Automatic.
 	// +kubebuilder:default=Manual

@@ -72,7 +72,7 @@ var _ = Describe("quorum-loss recovery", func() {
 		Expect(rec.Survivor).To(Equal(survivor))
 
 		By("Automatic, every member destroyed: recovered from the newest backup")
-		c = waitReady(ctx, c)
+		waitReady(ctx, c)
 		createClaim(ctx, ns, "backups")
 		createBackup(ctx, ns, "before-loss", "q", etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "backups"}},
 			etcdv1alpha1.BackupDeletionPolicyRetain)
