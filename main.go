@@ -26,6 +26,7 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/agent"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/metrics"
+	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/versions"
 	"github.com/etcdpilot/etcdpilot/internal/watchns"
 )
@@ -127,11 +128,16 @@ func run() error {
 		log.Info("the operator's own image is unknown (not in a pod, " + controllers.AgentImageEnv + " unset): backups and restores will fail")
 	}
 
+	operatorPods, err := controllers.OperatorPods(context.Background(), apiReader)
+	if err != nil {
+		log.Error(err, "the members' NetworkPolicies will not admit the operator's pods")
+	}
+
 	podExec, err := controllers.NewPodExec(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("setting up pod exec: %w", err)
 	}
-	if err := setupControllers(mgr, etcdImages, clusterDomain, podExec, agentImage, caMinPhase); err != nil {
+	if err := setupControllers(mgr, etcdImages, clusterDomain, podExec, agentImage, operatorPods, caMinPhase); err != nil {
 		return err
 	}
 
@@ -157,7 +163,7 @@ func envOr(key, fallback string) string {
 }
 
 // setupControllers registers the EtcdCluster, EtcdBackup and EtcdBackupSchedule controllers.
-func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomain string, podExec controllers.PodExec, agentImage string, caMinPhase time.Duration) error {
+func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomain string, podExec controllers.PodExec, agentImage string, operatorPods resources.Operator, caMinPhase time.Duration) error {
 	// One set of metrics about the clusters and their backups, served with
 	// controller-runtime's on the metrics endpoint.
 	clusterMetrics := metrics.New(ctrlmetrics.Registry)
@@ -172,6 +178,7 @@ func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomai
 		Failpoints:    os.Getenv(controllers.FailpointsEnv) == "true",
 		Exec:          podExec,
 		AgentImage:    agentImage,
+		Operator:      operatorPods,
 		CAMinPhase:    caMinPhase,
 		Metrics:       clusterMetrics,
 	}).SetupWithManager(mgr); err != nil {

@@ -3,11 +3,14 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdpilot/etcdpilot/internal/resources"
 )
 
 // Environment of the operator's pod that tells it its own image: backups and restores run
@@ -43,4 +46,29 @@ func AgentImage(ctx context.Context, reader client.Reader) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("the operator's pod %s/%s has no container %q", ns, name, ManagerContainer)
+}
+
+// podTemplateHashLabel is the label a ReplicaSet adds to its pods: it changes with every
+// rollout of the operator, so the NetworkPolicy does not select on it.
+const podTemplateHashLabel = "pod-template-hash"
+
+// OperatorPods returns who the operator's pods are (their namespace and labels), which the
+// members' NetworkPolicy admits to the client and metrics ports: read from the operator's
+// own pod, so that whatever labels its installer (kustomize, OLM) gave it are the ones
+// admitted. Outside a pod it returns the zero value.
+func OperatorPods(ctx context.Context, reader client.Reader) (resources.Operator, error) {
+	name, ns := os.Getenv(PodNameEnv), os.Getenv(PodNamespaceEnv)
+	if name == "" || ns == "" {
+		return resources.Operator{}, nil
+	}
+	pod := &corev1.Pod{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
+		return resources.Operator{}, fmt.Errorf("reading the operator's own pod %s/%s for its labels: %w", ns, name, err)
+	}
+	labels := maps.Clone(pod.Labels)
+	delete(labels, podTemplateHashLabel)
+	if len(labels) == 0 {
+		return resources.Operator{}, fmt.Errorf("the operator's pod %s/%s has no labels for the NetworkPolicy to admit it by", ns, name)
+	}
+	return resources.Operator{Namespace: ns, Labels: labels}, nil
 }

@@ -3,6 +3,7 @@ package controllers
 import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -12,7 +13,7 @@ import (
 )
 
 // CacheOptions are the manager's cache options: the operator only reads the pods, claims,
-// services, secrets, disruption budgets and jobs it made; caching only those (by label)
+// services, secrets, disruption budgets, network policies and jobs it made; caching only those (by label)
 // keeps its memory flat however big the cluster. No cached object keeps its managed fields:
 // the operator never reads them (it patches and updates, it does not apply), and they are
 // the largest part of many objects. With namespaces listed, it caches those namespaces only.
@@ -21,6 +22,7 @@ func CacheOptions(namespaces []string) cache.Options {
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}: ours, &corev1.PersistentVolumeClaim{}: ours, &corev1.Service{}: ours,
 		&corev1.Secret{}: ours, &policyv1.PodDisruptionBudget{}: ours, &batchv1.Job{}: ours,
+		&networkingv1.NetworkPolicy{}: ours,
 	}, DefaultTransform: cache.TransformStripManagedFields()}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,6 +79,9 @@ type EtcdClusterReconciler struct {
 	// AgentImage is the operator's own image, which restores a backup into the first member
 	// of a restored cluster (spec.bootstrap.restore).
 	AgentImage string
+	// Operator is who the operator's pods are: the members' NetworkPolicy admits them to
+	// the client and metrics ports (zero outside a pod: its traffic comes from a node).
+	Operator resources.Operator
 
 	// PeerRoundTrip reads a member's peer round trips for Auto raft timing (autopilot.go);
 	// nil reads its metrics port.
@@ -112,6 +116,9 @@ type EtcdClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods/exec,verbs=create
 // The PodDisruptionBudget: created and patched, garbage-collected with its EtcdCluster.
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch
+// The members' NetworkPolicy: cached by label, created and patched, deleted when
+// spec.networkPolicy.mode is Disabled.
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // Whether the claims' StorageClass allows expansion, read before growing them.
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 // Events about what the operator did.
@@ -661,6 +668,35 @@ func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, c *etcdv1alp
 	}); err != nil {
 		return fmt.Errorf("ensuring pod disruption budget %s: %w", desired.Name, err)
 	}
+	return r.ensureNetworkPolicy(ctx, c)
+}
+
+// ensureNetworkPolicy creates or corrects the members' NetworkPolicy, or deletes it when
+// spec.networkPolicy.mode is Disabled (read from the cache first: no request when there is
+// nothing to delete).
+func (r *EtcdClusterReconciler) ensureNetworkPolicy(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
+	desired := resources.NetworkPolicy(c, r.Operator)
+	if desired == nil {
+		np := &networkingv1.NetworkPolicy{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: cluster.For(c).NetworkPolicy()}, np)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err == nil && metav1.IsControlledBy(np, c) {
+			err = client.IgnoreNotFound(r.Client.Delete(ctx, np))
+		}
+		if err != nil {
+			return fmt.Errorf("deleting network policy %s (spec.networkPolicy.mode is Disabled): %w", np.Name, err)
+		}
+		return nil
+	}
+	np := &networkingv1.NetworkPolicy{ObjectMeta: desired.ObjectMeta}
+	if _, err := controllerutil.CreateOrPatch(ctx, r.Client, np, func() error {
+		np.Labels, np.OwnerReferences, np.Spec = desired.Labels, desired.OwnerReferences, desired.Spec
+		return nil
+	}); err != nil {
+		return fmt.Errorf("ensuring network policy %s: %w", desired.Name, err)
+	}
 	return nil
 }
 
@@ -737,6 +773,7 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr manager.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.Secret{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		Named("etcdcluster").
 		Complete(r)
 }

@@ -122,6 +122,7 @@ func runWithEnvtest(m *testing.M) int {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("etcdpilot"),
 		EtcdImages: versions.Images{Repository: testImageRepository}, ClusterDomain: "cluster.local", NewEtcdClient: fakeEtcd.factory,
 		AgentImage: testAgentImage, CAMinPhase: time.Second, Metrics: testMetrics, PeerRoundTrip: roundTrips.read,
+		Operator: testOperator,
 	}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up controller:", err)
 		return 1

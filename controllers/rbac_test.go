@@ -36,7 +36,9 @@ var grantedRights = map[string]string{
 	"etcd.etcdpilot.io/etcdclusters/status":        "get patch update",
 	"events.k8s.io/events":                         "create patch",
 	"policy/poddisruptionbudgets":                  "create get list patch watch",
-	"storage.k8s.io/storageclasses":                "get",
+	// The members' NetworkPolicy: cached by label, kept, deleted when disabled.
+	"networking.k8s.io/networkpolicies": "create delete get list patch watch",
+	"storage.k8s.io/storageclasses":     "get",
 	// The PodMonitor and PrometheusRule of spec.monitoring, as the ConfigMap above.
 	"monitoring.coreos.com/podmonitors":     "create delete get update",
 	"monitoring.coreos.com/prometheusrules": "create delete get update",

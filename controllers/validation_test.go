@@ -2,12 +2,14 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +51,8 @@ func TestDefaults(t *testing.T) {
 		"the consistency check is on, replacing; its interval's default (10m) lives in the operator")
 	g.Expect(c.Spec.QuorumLossRecovery).To(Equal(etcdv1alpha1.QuorumLossRecoverySpec{Policy: etcdv1alpha1.QuorumLossManual}),
 		"a lost quorum is recovered only after approval; the default wait (5m) lives in the operator")
+	g.Expect(c.Spec.NetworkPolicy).To(Equal(etcdv1alpha1.NetworkPolicySpec{Mode: etcdv1alpha1.NetworkPolicyEnabled, SameNamespace: etcdv1alpha1.NamespaceAllowed}),
+		"a NetworkPolicy by default, admitting the cluster's namespace")
 }
 
 func TestCreateValidation(t *testing.T) {
@@ -106,6 +110,23 @@ func TestCreateValidation(t *testing.T) {
 		{"quorum loss declared too late", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.QuorumLossRecovery.After = &metav1.Duration{Duration: 25 * time.Hour}
 		}, "quorumLossRecovery.after must be between 30s and 24h"},
+		{"network policy admitting a namespace and Prometheus", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.NetworkPolicy = etcdv1alpha1.NetworkPolicySpec{SameNamespace: etcdv1alpha1.NamespaceDenied,
+				ClientFrom:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "shop"}}}},
+				MetricsFrom: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}}}}
+		}, ""},
+		{"network policy mode unknown", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.NetworkPolicy.Mode = "Strict"
+		}, `spec.networkPolicy.mode: Unsupported value: "Strict"`},
+		{"network policy namespace access unknown", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.NetworkPolicy.SameNamespace = "Some"
+		}, `spec.networkPolicy.sameNamespace: Unsupported value: "Some"`},
+		{"network policy with too many client sources", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.NetworkPolicy.ClientFrom = make([]networkingv1.NetworkPolicyPeer, 17)
+			for i := range c.Spec.NetworkPolicy.ClientFrom {
+				c.Spec.NetworkPolicy.ClientFrom[i].PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprint(i)}}
+			}
+		}, "spec.networkPolicy.clientFrom: Too many: 17: must have at most 16 items"},
 		{"quorum loss policy unknown", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.QuorumLossRecovery.Policy = "Always"
 		}, `spec.quorumLossRecovery.policy: Unsupported value: "Always"`},

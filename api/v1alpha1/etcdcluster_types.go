@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -96,6 +97,15 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	QuorumLossRecovery QuorumLossRecoverySpec `json:"quorumLossRecovery,omitempty"`
+
+	// networkPolicy is who may reach the members on the network: by default a NetworkPolicy
+	// admits only the cluster's own members to the peer port, and the operator, the
+	// cluster's backup Jobs and the pods of the cluster's namespace to the client and
+	// metrics ports. It takes effect where the cluster's network plugin enforces
+	// NetworkPolicy.
+	// +kubebuilder:default={}
+	// +optional
+	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
 
 	// deletionPolicy says what happens to the members' PersistentVolumeClaims when the
 	// EtcdCluster is deleted: Retain keeps them (and the data), Delete removes them.
@@ -375,6 +385,76 @@ type QuorumLossRecoverySpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Quorum Lost For",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	After *metav1.Duration `json:"after,omitempty"`
+}
+
+// NetworkPolicyMode says whether the operator keeps a NetworkPolicy for the members.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type NetworkPolicyMode string
+
+const (
+	// NetworkPolicyEnabled keeps the NetworkPolicy <cluster>-members.
+	NetworkPolicyEnabled NetworkPolicyMode = "Enabled"
+	// NetworkPolicyDisabled keeps none: one the operator made is deleted.
+	NetworkPolicyDisabled NetworkPolicyMode = "Disabled"
+)
+
+// NamespaceAccess says whether the pods of the cluster's own namespace may reach the
+// client and metrics ports.
+// +kubebuilder:validation:Enum=Allowed;Denied
+type NamespaceAccess string
+
+const (
+	// NamespaceAllowed admits every pod of the cluster's namespace.
+	NamespaceAllowed NamespaceAccess = "Allowed"
+	// NamespaceDenied admits only what clientFrom and metricsFrom list (and the operator
+	// and the cluster's Jobs).
+	NamespaceDenied NamespaceAccess = "Denied"
+)
+
+// NetworkPolicySpec is the NetworkPolicy the operator keeps for the member pods
+// (<cluster>-members, ingress only). It admits:
+//
+//   - to the peer port (2380): the cluster's member pods, nothing else;
+//   - to the client port (2379): the operator's pods, the cluster's backup Jobs, the pods
+//     of the cluster's namespace (sameNamespace Allowed), and clientFrom;
+//   - to the metrics port (2381): the operator's pods, the pods of the cluster's namespace
+//     (sameNamespace Allowed), and metricsFrom (Prometheus's namespace, for example).
+//
+// Traffic from the member's own node (the kubelet's probes) is admitted by every network
+// plugin that enforces NetworkPolicy. The policy does nothing where the network plugin
+// does not enforce NetworkPolicy.
+type NetworkPolicySpec struct {
+	// mode is Enabled (the default) or Disabled: no NetworkPolicy (the one the operator
+	// made is deleted), every pod that can route to the members may reach every port.
+	// +kubebuilder:default=Enabled
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Enabled","urn:alm:descriptor:com.tectonic.ui:select:Disabled"}
+	Mode NetworkPolicyMode `json:"mode,omitempty"`
+
+	// sameNamespace is Allowed (the default): every pod of the cluster's namespace may reach
+	// the client and metrics ports (it still needs a client certificate for the client
+	// port); or Denied: only what clientFrom and metricsFrom list may.
+	// +kubebuilder:default=Allowed
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Same Namespace",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Allowed","urn:alm:descriptor:com.tectonic.ui:select:Denied","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	SameNamespace NamespaceAccess `json:"sameNamespace,omitempty"`
+
+	// clientFrom are the other sources admitted to the client port: the applications that
+	// use this etcd, as NetworkPolicy peers (podSelector: pods of the cluster's namespace;
+	// namespaceSelector: every pod of the namespaces it selects; both: the selected pods of
+	// the selected namespaces; ipBlock: addresses outside the cluster). At most 16.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	ClientFrom []networkingv1.NetworkPolicyPeer `json:"clientFrom,omitempty"`
+
+	// metricsFrom are the other sources admitted to the metrics port, such as the namespace
+	// Prometheus runs in: namespaceSelector: {matchLabels: {kubernetes.io/metadata.name:
+	// monitoring}}. At most 16.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	MetricsFrom []networkingv1.NetworkPolicyPeer `json:"metricsFrom,omitempty"`
 }
 
 // BootstrapSpec says how a new cluster starts.

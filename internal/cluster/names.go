@@ -92,6 +92,15 @@ func (c Cluster) PreUpgradeBackup(version string) string {
 	return c.Name + "-pre-upgrade-" + strings.ReplaceAll(version, ".", "-")
 }
 
+// NetworkPolicy admits to the member pods only who needs them (spec.networkPolicy).
+func (c Cluster) NetworkPolicy() string { return c.Name + "-members" }
+
+// JobSelectorLabels select the pods of the cluster's backup Jobs: not its member pods
+// (their name label is the operator's, not "etcd").
+func (c Cluster) JobSelectorLabels() map[string]string {
+	return map[string]string{LabelName: ManagedBy, LabelManagedBy: ManagedBy, LabelComponent: "backup", LabelCluster: c.Name}
+}
+
 // PodDisruptionBudget keeps a quorum of members up during voluntary disruptions.
 func (c Cluster) PodDisruptionBudget() string { return c.Name }
 

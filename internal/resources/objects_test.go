@@ -41,6 +41,7 @@ func TestEveryObjectIsOwnedAndLabelled(t *testing.T) {
 		resources.PeerService(c),
 		resources.ClientService(c),
 		resources.PodDisruptionBudget(c),
+		resources.NetworkPolicy(c, resources.Operator{}),
 	} {
 		g.Expect(obj.GetNamespace()).To(Equal("db"), obj.GetName())
 		g.Expect(obj.GetOwnerReferences()).To(Equal([]metav1.OwnerReference{resources.OwnerReference(c)}), obj.GetName())
