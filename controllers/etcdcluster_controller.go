@@ -677,8 +677,9 @@ func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, c *etcdv1alp
 func (r *EtcdClusterReconciler) ensureNetworkPolicy(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
 	desired := resources.NetworkPolicy(c, r.Operator)
 	if desired == nil {
+		name := cluster.For(c).NetworkPolicy()
 		np := &networkingv1.NetworkPolicy{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: cluster.For(c).NetworkPolicy()}, np)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, np)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -686,7 +687,7 @@ func (r *EtcdClusterReconciler) ensureNetworkPolicy(ctx context.Context, c *etcd
 			err = client.IgnoreNotFound(r.Client.Delete(ctx, np))
 		}
 		if err != nil {
-			return fmt.Errorf("deleting network policy %s (spec.networkPolicy.mode is Disabled): %w", np.Name, err)
+			return fmt.Errorf("deleting network policy %s (spec.networkPolicy.mode is Disabled): %w", name, err)
 		}
 		return nil
 	}

