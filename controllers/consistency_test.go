@@ -93,11 +93,20 @@ func TestABackupNeverReadsAMemberWhoseDataDiffers(t *testing.T) {
 		c.Spec.ConsistencyCheck.Mode = etcdv1alpha1.ConsistencyCheckReport // reported, not replaced
 		g.Expect(k8sClient.Patch(ctx, c, patch)).To(Succeed())
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	// The verdict is written as a check would write it, until the operator has taken it in
+	// (Degraded/MemberCorrupt): a pass that began before the write patches the status from
+	// what it read, and may take the verdict away once.
 	g.Eventually(func(g Gomega) {
 		c := get(g, ns, "src", &etcdv1alpha1.EtcdCluster{})
-		c.Status.Consistency = &etcdv1alpha1.ConsistencyStatus{LastCheckTime: metav1.Now(), Revision: 9, Result: "Mismatch",
-			Message: "src-1's hash differs", Suspects: []etcdv1alpha1.SuspectMember{{Name: "src-1", ID: "2"}}}
-		g.Expect(k8sClient.Status().Update(ctx, c)).To(Succeed())
+		if c.Status.Consistency == nil || c.Status.Consistency.Result != "Mismatch" {
+			c.Status.Consistency = &etcdv1alpha1.ConsistencyStatus{LastCheckTime: metav1.Now(), Revision: 9, Result: "Mismatch",
+				Message: "src-1's hash differs", Suspects: []etcdv1alpha1.SuspectMember{{Name: "src-1", ID: "2"}}}
+			g.Expect(k8sClient.Status().Update(ctx, c)).To(Succeed())
+		}
+		c = get(g, ns, "src", &etcdv1alpha1.EtcdCluster{})
+		g.Expect(c.Status.Consistency).NotTo(BeNil())
+		g.Expect(c.Status.Consistency.Result).To(Equal("Mismatch"))
+		g.Expect(condition(c, etcdv1alpha1.ConditionDegraded).Reason).To(Equal(etcdv1alpha1.ReasonMemberCorrupt))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	g.Expect(k8sClient.Create(ctx, newBackup(ns, "fenced", "src"))).To(Succeed())
