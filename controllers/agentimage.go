@@ -32,20 +32,30 @@ func AgentImage(ctx context.Context, reader client.Reader) (string, error) {
 	if img := os.Getenv(AgentImageEnv); img != "" {
 		return img, nil
 	}
-	name, ns := os.Getenv(PodNameEnv), os.Getenv(PodNamespaceEnv)
-	if name == "" || ns == "" {
-		return "", nil
-	}
-	pod := &corev1.Pod{}
-	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
-		return "", fmt.Errorf("reading the operator's own pod %s/%s for its image: %w", ns, name, err)
+	pod, err := ownPod(ctx, reader, "its image")
+	if pod == nil || err != nil {
+		return "", err
 	}
 	for _, c := range pod.Spec.Containers {
 		if c.Name == ManagerContainer {
 			return c.Image, nil
 		}
 	}
-	return "", fmt.Errorf("the operator's pod %s/%s has no container %q", ns, name, ManagerContainer)
+	return "", fmt.Errorf("the operator's pod %s/%s has no container %q", pod.Namespace, pod.Name, ManagerContainer)
+}
+
+// ownPod reads the operator's own pod (PodNameEnv, PodNamespaceEnv), for what; nil with no
+// error outside a pod.
+func ownPod(ctx context.Context, reader client.Reader, what string) (*corev1.Pod, error) {
+	name, ns := os.Getenv(PodNameEnv), os.Getenv(PodNamespaceEnv)
+	if name == "" || ns == "" {
+		return nil, nil
+	}
+	pod := &corev1.Pod{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
+		return nil, fmt.Errorf("reading the operator's own pod %s/%s for %s: %w", ns, name, what, err)
+	}
+	return pod, nil
 }
 
 // podTemplateHashLabel is the label a ReplicaSet adds to its pods: it changes with every
@@ -57,18 +67,14 @@ const podTemplateHashLabel = "pod-template-hash"
 // own pod, so that whatever labels its installer (kustomize, OLM) gave it are the ones
 // admitted. Outside a pod it returns the zero value.
 func OperatorPods(ctx context.Context, reader client.Reader) (resources.Operator, error) {
-	name, ns := os.Getenv(PodNameEnv), os.Getenv(PodNamespaceEnv)
-	if name == "" || ns == "" {
-		return resources.Operator{}, nil
-	}
-	pod := &corev1.Pod{}
-	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pod); err != nil {
-		return resources.Operator{}, fmt.Errorf("reading the operator's own pod %s/%s for its labels: %w", ns, name, err)
+	pod, err := ownPod(ctx, reader, "its labels")
+	if pod == nil || err != nil {
+		return resources.Operator{}, err
 	}
 	labels := maps.Clone(pod.Labels)
 	delete(labels, podTemplateHashLabel)
 	if len(labels) == 0 {
-		return resources.Operator{}, fmt.Errorf("the operator's pod %s/%s has no labels for the NetworkPolicy to admit it by", ns, name)
+		return resources.Operator{}, fmt.Errorf("the operator's pod %s/%s has no labels for the NetworkPolicy to admit it by", pod.Namespace, pod.Name)
 	}
-	return resources.Operator{Namespace: ns, Labels: labels}, nil
+	return resources.Operator{Namespace: pod.Namespace, Labels: labels}, nil
 }

@@ -215,16 +215,8 @@ func TestRecoveryRunsToTheEndAndSurvivesACrashAtEveryStep(t *testing.T) {
 		w.o.Approval = w.o.Last.ID
 		return w
 	}
-	var want []Kind
 	w := start()
-	for i := 0; i < 20; i++ {
-		s := Plan(w.o)
-		want = append(want, s.Kind)
-		w.apply(t, s)
-		if s.Kind == None {
-			break
-		}
-	}
+	want := w.run(t)
 	if got := join(want); got != "SaveSnapshot Retire StopSurvivor StartSurvivor Wait None" {
 		t.Fatalf("steps %s", got)
 	}
@@ -281,6 +273,21 @@ func TestRecoveringWaitsForTheSurvivor(t *testing.T) {
 	}
 }
 
+// run plans and applies steps until the plan is None (20 at most), and returns the kinds
+// of the steps in order.
+func (w *world) run(t *testing.T) []Kind {
+	var kinds []Kind
+	for range 20 {
+		s := Plan(w.o)
+		kinds = append(kinds, s.Kind)
+		w.apply(t, s)
+		if s.Kind == None {
+			break
+		}
+	}
+	return kinds
+}
+
 func join(ks []Kind) string {
 	s := make([]string, len(ks))
 	for i, k := range ks {
@@ -327,16 +334,8 @@ func TestRecoveryFromBackupSurvivesACrashAtEveryStep(t *testing.T) {
 		o.Claims["e-1"] = Claim{Going: true}
 		return &world{o: o}
 	}
-	var want []Kind
 	w := start()
-	for i := 0; i < 20; i++ {
-		s := Plan(w.o)
-		want = append(want, s.Kind)
-		w.apply(t, s)
-		if s.Kind == None {
-			break
-		}
-	}
+	want := w.run(t)
 	if got := join(want); got != "Retire StartFromBackup Wait None" {
 		t.Fatalf("steps %s", got)
 	}
