@@ -13,6 +13,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -68,7 +69,17 @@ var _ = Describe("autopilot", func() {
 				written[k] = v
 			}
 		}
-		put(0, 76) // 19 MiB of values
+		// Only just past the threshold: the operator acts on the data in use, etcd refuses
+		// writes on the file's size, and the file holds free pages as well. Writing on to a
+		// fixed count could reach the quota before any operator could have raised it (CI
+		// once saw a follower raise NOSPACE after the last write of a fixed 19 MiB).
+		threshold := int64(24<<20) * 75 / 100
+		n := 0
+		for ; n < 90 && largestInUse(ctx, cli) < threshold+(256<<10); n++ {
+			put(n, n+1)
+		}
+		GinkgoWriter.Printf("%d values of 256 KiB written; members' database in use and file: %s\n", n, dbSizes(ctx, cli))
+		Expect(largestInUse(ctx, cli)).To(BeNumerically(">=", threshold), "90 values fill 75 %% of the quota")
 		Eventually(quota).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(BeNumerically(">", 24<<20),
 			"the quota is raised past 75 %% of it")
 		raised := quota()
@@ -82,7 +93,7 @@ var _ = Describe("autopilot", func() {
 		// The data now grows past the old quota, and every write is accepted. The members
 		// restarted with new addresses: a new client, as a client of theirs would.
 		cli = etcdV3Client(ctx, ns, "grow")
-		put(76, 120) // 30 MiB of values in all, more than the first quota
+		put(n, 120) // 30 MiB of values in all, more than the first quota
 		Expect(keysUnder(ctx, cli, "/data/")).To(Equal(written), "every key is intact")
 		got = get(ctx, ns, "grow", &etcdv1alpha1.EtcdCluster{})
 		for _, m := range got.Status.Members {
@@ -175,6 +186,36 @@ var _ = Describe("autopilot", func() {
 		Expect(eventCount(ctx, Default, ns, "RaftTimingChanged")).To(BeNumerically(">", raises), "each change is an event")
 	})
 })
+
+// largestInUse is the largest database size in use among the members cli reaches, as
+// etcd reports it; what the operator's storage autoscaling measures.
+func largestInUse(ctx context.Context, cli *clientv3.Client) int64 {
+	var largest int64
+	for _, ep := range cli.Endpoints() {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, err := cli.Status(sctx, ep)
+		cancel()
+		ExpectWithOffset(1, err).NotTo(HaveOccurred(), "status of %s", ep)
+		largest = max(largest, st.DbSizeInUse)
+	}
+	return largest
+}
+
+// dbSizes lists each member's database size in use and file size, for the log.
+func dbSizes(ctx context.Context, cli *clientv3.Client) string {
+	var out []string
+	for _, ep := range cli.Endpoints() {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, err := cli.Status(sctx, ep)
+		cancel()
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", ep, err))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %d/%d", ep, st.DbSizeInUse, st.DbSize))
+	}
+	return strings.Join(out, ", ")
+}
 
 // latencyFollower keeps latency between the member pods of a cluster (hack/latency.sh)
 // while they restart with new addresses.
