@@ -190,8 +190,15 @@ $(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml:
 	test -n "$$dir" || { echo "could not download prometheus-operator $(PROMETHEUS_OPERATOR_VERSION)" >&2; exit 1; }; \
 	mkdir -p $(PROMETHEUS_OPERATOR_CRDS) && cp $$dir/example/prometheus-operator-crd/*.yaml $(PROMETHEUS_OPERATOR_CRDS)/ && chmod 644 $(PROMETHEUS_OPERATOR_CRDS)/*.yaml
 
+# What `make test` needs built besides the generated files: CI builds it before it runs
+# `make test` beside the local cluster's start, so that no tool is built by two makes at once.
+TEST_DEPS = envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml $(VERSITYGW) $(PROMTOOL) $(PROMCHECK) $(foreach v,$(ETCD_MINOR_VERSIONS),$(call ETCD_BIN,$(v))/etcd)
+
+.PHONY: test-deps
+test-deps: $(TEST_DEPS) ## Build the tools and fetch the CRDs that make test uses.
+
 .PHONY: test
-test: manifests generate fmt vet envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml $(VERSITYGW) $(PROMTOOL) test-rules test-monitoring ## Run unit and integration tests, the alerting rules' tests, and the check of the rules' and dashboard's metrics against real etcd.
+test: manifests generate fmt vet $(TEST_DEPS) test-rules test-monitoring ## Run unit and integration tests, the alerting rules' tests, and the check of the rules' and dashboard's metrics against real etcd.
 	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" PROMETHEUS_OPERATOR_CRDS="$(PROMETHEUS_OPERATOR_CRDS)" PROMTOOL="$(PROMTOOL)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" VERSITYGW="$(VERSITYGW)" go test $$(go list ./... | grep -v /test/) -coverprofile cover.out
 
 .PHONY: test-rules

@@ -65,7 +65,7 @@ var _ = Describe("quorum-loss recovery", func() {
 		patch = client.MergeFrom(got.DeepCopy())
 		got.Spec.QuorumLossRecovery.Policy = etcdv1alpha1.QuorumLossAutomatic
 		Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
-		c = waitReady(ctx, c)
+		waitReady(ctx, c)
 		for k, v := range writeAcknowledged(ctx, ns, "q", "round-2/", 200) {
 			acked[k] = v
 		}
