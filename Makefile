@@ -451,6 +451,16 @@ test-e2e: test-e2e-deploy test-e2e-olm test-e2e-scorecard ## Run the whole e2e s
 test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) $(NFDELAY) cluster-ensure images s3-up monitoring-up ## Run the e2e specs on the operator `make deploy` installs.
 	KUBECTL=$(KUBECTL) NFDELAY=$(NFDELAY) LOCAL_IMG=$(LOCAL_IMG) $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --label-filter='!olm' ./test/e2e
 
+# The chaos suite (test/e2e/chaos_test.go): random faults and spec changes under a recorded
+# workload, checked for linearizability with porcupine. Its short profile is one of the
+# specs of test-e2e-deploy; this target runs it alone, in the long profile (about 30 minutes)
+# unless CHAOS_PROFILE=short. CHAOS_SEED=<n> replays a run's plan of faults.
+CHAOS_PROFILE ?= long
+.PHONY: test-chaos
+test-chaos: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images ## Run the chaos suite alone on the local cluster (CHAOS_PROFILE=long|short, CHAOS_SEED to replay).
+	CHAOS_PROFILE=$(CHAOS_PROFILE) CHAOS_SEED=$(CHAOS_SEED) KUBECTL=$(KUBECTL) LOCAL_IMG=$(LOCAL_IMG) \
+		$(GINKGO) -v $(if $(CI),--no-color) --procs=1 --timeout=75m --label-filter=chaos ./test/e2e
+
 # The OLM specs install the operator themselves, from the catalog image (the committed
 # catalog/ served by opm) and bundle images, which name public images that the local
 # cluster's containerd fetches from the local registry.

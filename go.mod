@@ -3,6 +3,7 @@ module github.com/etcdpilot/etcdpilot
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/klauspost/compress v1.18.7
 	github.com/minio/minio-go/v7 v7.0.95
 	github.com/onsi/ginkgo/v2 v2.27.2

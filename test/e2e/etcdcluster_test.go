@@ -521,6 +521,11 @@ func get[T client.Object](ctx context.Context, ns, name string, obj T) T {
 
 // waitReady waits for the cluster's Ready condition for its current generation.
 func waitReady(ctx context.Context, c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.EtcdCluster {
+	return waitReadyWithin(ctx, c, 4*time.Minute)
+}
+
+// waitReadyWithin is waitReady with its own bound.
+func waitReadyWithin(ctx context.Context, c *etcdv1alpha1.EtcdCluster, timeout time.Duration) *etcdv1alpha1.EtcdCluster {
 	got := &etcdv1alpha1.EtcdCluster{}
 	EventuallyWithOffset(1, func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
@@ -528,7 +533,7 @@ func waitReady(ctx context.Context, c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.E
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ready.Reason, ready.Message)
 		g.Expect(ready.ObservedGeneration).To(Equal(got.Generation))
-	}).WithContext(ctx).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
 	return got
 }
 

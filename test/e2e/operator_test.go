@@ -74,13 +74,13 @@ var _ = Describe("the operator", func() {
 		})
 
 		It("refuses a request without a token", func(ctx SpecContext) {
-			code, body := getMetrics(ctx, endpoint, "")
+			code, body := metricsVerdict(ctx, endpoint, "")
 			Expect(code).To(Equal(http.StatusUnauthorized), body)
 		})
 
 		It("refuses a ServiceAccount that is not bound to the metrics-reader role", func(ctx SpecContext) {
 			token := serviceAccountToken(ctx, ns, "stranger")
-			code, body := getMetrics(ctx, endpoint, token)
+			code, body := metricsVerdict(ctx, endpoint, token)
 			Expect(code).To(Equal(http.StatusForbidden), body)
 		})
 	})
@@ -165,8 +165,23 @@ func metricSample(body, series string) float64 {
 	return -1
 }
 
+// metricsVerdict is the operator's first answer to a metrics request that is a verdict:
+// asked again while nothing answers or the answer is a server error, as when the operator
+// restarts or cannot reach the API server to check the token (the chaos spec does both
+// while other specs run).
+func metricsVerdict(ctx context.Context, endpoint, token string) (int, string) {
+	var code int
+	var body string
+	Eventually(func() int {
+		code, body = getMetrics(ctx, endpoint, token)
+		return code
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2*time.Second).Should(And(BeNumerically(">", 0), BeNumerically("<", 500)), func() string { return body })
+	return code, body
+}
+
 // getMetrics GETs /metrics over HTTPS (the operator's certificate is self-signed) with an
-// optional bearer token and returns the status code and body.
+// optional bearer token and returns the status code and body; 0 and the error when nothing
+// answered.
 func getMetrics(ctx context.Context, endpoint, token string) (int, string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://%s/metrics", endpoint), nil)
 	Expect(err).NotTo(HaveOccurred())
@@ -178,7 +193,9 @@ func getMetrics(ctx context.Context, endpoint, token string) (int, string) {
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // self-signed serving cert
 	}
 	resp, err := httpClient.Do(req)
-	Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		return 0, err.Error() // no answer: callers retry
+	}
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	Expect(err).NotTo(HaveOccurred())

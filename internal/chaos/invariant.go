@@ -1,0 +1,102 @@
+package chaos
+
+import (
+	"fmt"
+	"time"
+)
+
+// Sample is the members' health at one moment: the voters of the member list, and which of
+// them answered with a leader.
+type Sample struct {
+	At      time.Time
+	Voters  []string
+	Healthy map[string]bool
+}
+
+// Window is a span during which the suite's own fault may keep Member down: from the
+// injection until the cluster recovered from it.
+type Window struct {
+	Member   string
+	From, To time.Time
+}
+
+// Violation is a member taken down, not by a fault, while fewer than a quorum of the other
+// voters were healthy.
+type Violation struct {
+	At            time.Time
+	Member        string
+	HealthyOthers int
+	Quorum        int
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s: %s went down, not by a fault, while %d other voters were healthy (quorum %d)",
+		v.At.Format(time.TimeOnly), v.Member, v.HealthyOthers, v.Quorum)
+}
+
+// QuorumViolations returns the moments at which a voter went from healthy to down (and
+// stayed down in the next sample, so that one slow answer is not taken for a restart)
+// outside every window of its own faults, while the other voters healthy at that moment
+// were fewer than a quorum of the voters.
+func QuorumViolations(samples []Sample, faults []Window) []Violation {
+	var out []Violation
+	for i := 1; i < len(samples); i++ {
+		prev, cur := samples[i-1], samples[i]
+		for _, m := range cur.Voters {
+			if !prev.Healthy[m] || cur.Healthy[m] || !contains(prev.Voters, m) {
+				continue
+			}
+			if i+1 < len(samples) && samples[i+1].Healthy[m] {
+				continue
+			}
+			if inWindow(faults, m, cur.At) {
+				continue
+			}
+			others := 0
+			for _, o := range cur.Voters {
+				if o != m && cur.Healthy[o] {
+					others++
+				}
+			}
+			if quorum := len(cur.Voters)/2 + 1; others < quorum {
+				out = append(out, Violation{At: cur.At, Member: m, HealthyOthers: others, Quorum: quorum})
+			}
+		}
+	}
+	return out
+}
+
+// MinHealthy is the fewest healthy voters over the samples, and the voters at that moment.
+func MinHealthy(samples []Sample) (healthy, voters int) {
+	healthy = -1
+	for _, s := range samples {
+		n := 0
+		for _, m := range s.Voters {
+			if s.Healthy[m] {
+				n++
+			}
+		}
+		if healthy < 0 || n < healthy {
+			healthy, voters = n, len(s.Voters)
+		}
+	}
+	return max(healthy, 0), voters
+}
+
+func inWindow(ws []Window, member string, at time.Time) bool {
+	for _, w := range ws {
+		if w.Member == member && !at.Before(w.From) && !at.After(w.To) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
