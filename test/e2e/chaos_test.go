@@ -74,12 +74,12 @@ var _ = Describe("chaos", Label("chaos"), func() {
 				run.kvWorker(wctx, i)
 			}()
 		}
-		acked := map[string]string{}
+		acked, unanswered := map[string]string{}, map[string]string{}
 		workers.Add(1)
 		go func() {
 			defer GinkgoRecover()
 			defer workers.Done()
-			run.appender(wctx, acked)
+			run.appender(wctx, acked, unanswered)
 		}()
 		sctx, stopSampler := context.WithCancel(ctx)
 		sampled := make(chan []chaos.Sample, 1)
@@ -108,8 +108,8 @@ var _ = Describe("chaos", Label("chaos"), func() {
 		violations := chaos.QuorumViolations(samples, run.windows)
 		minHealthy, voters := chaos.MinHealthy(samples)
 		GinkgoWriter.Printf("chaos: fault timeline:\n%s", strings.Join(run.timeline, ""))
-		GinkgoWriter.Printf("chaos: %d operations in %s (%s); %d acknowledged appends\n",
-			len(ops), time.Since(run.start).Round(time.Second), chaos.Count(ops), len(acked))
+		GinkgoWriter.Printf("chaos: %d operations in %s (%s); appends: %d acknowledged, %d without an answer\n",
+			len(ops), time.Since(run.start).Round(time.Second), chaos.Count(ops), len(acked), len(unanswered))
 		GinkgoWriter.Printf("chaos: %d health samples, fewest healthy voters %d of %d, %d operator-made quorum violations\n",
 			len(samples), minHealthy, voters, len(violations))
 		GinkgoWriter.Printf("chaos: checker: %s\n", verdict)
@@ -122,7 +122,15 @@ var _ = Describe("chaos", Label("chaos"), func() {
 		Expect(violations).To(BeEmpty(), "no member taken down by the operator while the others were short of a quorum")
 
 		cli := etcdV3Client(ctx, ns, c.Name)
-		Expect(keysUnder(ctx, cli, chaosLogPrefix)).To(Equal(acked), "every acknowledged append is there with its value")
+		appended := keysUnder(ctx, cli, chaosLogPrefix)
+		for k, v := range acked {
+			Expect(appended).To(HaveKeyWithValue(k, v), "every acknowledged append is there with its value")
+		}
+		for k, v := range appended {
+			if _, ok := acked[k]; !ok {
+				Expect(unanswered).To(HaveKeyWithValue(k, v), "an append that is there was acknowledged, or tried without an answer")
+			}
+		}
 		got := waitReadyWithin(ctx, c, chaosRecovery)
 		members, err := cli.MemberList(ctx)
 		Expect(err).NotTo(HaveOccurred())
@@ -265,13 +273,16 @@ func (r *chaosRun) do(ctx context.Context, id int, in chaos.Input) chaos.Output 
 	return out
 }
 
-// appender writes new keys only, and keeps those etcd acknowledged.
-func (r *chaosRun) appender(ctx context.Context, acked map[string]string) {
+// appender writes new keys only, and keeps those etcd acknowledged, and those it tried
+// without an answer (which may or may not be there).
+func (r *chaosRun) appender(ctx context.Context, acked, unanswered map[string]string) {
 	for i := 0; ctx.Err() == nil; i++ {
 		k, v := fmt.Sprintf("%s%06d", chaosLogPrefix, i), fmt.Sprintf("append-%d-%d", i, time.Now().UnixNano())
 		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), chaosOpTimeout)
 		if _, err := r.client.Put(octx, k, v); err == nil {
 			acked[k] = v
+		} else {
+			unanswered[k] = v
 		}
 		cancel()
 		time.Sleep(100 * time.Millisecond)
@@ -383,16 +394,22 @@ func (r *chaosRun) inject(ctx context.Context, i int, step chaos.Step) {
 	r.logf("fault %d (round %d): %s %s", i+1, step.Round, step.Fault, member)
 	switch step.Fault {
 	case chaos.DeletePod:
+		uid := get(ctx, r.ns, member, &corev1.Pod{}).UID
 		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: member, Namespace: r.ns}})).To(Succeed())
+		waitPodBack(ctx, r.ns, member, func(p *corev1.Pod) bool { return p.UID != uid })
 	case chaos.KillProcess:
 		pod := get(ctx, r.ns, member, &corev1.Pod{})
+		restarts := containerRestarts(pod)
 		kill(podProcess(pod, "etcd"))
+		waitPodBack(ctx, r.ns, member, func(p *corev1.Pod) bool { return containerRestarts(p) > restarts })
 	case chaos.KillOperator:
 		r.keepOperatorLogs(ctx)
 		pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
 		Expect(err).NotTo(HaveOccurred())
 		for i := range pods.Items {
+			restarts := containerRestarts(&pods.Items[i])
 			kill(podProcess(&pods.Items[i], "manager"))
+			waitPodBack(ctx, operatorNamespace, pods.Items[i].Name, func(p *corev1.Pod) bool { return containerRestarts(p) > restarts })
 		}
 	case chaos.Partition:
 		heal := partition(ctx, r.ns, r.name, member)
@@ -414,6 +431,26 @@ func (r *chaosRun) inject(ctx context.Context, i int, step chaos.Step) {
 		r.windows = append(r.windows, chaos.Window{Member: member, From: from, To: time.Now().Add(10 * time.Second)})
 		r.mu.Unlock()
 	}
+}
+
+// waitPodBack waits until pod name is Ready again after a fault, as done says: a new pod, or
+// a restarted container.
+func waitPodBack(ctx context.Context, ns, name string, done func(*corev1.Pod) bool) {
+	Eventually(func(g Gomega) {
+		p := &corev1.Pod{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
+		g.Expect(done(p)).To(BeTrue(), "pod %s/%s has not gone through the fault yet", ns, name)
+		g.Expect(podReady(p)).To(BeTrue(), "pod %s/%s is not Ready", ns, name)
+	}).WithContext(ctx).WithTimeout(chaosRecovery).WithPolling(time.Second).Should(Succeed())
+}
+
+// containerRestarts sums the restarts of pod's containers.
+func containerRestarts(pod *corev1.Pod) int32 {
+	var n int32
+	for _, cs := range pod.Status.ContainerStatuses {
+		n += cs.RestartCount
+	}
+	return n
 }
 
 // memberNames lists the cluster's member pods by name.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -163,6 +164,21 @@ func metricSample(body, series string) float64 {
 		}
 	}
 	return -1
+}
+
+// operatorIncarnation names the operator process of the moment: its pod and the restarts of
+// its container. The counters of its metrics start again from zero in a new one, and the
+// crash specs and the chaos spec restart it while other specs run: a spec asserts a counter
+// only when the operator that counted is still the one answering.
+func operatorIncarnation(ctx context.Context) string {
+	pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, fmt.Sprintf("%s/%d", p.Name, containerRestarts(&p)))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
 }
 
 // metricsVerdict is the operator's first answer to a metrics request that is a verdict:
