@@ -36,8 +36,8 @@ func (v Violation) String() string {
 
 // QuorumViolations returns the moments at which a voter went from healthy to down (and
 // stayed down in the next sample, so that one slow answer is not taken for a restart)
-// outside every window of its own faults, while the other voters healthy at that moment
-// were fewer than a quorum of the voters.
+// outside every window of its own faults, while the other voters were fewer than a quorum
+// of the voters both in the sample before and in that one.
 func QuorumViolations(samples []Sample, faults []Window) []Violation {
 	var out []Violation
 	for i := 1; i < len(samples); i++ {
@@ -52,18 +52,26 @@ func QuorumViolations(samples []Sample, faults []Window) []Violation {
 			if inWindow(faults, m, cur.At) {
 				continue
 			}
-			others := 0
-			for _, o := range cur.Voters {
-				if o != m && cur.Healthy[o] {
-					others++
-				}
-			}
+			// The operator decided before the member went down: a fault that struck between
+			// the sample before and this one is the fault's doing, not the operator's.
+			others := max(healthyOthers(prev, m), healthyOthers(cur, m))
 			if quorum := len(cur.Voters)/2 + 1; others < quorum {
 				out = append(out, Violation{At: cur.At, Member: m, HealthyOthers: others, Quorum: quorum})
 			}
 		}
 	}
 	return out
+}
+
+// healthyOthers counts the voters of s other than m that were healthy.
+func healthyOthers(s Sample, m string) int {
+	n := 0
+	for _, o := range s.Voters {
+		if o != m && s.Healthy[o] {
+			n++
+		}
+	}
+	return n
 }
 
 // MinHealthy is the fewest healthy voters over the samples, and the voters at that moment.

@@ -399,17 +399,15 @@ func (r *chaosRun) inject(ctx context.Context, i int, step chaos.Step) {
 		waitPodBack(ctx, r.ns, member, func(p *corev1.Pod) bool { return p.UID != uid })
 	case chaos.KillProcess:
 		pod := get(ctx, r.ns, member, &corev1.Pod{})
-		restarts := containerRestarts(pod)
 		kill(podProcess(pod, "etcd"))
-		waitPodBack(ctx, r.ns, member, func(p *corev1.Pod) bool { return containerRestarts(p) > restarts })
+		waitPodBack(ctx, r.ns, member, restartedSince(pod))
 	case chaos.KillOperator:
 		r.keepOperatorLogs(ctx)
 		pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
 		Expect(err).NotTo(HaveOccurred())
 		for i := range pods.Items {
-			restarts := containerRestarts(&pods.Items[i])
 			kill(podProcess(&pods.Items[i], "manager"))
-			waitPodBack(ctx, operatorNamespace, pods.Items[i].Name, func(p *corev1.Pod) bool { return containerRestarts(p) > restarts })
+			waitPodBack(ctx, operatorNamespace, pods.Items[i].Name, restartedSince(&pods.Items[i]))
 		}
 	case chaos.Partition:
 		heal := partition(ctx, r.ns, r.name, member)
@@ -442,6 +440,13 @@ func waitPodBack(ctx context.Context, ns, name string, done func(*corev1.Pod) bo
 		g.Expect(done(p)).To(BeTrue(), "pod %s/%s has not gone through the fault yet", ns, name)
 		g.Expect(podReady(p)).To(BeTrue(), "pod %s/%s is not Ready", ns, name)
 	}).WithContext(ctx).WithTimeout(chaosRecovery).WithPolling(time.Second).Should(Succeed())
+}
+
+// restartedSince says whether a pod of the same name has restarted since before: its
+// container restarted, or the pod was replaced (by a rollout of the operator, for one).
+func restartedSince(before *corev1.Pod) func(*corev1.Pod) bool {
+	restarts := containerRestarts(before)
+	return func(p *corev1.Pod) bool { return p.UID != before.UID || containerRestarts(p) > restarts }
 }
 
 // containerRestarts sums the restarts of pod's containers.

@@ -18,10 +18,10 @@ import (
 // Recovery from a lost quorum on real members: two of three members destroyed (claim and
 // pod), with a client's acknowledged writes before. Manual waits and says what it would do;
 // after approval the cluster is back at three members from the survivor, every write kept
-// and revisions raised. Then, with the policy Automatic, every member is destroyed and the
-// cluster comes back from its newest backup without approval. One cluster serves both.
+// and revisions raised. Then, with the policy Automatic, the same happens again without
+// approval. One cluster serves both.
 var _ = Describe("quorum-loss recovery", func() {
-	It("recovers from the surviving member after approval, and automatically from the newest backup, keeping every acknowledged write", func(ctx SpecContext) {
+	It("recovers from the surviving member, after approval and then automatically, keeping every acknowledged write", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-quorum-")
 		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: ns},
 			Spec: etcdv1alpha1.EtcdClusterSpec{Size: 3, DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete,
@@ -59,18 +59,20 @@ var _ = Describe("quorum-loss recovery", func() {
 		Expect(rec.Survivor).To(Equal(survivor))
 		Expect(rec.Snapshot).To(Equal("recovery-" + rec.ID + ".db"))
 
-		// Automatic recovery from a survivor is the scorecard's level 5 (quorumLoss), which
-		// CI runs through OLM; here Automatic is shown where no member survives.
-		By("Automatic, without approval")
+		By("Automatic: two other members destroyed are recovered without approval")
 		patch = client.MergeFrom(got.DeepCopy())
 		got.Spec.QuorumLossRecovery.Policy = etcdv1alpha1.QuorumLossAutomatic
 		Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
-		waitReady(ctx, c)
+		c = waitReady(ctx, c)
 		for k, v := range writeAcknowledged(ctx, ns, "q", "round-2/", 200) {
 			acked[k] = v
 		}
+		survivor = destroyTwo(ctx, c)
+		rec = expectRecovered(ctx, c, acked, rec.ID)
+		Expect(rec.Survivor).To(Equal(survivor))
 
-		By("every member destroyed: recovered from the newest backup")
+		By("Automatic, every member destroyed: recovered from the newest backup")
+		waitReady(ctx, c)
 		createClaim(ctx, ns, "backups")
 		createBackup(ctx, ns, "before-loss", "q", etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "backups"}},
 			etcdv1alpha1.BackupDeletionPolicyRetain)
