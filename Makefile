@@ -438,7 +438,7 @@ monitoring-down: $(KUBECTL) ## Remove Prometheus, the Prometheus Operator, their
 
 ##@ Tests on a cluster
 
-E2E_PROCS ?= 2
+E2E_PROCS ?= 3
 GINKGO_E2E = $(GINKGO) -v $(if $(CI),--no-color) --procs=$(E2E_PROCS) --timeout=40m
 # The previous release (the newest in catalog/releases.yaml), which the OLM specs install and
 # upgrade to this VERSION through the catalog's graph.
