@@ -41,7 +41,9 @@ const Finalizer = "etcd.etcdpilot.io/cleanup"
 // cluster is steady, to notice unhealthy members (etcd does not emit Kubernetes events).
 const (
 	requeueProgressing = 2 * time.Second
-	requeueSteady      = 30 * time.Second
+	// requeueStale is how soon a pass whose status patch met a newer cluster runs again.
+	requeueStale  = 200 * time.Millisecond
+	requeueSteady = 30 * time.Second
 	// requeueRotating is how often a cluster whose CA rotation waits out a phase looks
 	// again.
 	requeueRotating = 10 * time.Second
@@ -186,7 +188,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	}
 
 	in := status.Input{Cluster: c}
-	defer func() { r.finish(ctx, c, in, &err) }()
+	defer func() { r.finish(ctx, c, in, &result, &err) }()
 
 	tlsState, err := r.ensureTLS(ctx, c)
 	var waiting *waitingError
@@ -297,10 +299,18 @@ func (r *EtcdClusterReconciler) selfTune(ctx context.Context, c *etcdv1alpha1.Et
 }
 
 // finish ends a pass: it patches the status computed from in (the patch's error becomes
-// the pass's when it had none) and records the pass in the metrics.
-func (r *EtcdClusterReconciler) finish(ctx context.Context, c *etcdv1alpha1.EtcdCluster, in status.Input, err *error) {
+// the pass's when it had none) and records the pass in the metrics. A patch refused because
+// the cluster changed since this pass read it (patchStatus) is no error: the pass decided
+// from an old object, and the next, soon, decides again from the new one.
+func (r *EtcdClusterReconciler) finish(ctx context.Context, c *etcdv1alpha1.EtcdCluster, in status.Input, result *reconcile.Result, err *error) {
 	acted := *err == nil
-	if perr := r.patchStatus(ctx, c, in); perr != nil && *err == nil {
+	perr := r.patchStatus(ctx, c, in)
+	switch {
+	case perr == nil || *err != nil:
+	case apierrors.IsConflict(perr):
+		log.FromContext(ctx).V(1).Info("The cluster changed while this pass ran; deciding again")
+		*result = reconcile.Result{RequeueAfter: requeueStale}
+	default:
 		*err = perr
 	}
 	pass := metrics.Pass{Cluster: c, Seen: in.Seen, Action: in.Action, Acted: acted, Succeeded: *err == nil, Now: r.now()}

@@ -17,12 +17,18 @@ import (
 // reconcile. It returns the status the patch replaced and whether it patched, so that the
 // caller derives its events from the transitions the patch made, after the patch succeeded:
 // each transition is reported once, and never for a status that was not stored.
+//
+// The patch carries obj's resourceVersion: a pass that decided from an object the cache had
+// not yet updated with the previous pass's status gets a conflict and stores nothing, and
+// the next pass decides again from the newer object. Without it, such a pass once replaced
+// a quorum-loss recovery under way (Recovering, from a backup) by the record of the loss
+// before it (AwaitingApproval), and the cluster grew back with no recovery recorded.
 func patchStatus[S any](ctx context.Context, c client.Client, obj client.Object, current *S, desired S) (old S, changed bool, err error) {
 	old = *current
 	if apiequality.Semantic.DeepEqual(old, desired) {
 		return old, false, nil
 	}
-	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	*current = desired
 	if err := c.Status().Patch(ctx, obj, patch); err != nil {
 		*current = old
