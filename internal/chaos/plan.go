@@ -54,9 +54,9 @@ type Profile struct {
 	Hold time.Duration
 }
 
-// The profiles: Short runs in CI (one round, about 4 minutes on the local cluster); Long
-// runs on demand (make test-chaos CHAOS_PROFILE=long, about 30 minutes): two upgrades,
-// two rounds of scaling, rollouts.
+// The profiles: Short runs in CI (one round, about 2 minutes on the local cluster); Long
+// runs on demand (make test-chaos, 40 faults in about 20 minutes): two upgrades, two
+// rounds of scaling, rollouts.
 var (
 	Short = Profile{Name: "short", Changes: [][]Change{{Rollout}}, Hold: 20 * time.Second}
 	Long  = Profile{Name: "long", Hold: 30 * time.Second, Changes: [][]Change{

@@ -505,18 +505,23 @@ func restrictedPod() (*corev1.PodSecurityContext, *corev1.SecurityContext) {
 
 // createCluster creates a TLS cluster; version is optional (the default is the newest).
 func createCluster(ctx context.Context, ns, name string, size int32, version ...string) *etcdv1alpha1.EtcdCluster {
-	c := &etcdv1alpha1.EtcdCluster{
+	c := newCluster(ns, name, size)
+	if len(version) > 0 {
+		c.Spec.Version = version[0]
+	}
+	ExpectWithOffset(1, k8sClient.Create(ctx, c)).To(Succeed())
+	return c
+}
+
+// newCluster is the EtcdCluster createCluster creates, for a spec that sets more first.
+func newCluster(ns, name string, size int32) *etcdv1alpha1.EtcdCluster {
+	return &etcdv1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: etcdv1alpha1.EtcdClusterSpec{
 			Size:           size,
 			DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete,
 		},
 	}
-	if len(version) > 0 {
-		c.Spec.Version = version[0]
-	}
-	ExpectWithOffset(1, k8sClient.Create(ctx, c)).To(Succeed())
-	return c
 }
 
 func get[T client.Object](ctx context.Context, ns, name string, obj T) T {
