@@ -313,6 +313,32 @@ func TestDeletingABackupWithDeletionPolicyDeleteDeletesItsArtifactFirst(t *testi
 	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
 }
 
+// A deletion Job that never got a pod, because its namespace began terminating right after
+// the API server admitted it, must not hold the backup, and with it the namespace.
+func TestABackupLetsItsTerminatingNamespaceGoWhileItsDeletionJobWaitsForAPod(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	clusterWithMembers(g, ns, "src")
+	b := newBackup(ns, "held", "src")
+	b.Spec.DeletionPolicy = etcdv1alpha1.BackupDeletionPolicyDelete
+	g.Expect(k8sClient.Create(ctx, b)).To(Succeed())
+	succeedBackup(g, ns, "held")
+
+	g.Expect(k8sClient.Delete(ctx, get(g, ns, "held", &etcdv1alpha1.EtcdBackup{}))).To(Succeed())
+	g.Eventually(func(g Gomega) { get(g, ns, "held-delete", &batchv1.Job{}) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+	// envtest runs no Job controller: the deletion Job has no pod, as in a namespace that
+	// began terminating right after the Job was admitted; and no namespace controller: the
+	// namespace stays Terminating, with the Job in it.
+	g.Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "held"}, &etcdv1alpha1.EtcdBackup{}))
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the backup lets its namespace go")
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "held-delete"}, &batchv1.Job{})).To(Succeed(),
+		"the namespace's deletion, not the operator, removes the Job")
+}
+
 func TestScheduleCreatesOneBackupPerRunAndPrunesPerRetention(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()

@@ -514,7 +514,19 @@ func (r *EtcdBackupReconciler) deleteArtifact(ctx context.Context, b *etcdv1alph
 			return false, client.IgnoreNotFound(r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 		}
 	}
-	return false, nil
+	if job.Status.Active > 0 {
+		return false, nil // its pod is deleting the artifact
+	}
+	// No pod yet. A Job the API server admitted just as the namespace began terminating
+	// (its admission works from a cache) never gets one, and the namespace's deletion may
+	// come back for it only much later: ask the API server, without writing anything,
+	// whether the namespace still accepts a Job. It answers AlreadyExists while it does,
+	// and the namespace-terminating refusal finalize lets the backup go on.
+	err = r.Client.Create(ctx, resources.DeleteJob(b, b.Status.Artifact.Key, r.AgentImage), client.DryRunAll)
+	if apierrors.IsAlreadyExists(err) {
+		err = nil
+	}
+	return false, err
 }
 
 // patchStatus computes the backup's status from the outcome, patches it if it changed, then

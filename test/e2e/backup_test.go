@@ -412,12 +412,23 @@ var _ = Describe("backups", Label("backup"), func() {
 				HaveField("Status.Artifact", Not(BeNil())))), "a backup whose artifact the operator would delete with it")
 
 			// A namespace being deleted accepts no new Job, so the artifacts cannot be deleted
-			// any more; the backups must not hold the namespace for that.
+			// any more; the backups must not hold the namespace for that. The bound leaves
+			// room for the namespace controller's own retries, which back off.
 			Expect(clientset.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})).To(Succeed())
 			Eventually(func(g Gomega) {
 				g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-				g.Expect(list.Items).To(BeEmpty())
-			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+				var jobs batchv1.JobList
+				g.Expect(k8sClient.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
+				backups, jobsLeft := []string{}, []string{}
+				for _, b := range list.Items {
+					backups = append(backups, fmt.Sprintf("%s (finalizers %v, deleting %t, artifact %t)",
+						b.Name, b.Finalizers, !b.DeletionTimestamp.IsZero(), b.Status.Artifact != nil))
+				}
+				for _, j := range jobs.Items {
+					jobsLeft = append(jobsLeft, fmt.Sprintf("%s (active %d, deleting %t)", j.Name, j.Status.Active, !j.DeletionTimestamp.IsZero()))
+				}
+				g.Expect(backups).To(BeEmpty(), "backups left in the namespace; its Jobs: %s", strings.Join(jobsLeft, "; "))
+			}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		})
 	})
 
