@@ -55,12 +55,13 @@ type Profile struct {
 }
 
 // The profiles: Short runs in CI (one round, about 2 minutes on the local cluster); Long
-// runs on demand (make test-chaos, 40 faults in about 20 minutes): two upgrades, two
-// rounds of scaling, rollouts.
+// runs on demand (make test-chaos, 60 faults in about 30 minutes): two upgrades, three
+// scalings 3 -> 5 -> 3, three rollouts.
 var (
 	Short = Profile{Name: "short", Changes: [][]Change{{Rollout}}, Hold: 20 * time.Second}
 	Long  = Profile{Name: "long", Hold: 30 * time.Second, Changes: [][]Change{
-		{Upgrade}, {ScaleUp}, {Rollout, ScaleDown}, {Upgrade}, {ScaleUp}, {ScaleDown}, {Rollout}, {}}}
+		{Upgrade}, {ScaleUp}, {Rollout, ScaleDown}, {Upgrade}, {ScaleUp}, {ScaleDown}, {Rollout}, {},
+		{ScaleUp}, {Rollout}, {ScaleDown}, {}}}
 )
 
 // Step is one fault of a plan, with the change started right before it, if any.

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -386,9 +387,14 @@ func (r *chaosRun) startChange(ctx context.Context, change chaos.Change, upgrade
 // after the recovery.
 func (r *chaosRun) inject(ctx context.Context, i int, step chaos.Step) {
 	var member string
+	// During a scale-down the operator removes an unhealthy member first: the member a
+	// fault hits may then go for good, which is recovery too (the cluster's readiness at
+	// its size is checked after every fault all the same).
+	mayGo := false
 	if step.Fault != chaos.KillOperator && step.Fault != chaos.CutAPIAccess {
 		names := r.memberNames(ctx)
 		member = names[step.Member%len(names)]
+		mayGo = len(names) > int(get(ctx, r.ns, r.name, &etcdv1alpha1.EtcdCluster{}).Spec.Size)
 	}
 	from := time.Now().Add(-time.Second)
 	r.logf("fault %d (round %d): %s %s", i+1, step.Round, step.Fault, member)
@@ -396,18 +402,18 @@ func (r *chaosRun) inject(ctx context.Context, i int, step chaos.Step) {
 	case chaos.DeletePod:
 		uid := get(ctx, r.ns, member, &corev1.Pod{}).UID
 		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: member, Namespace: r.ns}})).To(Succeed())
-		waitPodBack(ctx, r.ns, member, func(p *corev1.Pod) bool { return p.UID != uid })
+		waitPodBack(ctx, r.ns, member, mayGo, func(p *corev1.Pod) bool { return p.UID != uid })
 	case chaos.KillProcess:
 		pod := get(ctx, r.ns, member, &corev1.Pod{})
 		kill(podProcess(pod, "etcd"))
-		waitPodBack(ctx, r.ns, member, restartedSince(pod))
+		waitPodBack(ctx, r.ns, member, mayGo, restartedSince(pod))
 	case chaos.KillOperator:
 		r.keepOperatorLogs(ctx)
 		pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
 		Expect(err).NotTo(HaveOccurred())
 		for i := range pods.Items {
 			kill(podProcess(&pods.Items[i], "manager"))
-			waitPodBack(ctx, operatorNamespace, pods.Items[i].Name, restartedSince(&pods.Items[i]))
+			waitPodBack(ctx, operatorNamespace, pods.Items[i].Name, false, restartedSince(&pods.Items[i]))
 		}
 	case chaos.Partition:
 		heal := partition(ctx, r.ns, r.name, member)
@@ -432,11 +438,16 @@ func (r *chaosRun) inject(ctx context.Context, i int, step chaos.Step) {
 }
 
 // waitPodBack waits until pod name is Ready again after a fault, as done says: a new pod, or
-// a restarted container.
-func waitPodBack(ctx context.Context, ns, name string, done func(*corev1.Pod) bool) {
+// a restarted container; or, when mayGo (a member of a cluster being scaled down), until it
+// is gone.
+func waitPodBack(ctx context.Context, ns, name string, mayGo bool, done func(*corev1.Pod) bool) {
 	Eventually(func(g Gomega) {
 		p := &corev1.Pod{}
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
+		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)
+		if mayGo && apierrors.IsNotFound(err) {
+			return
+		}
+		g.Expect(err).To(Succeed())
 		g.Expect(done(p)).To(BeTrue(), "pod %s/%s has not gone through the fault yet", ns, name)
 		g.Expect(podReady(p)).To(BeTrue(), "pod %s/%s is not Ready", ns, name)
 	}).WithContext(ctx).WithTimeout(chaosRecovery).WithPolling(time.Second).Should(Succeed())
