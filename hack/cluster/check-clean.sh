@@ -53,10 +53,19 @@ for save in iptables-save ip6tables-save; do
   done < <("$save" 2>/dev/null | grep -E '(KUBE|CNI|ETCDPILOT)-|198\.18\.|198\.19\.' || true)
 done
 
-# kube-proxy's own nftables table, in case a kube-proxy ran in (or cleaned up for) nftables mode.
+# nftables tables: kube-proxy's own, in case a kube-proxy ran in (or cleaned up for) nftables
+# mode, and the guard that keeps pod traffic on this machine.
 if command -v nft >/dev/null; then
   tables=$(nft list tables 2>/dev/null || true)
   [[ $tables != *kube-proxy* ]] || left+=("nftables table kube-proxy")
+  [[ $tables != *etcdpilot_guard* ]] || left+=("nftables table etcdpilot_guard")
+fi
+
+# kube-router's ipsets.
+if command -v ipset >/dev/null; then
+  while IFS= read -r set; do
+    left+=("ipset $set")
+  done < <(ipset list -n 2>/dev/null | grep -E '^(inet6:)?(KUBE-|kube-router-)' || true)
 fi
 
 # Files.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # smoke-test.sh: prove the local cluster (hack/local-cluster.sh up) works end to end:
 # a pod from the local registry runs, kubectl logs/exec work, a ClusterIP Service answers
-# by its DNS name from another pod, and a PVC of the default StorageClass keeps its data
-# across pod re-creation. Everything happens in namespace cluster-smoke, deleted at the end.
+# by its DNS name from another pod, one without endpoints is refused at once, and a PVC of
+# the default StorageClass keeps its data across pod re-creation. Everything happens in namespace cluster-smoke, deleted at the end.
 #
 # Uses the same environment as the cluster script (KUBECONFIG_OUT, K8S_BIN, REGISTRY_ADDR).
 set -euo pipefail
@@ -77,6 +77,20 @@ service_by_dns() {
   out=$(k exec hello -- nslookup kubernetes.default.svc.cluster.local 2>&1) || fail "nslookup: $out"
 }
 
+# A pod's connection to a Service without endpoints is refused at once. kube-proxy's REJECT
+# refuses it, or, where kube-router's firewall accepted the packet ahead of that REJECT, the
+# guard that keeps pod traffic on this machine does (the untranslated address would otherwise
+# be routed off it).
+service_without_endpoints() {
+  k create service clusterip nobody --tcp=80:8080 >/dev/null
+  local out
+  out=$(k exec hello -- timeout 5 wget -qO- "http://nobody.$NS.svc.cluster.local" 2>&1) && fail "Service nobody answered: $out"
+  [[ $out == *"Connection refused"* ]] || fail "Service nobody: not refused at once: $out"
+  if command -v nft >/dev/null; then
+    echo "[smoke] guard: $(nft list chain ip etcdpilot_guard forward | grep -o 'counter packets [0-9]*')"
+  fi
+}
+
 volume_persists() {
   k apply -f - >/dev/null <<EOF
 apiVersion: v1
@@ -109,6 +123,7 @@ teardown() {
 step "namespace" setup
 step "pod from local registry, logs, exec" pod_logs_exec
 step "ClusterIP Service by DNS name" service_by_dns
+step "Service without endpoints refused at once" service_without_endpoints
 step "PVC (default StorageClass) survives pod re-creation" volume_persists
 step "cleanup (namespace, PV reclaimed)" teardown
 echo "[smoke] all passed"
