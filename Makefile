@@ -453,7 +453,7 @@ test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) $(NFDELAY) cluster-ensure ima
 
 # The chaos suite (test/e2e/chaos_test.go): random faults and spec changes under a recorded
 # workload, checked for linearizability with porcupine. Its short profile is one of the
-# specs of test-e2e-deploy; this target runs it alone, in the long profile (21 minutes on the local cluster)
+# specs of test-e2e-deploy; this target runs it alone, in the long profile (about 30 minutes on the local cluster)
 # unless CHAOS_PROFILE=short. CHAOS_SEED=<n> replays a run's plan of faults.
 CHAOS_PROFILE ?= long
 .PHONY: test-chaos
