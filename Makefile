@@ -461,6 +461,14 @@ test-chaos: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) cluster-ensure images ## Run the c
 	CHAOS_PROFILE=$(CHAOS_PROFILE) CHAOS_SEED=$(CHAOS_SEED) KUBECTL=$(KUBECTL) LOCAL_IMG=$(LOCAL_IMG) \
 		$(GINKGO) -v $(if $(CI),--no-color) --procs=1 --timeout=75m --label-filter=chaos ./test/e2e
 
+# A run whose history is not linearizable keeps it in _output/chaos/<profile>-<seed>/.
+# chaos-replay checks it again and, when it is still not linearizable, prints for each key
+# where the check stopped: the last operations it could order and those it could not.
+.PHONY: chaos-replay
+chaos-replay: ## Check a kept chaos history again (CHAOS_HISTORY=_output/chaos/<profile>-<seed>/history.json).
+	@test -n "$(CHAOS_HISTORY)" || { echo "chaos-replay: set CHAOS_HISTORY to the history.json a chaos run kept" >&2; exit 1; }
+	CHAOS_HISTORY=$(abspath $(CHAOS_HISTORY)) go test ./internal/chaos -run '^TestReplay$$' -count=1 -v
+
 # The OLM specs install the operator themselves, from the catalog image (the committed
 # catalog/ served by opm) and bundle images, which name public images that the local
 # cluster's containerd fetches from the local registry.

@@ -130,14 +130,28 @@ func (c Counts) String() string {
 }
 
 // Operations turns ops into porcupine's operations. Failed reads are left out. An unknown
-// write (or one not ended) may have been applied at any time after its call: if no read and
-// no successful compare-and-swap ever saw its value (every value written is unique), it is
-// left out, which is the same as not applied and changes what nobody saw; otherwise it
-// returns when the first operation that saw it returned. This is what keeps the check
-// tractable with many unknown writes (etcd's robustness tests do the same), and it loses
-// nothing: an order exists with the write in it if and only if one exists with it so placed.
+// write (or one not ended) may have been applied at any time after its call, and the model
+// lets it be applied or not:
+//   - If a read or a successful compare-and-swap saw its value (every value written is
+//     unique), it returns when the first operation that saw it returned: it was applied by
+//     then, or never.
+//   - If nobody saw its value, only a failed compare-and-swap can tell whether it was
+//     applied (the value was no longer what the CAS expected). It returns when the last
+//     failed compare-and-swap of its key returned, after which applying it or not changes
+//     nothing anybody saw. With no such CAS after its call it is left out, which is the same
+//     as not applied.
+//
+// Bounding the unknown writes this way is what keeps the check tractable (etcd's robustness
+// tests do the same), and it loses nothing: an order exists with the write in it if and only
+// if one exists with it so placed.
 func Operations(ops []Op) []porcupine.Operation {
 	seen := observed(ops)
+	lastFailedCAS := map[string]int64{}
+	for _, op := range ops {
+		if op.Input.Kind == CAS && op.Output.Outcome == OK && !op.Output.Succeeded && op.Return > lastFailedCAS[op.Input.Key] {
+			lastFailedCAS[op.Input.Key] = op.Return
+		}
+	}
 	var out []porcupine.Operation
 	for _, op := range ops {
 		if op.Output.Outcome == Failed || (op.Return < 0 && op.Input.Kind == Get) {
@@ -148,7 +162,10 @@ func Operations(ops []Op) []porcupine.Operation {
 		if o.Outcome == Unknown || ret < 0 {
 			t, ok := seen[seenKey{op.Input.Key, op.Input.Value}]
 			if !ok {
-				continue
+				t = lastFailedCAS[op.Input.Key]
+				if t <= op.Call {
+					continue
+				}
 			}
 			ret = max(t, op.Call)
 			o.Outcome = Unknown

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -100,7 +101,8 @@ type Verdict struct {
 	// Took is how long the check ran.
 	Took time.Duration
 
-	info porcupine.LinearizationInfo
+	info    porcupine.LinearizationInfo
+	history []porcupine.Operation
 }
 
 // Check checks ops against Model within timeout.
@@ -108,7 +110,56 @@ func Check(ops []Op, timeout time.Duration) Verdict {
 	history := Operations(ops)
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(Model, history, timeout)
-	return Verdict{Result: res, Operations: len(history), Took: time.Since(start), info: info}
+	return Verdict{Result: res, Operations: len(history), Took: time.Since(start), info: info, history: history}
+}
+
+// Explain says, for every key whose operations could not be ordered, how far the check
+// got: the last n operations of the longest order it found, and the first n operations
+// left, none of which could come next. Times are seconds since the recording started; an
+// unknown write's return is where Operations placed it. Empty for a linearizable history.
+func (v Verdict) Explain(n int) string {
+	if v.Result == porcupine.Ok {
+		return ""
+	}
+	partitions := Model.Partition(v.history)
+	orders := v.info.PartialLinearizations()
+	var b strings.Builder
+	for p, ops := range partitions {
+		if p >= len(orders) {
+			break
+		}
+		var longest []int
+		for _, order := range orders[p] {
+			if len(order) > len(longest) {
+				longest = order
+			}
+		}
+		if len(longest) == len(ops) {
+			continue
+		}
+		fmt.Fprintf(&b, "key %s: %d of its %d operations ordered; the last ones:\n", ops[0].Input.(Input).Key, len(longest), len(ops))
+		for _, id := range longest[max(0, len(longest)-n):] {
+			b.WriteString(line(ops[id]))
+		}
+		b.WriteString(" none of these could come next:\n")
+		done := map[int]bool{}
+		for _, id := range longest {
+			done[id] = true
+		}
+		left := 0
+		for id := range ops {
+			if !done[id] && left < n {
+				b.WriteString(line(ops[id]))
+				left++
+			}
+		}
+	}
+	return b.String()
+}
+
+func line(op porcupine.Operation) string {
+	return fmt.Sprintf("  client %d, %.3fs..%.3fs: %s\n", op.ClientId, float64(op.Call)/1e9, float64(op.Return)/1e9,
+		describe(op.Input.(Input), op.Output.(Output)))
 }
 
 // String says what the check found.

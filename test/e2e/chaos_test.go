@@ -119,19 +119,31 @@ var _ = Describe("chaos", Label("chaos"), func() {
 			Expect(verdict.Save(dir, ops)).To(Succeed())
 			GinkgoWriter.Printf("chaos: history kept in %s (history.json replays the check, history.html shows it)\n", dir)
 		}
-		Expect(verdict.Result).To(Equal(porcupine.Ok), "the history is linearizable: %s", verdict)
-		Expect(violations).To(BeEmpty(), "no member taken down by the operator while the others were short of a quorum")
-
+		// Every part of the verdict is established before the first assertion, so that a
+		// failed run says all of what went wrong.
 		cli := etcdV3Client(ctx, ns, c.Name)
 		appended := keysUnder(ctx, cli, chaosLogPrefix)
+		var lost, unexplained []string
 		for k, v := range acked {
-			Expect(appended).To(HaveKeyWithValue(k, v), "every acknowledged append is there with its value")
-		}
-		for k, v := range appended {
-			if _, ok := acked[k]; !ok {
-				Expect(unanswered).To(HaveKeyWithValue(k, v), "an append that is there was acknowledged, or tried without an answer")
+			if appended[k] != v {
+				lost = append(lost, fmt.Sprintf("%s=%q (found %q)", k, v, appended[k]))
 			}
 		}
+		for k, v := range appended {
+			if _, ok := acked[k]; !ok && unanswered[k] != v {
+				unexplained = append(unexplained, fmt.Sprintf("%s=%q", k, v))
+			}
+		}
+		GinkgoWriter.Printf("chaos: appends: %d of %d acknowledged missing or changed, %d present that nobody wrote\n",
+			len(lost), len(acked), len(unexplained))
+		if verdict.Result != porcupine.Ok {
+			GinkgoWriter.Printf("chaos: where the check stopped:\n%s", verdict.Explain(10))
+		}
+		Expect(verdict.Result).To(Equal(porcupine.Ok), "the history is linearizable: %s", verdict)
+		Expect(lost).To(BeEmpty(), "every acknowledged append is there with its value")
+		Expect(unexplained).To(BeEmpty(), "an append that is there was acknowledged, or tried without an answer")
+		Expect(violations).To(BeEmpty(), "no member taken down by the operator while the others were short of a quorum")
+
 		got := waitReadyWithin(ctx, c, chaosRecovery)
 		members, err := cli.MemberList(ctx)
 		Expect(err).NotTo(HaveOccurred())
@@ -402,18 +414,18 @@ func (r *chaosRun) inject(ctx context.Context, i int, step chaos.Step) {
 	case chaos.DeletePod:
 		uid := get(ctx, r.ns, member, &corev1.Pod{}).UID
 		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: member, Namespace: r.ns}})).To(Succeed())
-		waitPodBack(ctx, r.ns, member, mayGo, func(p *corev1.Pod) bool { return p.UID != uid })
+		waitPodBack(ctx, r.ns, r.name, member, mayGo, func(p *corev1.Pod) bool { return p.UID != uid })
 	case chaos.KillProcess:
 		pod := get(ctx, r.ns, member, &corev1.Pod{})
 		kill(podProcess(pod, "etcd"))
-		waitPodBack(ctx, r.ns, member, mayGo, restartedSince(pod))
+		waitPodBack(ctx, r.ns, r.name, member, mayGo, restartedSince(pod))
 	case chaos.KillOperator:
 		r.keepOperatorLogs(ctx)
 		pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
 		Expect(err).NotTo(HaveOccurred())
 		for i := range pods.Items {
 			kill(podProcess(&pods.Items[i], "manager"))
-			waitPodBack(ctx, operatorNamespace, pods.Items[i].Name, false, restartedSince(&pods.Items[i]))
+			waitPodBack(ctx, operatorNamespace, "", pods.Items[i].Name, false, restartedSince(&pods.Items[i]))
 		}
 	case chaos.Partition:
 		heal := partition(ctx, r.ns, r.name, member)
@@ -438,13 +450,20 @@ func (r *chaosRun) inject(ctx context.Context, i int, step chaos.Step) {
 }
 
 // waitPodBack waits until pod name is Ready again after a fault, as done says: a new pod, or
-// a restarted container; or, when mayGo (a member of a cluster being scaled down), until it
-// is gone.
-func waitPodBack(ctx context.Context, ns, name string, mayGo bool, done func(*corev1.Pod) bool) {
+// a restarted container; or, when mayGo (a member of the cluster being scaled down), until the
+// member is gone for good: its pod gone and the member no longer in the cluster's status
+// (the operator removes the member from etcd before it deletes the pod, so a pod just
+// deleted by the fault does not count).
+func waitPodBack(ctx context.Context, ns, cluster, name string, mayGo bool, done func(*corev1.Pod) bool) {
 	Eventually(func(g Gomega) {
 		p := &corev1.Pod{}
 		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)
 		if mayGo && apierrors.IsNotFound(err) {
+			c := &etcdv1alpha1.EtcdCluster{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, c)).To(Succeed())
+			for _, m := range c.Status.Members {
+				g.Expect(m.Name).NotTo(Equal(name), "member %s has no pod but is still a member", name)
+			}
 			return
 		}
 		g.Expect(err).To(Succeed())
