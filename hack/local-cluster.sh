@@ -393,12 +393,19 @@ setup_host_network() {
   # table at the hook must let a packet through. Rejected, not dropped: a connection to a
   # Service without endpoints, which kube-proxy's REJECT in the filter table refuses, is
   # refused here too if an ACCEPT came first (it is not translated, so it would be routed
-  # off the machine).
+  # off the machine). The host's own connections (tests, kube-apiserver to webhooks) need
+  # the same on the output hook: a Service address not translated (no endpoints, or rules
+  # not programmed yet) has no route but the default one. After the output hook's DNAT a
+  # pod address goes to cni0, and the node and DNS addresses to lo.
   nft -f - <<EOF
 table ip $GUARD_TABLE {
   chain forward {
     type filter hook forward priority filter; policy accept;
     ip saddr $POD_CIDR oifname != "cni0" counter reject comment "etcdpilot: pod traffic stays on this machine"
+  }
+  chain output {
+    type filter hook output priority filter; policy accept;
+    ip daddr { $POD_CIDR, $SERVICE_CIDR } oifname != { "cni0", "lo" } counter reject comment "etcdpilot: the host's traffic to pod and Service addresses stays on this machine"
   }
 }
 EOF

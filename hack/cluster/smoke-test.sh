@@ -87,7 +87,7 @@ service_without_endpoints() {
   out=$(k exec hello -- timeout 5 wget -qO- "http://nobody.$NS.svc.cluster.local" 2>&1) && fail "Service nobody answered: $out"
   [[ $out == *"Connection refused"* ]] || fail "Service nobody: not refused at once: $out"
   if command -v nft >/dev/null; then
-    echo "[smoke] guard: $(nft list chain ip etcdpilot_guard forward | grep -o 'counter packets [0-9]*')"
+    echo "[smoke] guard: pods $(nft list chain ip etcdpilot_guard forward | grep -o 'counter packets [0-9]*'), host $(nft list chain ip etcdpilot_guard output | grep -o 'counter packets [0-9]*')"
   fi
 }
 
