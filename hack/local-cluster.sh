@@ -394,9 +394,11 @@ setup_host_network() {
   # Service without endpoints, which kube-proxy's REJECT in the filter table refuses, is
   # refused here too if an ACCEPT came first (it is not translated, so it would be routed
   # off the machine). The host's own connections (tests, kube-apiserver to webhooks) need
-  # the same on the output hook: a Service address not translated (no endpoints, or rules
-  # not programmed yet) has no route but the default one. After the output hook's DNAT a
-  # pod address goes to cni0, and the node and DNS addresses to lo.
+  # the same on the output hook: a Service address that kube-proxy's DNAT (at the nat
+  # priority, before this chain) left untranslated (no endpoints, or rules not programmed
+  # yet) has no route but the default one. The rule matches that address, not the
+  # interface: at the output hook the interface is the route's before the DNAT. A pod
+  # address has its route to cni0.
   nft -f - <<EOF
 table ip $GUARD_TABLE {
   chain forward {
@@ -405,7 +407,7 @@ table ip $GUARD_TABLE {
   }
   chain output {
     type filter hook output priority filter; policy accept;
-    ip daddr { $POD_CIDR, $SERVICE_CIDR } oifname != { "cni0", "lo" } counter reject comment "etcdpilot: the host's traffic to pod and Service addresses stays on this machine"
+    ip daddr $SERVICE_CIDR counter reject comment "etcdpilot: the host's traffic to Service addresses not translated stays on this machine"
   }
 }
 EOF
