@@ -59,6 +59,9 @@ OPERATOR_SDK_VERSION := $(call modver,operator-sdk,github.com/operator-framework
 OPM_VERSION := $(call modver,opm,github.com/operator-framework/operator-registry)
 COREDNS_VERSION := $(call modver,coredns,github.com/coredns/coredns)
 LOCAL_PATH_PROVISIONER_VERSION := $(call modver,local-path-provisioner,github.com/rancher/local-path-provisioner)
+# kube-router, whose firewall alone enforces NetworkPolicy on the local cluster (its bridge
+# network plugin has none).
+KUBE_ROUTER_VERSION := $(call modver,kube-router,github.com/cloudnativelabs/kube-router/v2)
 # The S3 server of the backup tests (a local process in the integration tests, make s3-up in
 # the cluster).
 VERSITYGW_VERSION := $(call modver,versitygw,github.com/versity/versitygw)
@@ -91,6 +94,7 @@ OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk-$(OPERATOR_SDK_VERSION)
 OPM ?= $(LOCALBIN)/opm-$(OPM_VERSION)
 COREDNS ?= $(LOCALBIN)/coredns-$(COREDNS_VERSION)
 LOCAL_PATH_PROVISIONER ?= $(LOCALBIN)/local-path-provisioner-$(LOCAL_PATH_PROVISIONER_VERSION)
+KUBE_ROUTER ?= $(LOCALBIN)/kube-router-$(KUBE_ROUTER_VERSION)
 VERSITYGW ?= $(LOCALBIN)/versitygw-$(VERSITYGW_VERSION)
 PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 # promcheck (hack/tools/prometheus/promcheck, our own code on the pinned Prometheus module)
@@ -353,11 +357,11 @@ undeploy: $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Remove the operator and its 
 ##@ Local cluster
 
 CLUSTER_ENV = CLUSTER_DIR=$(CLUSTER_DIR) KUBECONFIG_OUT=$(LOCAL_KUBECONFIG) K8S_BIN=$(K8S_BIN) \
-	ETCD_BIN=$(CONTROL_PLANE_ETCD_BIN) COREDNS=$(COREDNS) LOCAL_PATH_PROVISIONER=$(LOCAL_PATH_PROVISIONER) \
+	ETCD_BIN=$(CONTROL_PLANE_ETCD_BIN) COREDNS=$(COREDNS) LOCAL_PATH_PROVISIONER=$(LOCAL_PATH_PROVISIONER) KUBE_ROUTER=$(KUBE_ROUTER) \
 	CRANE=$(CRANE) BUILD_IMAGE=$(CURDIR)/hack/build-image.sh
 
 .PHONY: cluster-up
-cluster-up: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(CONTROL_PLANE_ETCD_BIN)/etcd $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(CRANE) ## Start (or restart clean) the local single-node cluster.
+cluster-up: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(CONTROL_PLANE_ETCD_BIN)/etcd $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) $(CRANE) ## Start (or restart clean) the local single-node cluster.
 	$(CLUSTER_ENV) hack/local-cluster.sh up
 
 .PHONY: cluster-down
@@ -580,7 +584,7 @@ capabilities: $(SCORECARD_DEPS) ## Run every scorecard test, set the CSV's capab
 ##@ Tools
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(NFDELAY) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(VERSITYGW) $(PROMTOOL) $(PROMETHEUS) $(PROMETHEUS_OPERATOR) $(PROMETHEUS_CONFIG_RELOADER) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(NFDELAY) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) $(VERSITYGW) $(PROMTOOL) $(PROMETHEUS) $(PROMETHEUS_OPERATOR) $(PROMETHEUS_CONFIG_RELOADER) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
 
 # go-install-tool installs package $(2) at version $(3) as $(1) (a versioned file name).
 define go-install-tool
@@ -626,6 +630,9 @@ $(COREDNS):
 
 $(LOCAL_PATH_PROVISIONER):
 	$(call go-build-module,$@,local-path-provisioner,github.com/rancher/local-path-provisioner,-ldflags "-s -w -X main.VERSION=$(LOCAL_PATH_PROVISIONER_VERSION)")
+
+$(KUBE_ROUTER):
+	$(call go-build-module,$@,kube-router,github.com/cloudnativelabs/kube-router/v2/cmd/kube-router,-ldflags "-s -w")
 
 $(VERSITYGW):
 	$(call go-build-module,$@,versitygw,github.com/versity/versitygw/cmd/versitygw,-ldflags "-s -w -X main.Version=$(VERSITYGW_VERSION)")

@@ -7,7 +7,8 @@
 #         until it is healthy: etcd, kube-apiserver, controller-manager, scheduler,
 #         containerd, kubelet, kube-proxy, CoreDNS, a local image registry (plain HTTP,
 #         and the same content over TLS for host tools that insist on it) and the
-#         local-path-provisioner as the default StorageClass.
+#         local-path-provisioner as the default StorageClass, and kube-router's firewall,
+#         which enforces NetworkPolicy (the bridge network plugin does not).
 # down    stop every process, unmount, delete interfaces, iptables rules, lo addresses and
 #         the state directory. Safe to run any number of times.
 # status  print each component's health; exit 0 only if all are healthy.
@@ -18,7 +19,7 @@
 #   K8S_BIN                kube-apiserver, kube-controller-manager, kube-scheduler,
 #                          kubelet, kube-proxy, kubectl
 #   ETCD_BIN               etcd, etcdctl, etcdutl for the control plane
-#   COREDNS, LOCAL_PATH_PROVISIONER, CRANE   paths of those binaries
+#   COREDNS, LOCAL_PATH_PROVISIONER, KUBE_ROUTER, CRANE   paths of those binaries
 #   REGISTRY_ADDR          where the registry listens (default 127.0.0.1:5000); images are
 #                          referenced as localhost:<port>/...
 #   REGISTRY_TLS_ADDR      where the same registry also answers over TLS and plain HTTP
@@ -43,6 +44,7 @@ K8S_BIN=${K8S_BIN:-$ROOT/bin/k8s-v1.35.4}
 ETCD_BIN=${ETCD_BIN:-$ROOT/bin/etcd-v3.6.16}
 COREDNS=${COREDNS:-$ROOT/bin/coredns-v1.12.4}
 LOCAL_PATH_PROVISIONER=${LOCAL_PATH_PROVISIONER:-$ROOT/bin/local-path-provisioner-v0.0.30}
+KUBE_ROUTER=${KUBE_ROUTER:-$ROOT/bin/kube-router-v2.1.0}
 CRANE=${CRANE:-$ROOT/bin/crane-v0.20.6}
 REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:5000}
 # Public registries whose images containerd fetches from the local registry instead.
@@ -197,7 +199,7 @@ our_pids() {
     exe=${exe% (deleted)}
     case ${exe##*/} in
     etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | \
-      containerd | containerd-shim* | runc | coredns* | crane* | local-path-provisioner* | registry-tls)
+      containerd | containerd-shim* | runc | coredns* | kube-router* | crane* | local-path-provisioner* | registry-tls)
       echo "${p#/proc/}"
       ;;
     esac
@@ -260,6 +262,15 @@ unmount_all() {
 # iptables/ip6tables: chains KUBE-* (kube-proxy, kubelet), CNI-* (portmap) and ETCDPILOT-*
 # (ours) in every table, and every rule elsewhere that jumps to them or names our ranges.
 # One iptables-restore transaction per table (one call per rule and chain takes seconds).
+# kube-router's ipsets (KUBE-SRC-*, KUBE-DST-*, kube-router-*), once no rule uses them.
+clean_ipsets() {
+  command -v ipset >/dev/null || return 0
+  local set
+  for set in $(ipset list -n 2>/dev/null | grep -E '^(KUBE-|kube-router-|inet6:KUBE-|inet6:kube-router-)' || true); do
+    ipset destroy "$set" 2>/dev/null || true
+  done
+}
+
 clean_iptables() { # iptables|ip6tables
   local family=$1 table rules chains jumps c
   command -v "$family-restore" >/dev/null || return 0
@@ -293,6 +304,7 @@ cleanup_network() {
   fi
   clean_iptables iptables
   clean_iptables ip6tables
+  clean_ipsets
   # The guard goes last, once every process that sent pod traffic is gone.
   if command -v nft >/dev/null && nft list table ip "$GUARD_TABLE" >/dev/null 2>&1; then
     nft delete table ip "$GUARD_TABLE"
@@ -358,7 +370,7 @@ remove_state() {
 check_inputs() {
   local f
   for f in "$K8S_BIN"/{kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,kube-proxy,kubectl} \
-    "$ETCD_BIN"/{etcd,etcdctl} "$COREDNS" "$LOCAL_PATH_PROVISIONER" "$CRANE" "$BUILD_IMAGE"; do
+    "$ETCD_BIN"/{etcd,etcdctl} "$COREDNS" "$LOCAL_PATH_PROVISIONER" "$KUBE_ROUTER" "$CRANE" "$BUILD_IMAGE"; do
     [[ -x $f ]] || die "missing executable $f (build it first: see the Makefile)"
   done
   command -v go >/dev/null || die "go is not on PATH (needed to build the pause image)"
@@ -367,7 +379,7 @@ check_inputs() {
 
 install_packages() {
   local pkgs=(containerd runc containernetworking-plugins iptables conntrack busybox-static
-    openssl curl iproute2 util-linux nftables) missing=() p
+    openssl curl iproute2 util-linux ipset nftables) missing=() p
   for p in "${pkgs[@]}"; do
     [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == *' ok installed' ]] || missing+=("$p")
   done
@@ -483,6 +495,7 @@ make_certificates() {
   new_cert scheduler ca /CN=system:kube-scheduler clientAuth
   new_cert kube-proxy ca /CN=system:kube-proxy clientAuth
   new_cert coredns ca /CN=system:coredns clientAuth
+  new_cert kube-router ca /CN=system:kube-router clientAuth
   new_cert front-proxy-client front-proxy-ca /CN=front-proxy-client clientAuth
   # The registry's TLS door, reached as localhost or 127.0.0.1 from the host. Host tools
   # trust it through SSL_CERT_FILE=$REGISTRY_CA_BUNDLE, never the system store.
@@ -523,6 +536,7 @@ make_configs() {
   write_kubeconfig kubelet kubelet
   write_kubeconfig kube-proxy kube-proxy
   write_kubeconfig coredns coredns
+  write_kubeconfig kube-router kube-router
   mkdir -p "$(dirname "$KUBECONFIG_OUT")"
   install -m 600 "$ADMIN_KUBECONFIG" "$KUBECONFIG_OUT"
   render containerd.toml.in "$S/containerd/config.toml"
@@ -691,6 +705,24 @@ dns_answers() {
   [[ $(/bin/busybox nslookup kubernetes.default.svc.cluster.local "$DNS_IP") == *"Address: $API_SERVICE_IP"* ]]
 }
 
+# kube-router's firewall, on the host like CoreDNS, as user system:kube-router: it turns the
+# NetworkPolicies into iptables rules and ipsets in the node's FORWARD path (bridged pod
+# traffic passes there: bridge-nf-call-iptables). Nothing else of kube-router runs: no
+# routing, no service proxy (kube-proxy stays), no CNI (the bridge plugin stays), no health
+# or metrics port. Connections from the node's own addresses to pods are always admitted
+# (the kubelet's probes; the e2e tests run on the node).
+start_network_policies() {
+  kubectl apply -f "$TEMPLATES/kube-router-rbac.yaml" >/dev/null
+  start_daemon kube-router "$KUBE_ROUTER" --kubeconfig="$KCFG/kube-router.kubeconfig" \
+    --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false \
+    --run-service-proxy=false --run-loadbalancer=false --enable-cni=false \
+    --enable-pod-egress=false --enable-ipv4=true --enable-ipv6=false \
+    --service-cluster-ip-range="$SERVICE_CIDR" --health-port=0 --metrics-port=0
+  wait_for kube-router 60 network_policies_enforced
+}
+# network_policies_enforced: the firewall has put its chains in place.
+network_policies_enforced() { iptables -S KUBE-ROUTER-FORWARD >/dev/null 2>&1; }
+
 deploy_local_path_provisioner() {
   render local-path-storage.yaml "$S/local-path-storage.yaml"
   kubectl apply -f "$S/local-path-storage.yaml" >/dev/null
@@ -726,6 +758,7 @@ do_up() {
   step "controller-manager, scheduler, kubelet, kube-proxy, coredns started" start_rest
   step "node Ready, DNS answering" wait_ready
   step "local-path-provisioner (default StorageClass)" deploy_local_path_provisioner
+  step "kube-router firewall (NetworkPolicy enforcement)" start_network_policies
   log "cluster up in $((SECONDS - t0))s"
   log "KUBECONFIG=$KUBECONFIG_OUT"
   log "registry: http://$REGISTRY_ADDR, and https://$REGISTRY_TLS_ADDR with SSL_CERT_FILE=$REGISTRY_CA_BUNDLE"
@@ -785,6 +818,7 @@ do_status() {
   check coredns http_ok "http://$DNS_IP:8181/ready"
   check "node $NODE_NAME Ready" node_ready
   check local-path-provisioner kubectl -n local-path-storage rollout status deploy/local-path-provisioner --timeout=1s
+  check kube-router network_policies_enforced
   echo "KUBECONFIG=$KUBECONFIG_OUT"
   return $bad
 }

@@ -61,6 +61,13 @@ if command -v nft >/dev/null; then
   [[ $tables != *etcdpilot_guard* ]] || left+=("nftables table etcdpilot_guard")
 fi
 
+# kube-router's ipsets.
+if command -v ipset >/dev/null; then
+  while IFS= read -r set; do
+    left+=("ipset $set")
+  done < <(ipset list -n 2>/dev/null | grep -E '^(inet6:)?(KUBE-|kube-router-)' || true)
+fi
+
 # Files.
 [[ ! -e $S ]] || left+=("directory $S")
 for f in /var/lib/cni/results/* /var/log/containers/* /run/containerd/s/*; do

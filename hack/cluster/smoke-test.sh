@@ -78,9 +78,9 @@ service_by_dns() {
 }
 
 # A pod's connection to a Service without endpoints is refused at once. kube-proxy's REJECT
-# refuses it, or, where a network policy firewall accepted the packet ahead of that REJECT,
-# the guard that keeps pod traffic on this machine does (the untranslated address would
-# otherwise be routed off it); its counter says how often it did.
+# refuses it, or, where kube-router's firewall accepted the packet ahead of that REJECT, the
+# guard that keeps pod traffic on this machine does (the untranslated address would otherwise
+# be routed off it).
 service_without_endpoints() {
   k create service clusterip nobody --tcp=80:8080 >/dev/null
   local out

@@ -341,10 +341,3 @@ func expectMetricNamesScraped(ctx context.Context, scope string) {
 		g.Expect(missing).To(BeEmpty(), "metrics the rules or the dashboard read that no scrape had")
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(5 * time.Second).Should(Succeed())
 }
-
-// namespacePeer admits every pod of namespace ns.
-func namespacePeer(ns string) networkingv1.NetworkPolicyPeer {
-	return networkingv1.NetworkPolicyPeer{
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
-	}
-}
