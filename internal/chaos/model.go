@@ -147,8 +147,8 @@ func (v Verdict) Explain(n int) string {
 			done[id] = true
 		}
 		left := 0
-		for id := range ops {
-			if !done[id] && left < n {
+		for id := 0; id < len(ops) && left < n; id++ {
+			if !done[id] {
 				b.WriteString(line(ops[id]))
 				left++
 			}

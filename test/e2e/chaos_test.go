@@ -461,9 +461,7 @@ func waitPodBack(ctx context.Context, ns, cluster, name string, mayGo bool, done
 		if mayGo && apierrors.IsNotFound(err) {
 			c := &etcdv1alpha1.EtcdCluster{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, c)).To(Succeed())
-			for _, m := range c.Status.Members {
-				g.Expect(m.Name).NotTo(Equal(name), "member %s has no pod but is still a member", name)
-			}
+			g.Expect(c.Status.Members).NotTo(ContainElement(HaveField("Name", name)), "member %s has no pod but is still a member", name)
 			return
 		}
 		g.Expect(err).To(Succeed())
