@@ -586,6 +586,20 @@ capabilities: $(SCORECARD_DEPS) ## Run every scorecard test, set the CSV's capab
 .PHONY: tools
 tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(NFDELAY) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) $(VERSITYGW) $(PROMTOOL) $(PROMETHEUS) $(PROMETHEUS_OPERATOR) $(PROMETHEUS_CONFIG_RELOADER) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
 
+# demo-tools: every tool `make demo` uses, so that hack/demo.sh builds them first, two at a
+# time (make -j2): on a fresh machine the builds download modules and link as much as they
+# compile, and one build leaves a core idle for much of its time. With
+# USE_EXISTING_CLUSTER=true the local cluster's and OLM's tools are left out.
+DEMO_TOOLS = $(KUSTOMIZE) $(KUBECTL) $(CRANE) $(MONITORING_BINARIES) \
+	$(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml \
+	$(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd)
+ifneq ($(USE_EXISTING_CLUSTER),true)
+DEMO_TOOLS += $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(CONTROL_PLANE_ETCD_BIN)/etcd $(COREDNS) \
+	$(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) olm-tools
+endif
+.PHONY: demo-tools
+demo-tools: $(DEMO_TOOLS) ## Build the tools make demo uses (hack/demo.sh runs it with -j2).
+
 # go-install-tool installs package $(2) at version $(3) as $(1) (a versioned file name).
 define go-install-tool
 @set -e; tmp=$$(mktemp -d); \

@@ -39,6 +39,8 @@ step() {
   fi
 }
 
+# Every tool first, two builds at a time: the steps below then only start and install.
+step tools make_q -j2 demo-tools USE_EXISTING_CLUSTER="$existing"
 if [[ $existing == true ]]; then
   echo "[demo] using the cluster of the current kubeconfig (${KUBECONFIG:-~/.kube/config}); images go to ${REGISTRY:-localhost:5000}"
   step cluster-check "$kubectl_bin" version
