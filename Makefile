@@ -488,7 +488,7 @@ test-e2e-olm: $(GINKGO) $(OPERATOR_SDK) olm-up images release-images bundle-imag
 		$(GINKGO_E2E) --label-filter=olm ./test/e2e
 
 .PHONY: demo
-demo: $(KUSTOMIZE) $(KUBECTL) ## Start everything locally: cluster, OLM, images, catalog, the operator installed through OLM, a sample EtcdCluster.
+demo: ## Start everything locally: cluster, OLM, images, catalog, the operator installed through OLM, a sample EtcdCluster.
 	@hack/demo.sh
 
 ##@ OLM bundle and catalog
