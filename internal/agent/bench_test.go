@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,7 +37,12 @@ const benchSnapshotBytes = 540 << 20
 //     streamSeconds), its ratio to the floor, the process's peak heap while it ran and
 //     the artifact's size relative to the snapshot;
 //   - for each compression, the restore's fetch from S3 and decompression to a local file,
-//     synced (the part of a restore the compression changes).
+//     synced (the part of a restore the compression changes);
+//   - the CPU time the floor and each backup cost, all processes together (this one, which
+//     runs the agent, etcd and the S3 server), per GiB of snapshot, and from it the most a
+//     backup could stream if the machine's cores did nothing else and it used them all
+//     (`<c>_cpu_bound_MiB/s`) and that bound's ratio to the floor: below the target 0.8,
+//     the cores, not the agent's pipeline, keep the backup from it.
 //
 // The data is JSON-like text resembling Kubernetes objects (names, labels, random UIDs and
 // numbers), which compresses about as well as real etcd data. It is skipped without the
@@ -70,17 +77,32 @@ func BenchmarkBackup(b *testing.B) {
 		return map[string]string{EnvAccessKeyID: gw.AccessKey, EnvSecretAccessKey: gw.SecretKey}[name]
 	}}
 
+	pids := []int{os.Getpid(), srv.Pid(), gw.Pid()}
+	_, cpuOK := cpuSeconds(pids...)
+	if !cpuOK {
+		b.Logf("no /proc/<pid>/stat: the CPU figures are left out")
+	}
+	gib := func(bytes int64) float64 { return float64(bytes) / (1 << 30) }
+
 	b.ResetTimer()
 	for i := range b.N {
-		floor := snapshotSave(b, cli, filepath.Join(b.TempDir(), "floor.db"))
+		cpu0, _ := cpuSeconds(pids...)
+		floor, floorBytes := snapshotSave(b, cli, filepath.Join(b.TempDir(), "floor.db"))
+		cpu1, _ := cpuSeconds(pids...)
 		b.ReportMetric(floor, "floor_MiB/s")
+		if cpuOK {
+			b.ReportMetric((cpu1-cpu0)/gib(floorBytes), "floor_cpu_s/GiB")
+		}
 		for _, c := range backuppkg.Compressions {
 			key := fmt.Sprintf("run-%d/backup%s", i, backuppkg.Suffix(c))
 			var code int
+			var cpu0, cpu1 float64
 			peak := peakHeap(func() {
+				cpu0, _ = cpuSeconds(pids...)
 				code = run(b.Context(), []string{"backup", "--result-file", filepath.Join(b.TempDir(), "result"),
 					"--endpoint", srv.ClientURLs[0], "--compression", string(c), "--store", "s3",
 					"--s3-endpoint", gw.Endpoint, "--s3-bucket", "bench", "--s3-path-style", "--key", key}, env)
+				cpu1, _ = cpuSeconds(pids...)
 			})
 			res := readResult(b, env.resultFile)
 			if code != 0 {
@@ -91,6 +113,13 @@ func BenchmarkBackup(b *testing.B) {
 			b.ReportMetric(mibs/floor, string(c)+"/floor")
 			b.ReportMetric(float64(peak)/(1<<20), string(c)+"_peak_heap_MiB")
 			b.ReportMetric(100*float64(res.Size)/float64(res.SnapshotSize), string(c)+"_size_%")
+			if cpuOK {
+				perGiB := (cpu1 - cpu0) / gib(res.SnapshotSize)
+				bound := float64(runtime.NumCPU()) * 1024 / perGiB
+				b.ReportMetric(perGiB, string(c)+"_cpu_s/GiB")
+				b.ReportMetric(bound, string(c)+"_cpu_bound_MiB/s")
+				b.ReportMetric(bound/floor, string(c)+"_cpu_bound/floor")
+			}
 
 			got, err := fetch(b.Context(), store, artifactRef{key: key, location: key, sha256: res.SHA256, compression: c},
 				filepath.Join(b.TempDir(), "restored.db"))
@@ -141,8 +170,8 @@ func fillTo(b *testing.B, cli *clientv3.Client, endpoint string, size int64) int
 }
 
 // snapshotSave saves the member's snapshot to path as etcdctl does (stream, write, sync)
-// and returns its throughput in MiB/s.
-func snapshotSave(b *testing.B, cli *clientv3.Client, path string) float64 {
+// and returns its throughput in MiB/s and its size.
+func snapshotSave(b *testing.B, cli *clientv3.Client, path string) (float64, int64) {
 	b.Helper()
 	start := time.Now()
 	rc, err := cli.Snapshot(b.Context())
@@ -162,7 +191,35 @@ func snapshotSave(b *testing.B, cli *clientv3.Client, path string) float64 {
 	if err != nil {
 		b.Fatalf("saving the snapshot: %v", err)
 	}
-	return float64(n) / (1 << 20) / time.Since(start).Seconds()
+	return float64(n) / (1 << 20) / time.Since(start).Seconds(), n
+}
+
+// cpuSeconds is the CPU time, user and system, that the processes pids have used so far,
+// read from /proc/<pid>/stat; ok is false without it (not Linux, or a process gone).
+func cpuSeconds(pids ...int) (seconds float64, ok bool) {
+	const userHZ = 100 // the clock ticks of /proc on Linux, whatever the kernel's HZ
+	var ticks int64
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, false
+		}
+		// Field 2, the command, is in parentheses and may hold spaces: count from after it.
+		// Fields 14 and 15 (utime, stime) are the 12th and 13th after it.
+		rest := string(data)
+		fields := strings.Fields(rest[strings.LastIndexByte(rest, ')')+1:])
+		if len(fields) < 13 {
+			return 0, false
+		}
+		for _, f := range fields[11:13] {
+			n, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return 0, false
+			}
+			ticks += n
+		}
+	}
+	return float64(ticks) / userHZ, true
 }
 
 // peakHeap runs f and returns the most heap memory in use (live and not yet collected

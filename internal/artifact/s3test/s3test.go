@@ -136,6 +136,15 @@ func (gw *Gateway) Stop(t testing.TB) {
 	gw.cmd = nil
 }
 
+// Pid is the gateway process's ID (0 once stopped), for a benchmark that reads its CPU
+// time.
+func (gw *Gateway) Pid() int {
+	if gw.cmd == nil || gw.cmd.Process == nil {
+		return 0
+	}
+	return gw.cmd.Process.Pid
+}
+
 // MakeBucket creates bucket, as a directory of the served tree.
 func (gw *Gateway) MakeBucket(t testing.TB, bucket string) {
 	t.Helper()
