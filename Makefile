@@ -595,7 +595,7 @@ DEMO_TOOLS = $(KUSTOMIZE) $(KUBECTL) $(CRANE) $(MONITORING_BINARIES) \
 	$(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd)
 ifneq ($(USE_EXISTING_CLUSTER),true)
 DEMO_TOOLS += $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(CONTROL_PLANE_ETCD_BIN)/etcd $(COREDNS) \
-	$(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) olm-tools
+	$(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) $(OLM_IMAGE_INPUTS)
 endif
 .PHONY: demo-tools
 demo-tools: $(DEMO_TOOLS) ## Build the tools make demo uses (hack/demo.sh runs it with -j2).

@@ -46,11 +46,16 @@ OLM_ENV = KUBECTL=$(KUBECTL) CRANE=$(CRANE) CLUSTER_DIR=$(CLUSTER_DIR) REGISTRY=
 	OLM_IMAGE=$(OLM_IMAGE) OLM_OPM_IMAGE=$(OLM_OPM_IMAGE) OLM_OUT=$(OLM_OUT) \
 	OLM_MODULE_DIR=$$(cd hack/tools/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)
 
+# What hack/olm/images.sh builds the images from; olm-tools adds operator-sdk, which the
+# OLM e2e specs, the scorecard and `make bundle` use (each names it), but no image needs:
+# so that `make demo` does not build it.
+OLM_IMAGE_INPUTS = $(addprefix $(OLM_BIN)/,$(OLM_BINARIES)) $(GRPC_HEALTH_PROBE) $(SCORECARD_TEST) $(BUSYBOX) $(OPM) $(CRANE)
+
 .PHONY: olm-tools
-olm-tools: $(addprefix $(OLM_BIN)/,$(OLM_BINARIES)) $(GRPC_HEALTH_PROBE) $(SCORECARD_TEST) $(BUSYBOX) $(OPM) $(OPERATOR_SDK) $(CRANE) ## Build OLM, opm, grpc_health_probe, scorecard-test and fetch busybox into bin/.
+olm-tools: $(OLM_IMAGE_INPUTS) $(OPERATOR_SDK) ## Build OLM, opm, grpc_health_probe, scorecard-test, operator-sdk and fetch busybox into bin/.
 
 .PHONY: olm-images
-olm-images: olm-tools ## Build and push the OLM, opm, busybox, scorecard and ubi9-stand-in images (skipped when up to date).
+olm-images: $(OLM_IMAGE_INPUTS) ## Build and push the OLM, opm, busybox, scorecard and ubi9-stand-in images (skipped when up to date).
 	@CRANE=$(CRANE) BUILD_IMAGE=$(CURDIR)/hack/build-image.sh BUSYBOX=$(BUSYBOX) OLM_BIN=$(OLM_BIN) \
 		OPM=$(OPM) GRPC_HEALTH_PROBE=$(GRPC_HEALTH_PROBE) SCORECARD_TEST=$(SCORECARD_TEST) \
 		WORK=$(LOCALBIN)/image-work/olm BUSYBOX_IMAGE=$(BUSYBOX_IMAGE) OLM_IMAGE=$(OLM_IMAGE) \
