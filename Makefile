@@ -587,8 +587,8 @@ capabilities: $(SCORECARD_DEPS) ## Run every scorecard test, set the CSV's capab
 tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(NFDELAY) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) $(VERSITYGW) $(PROMTOOL) $(PROMETHEUS) $(PROMETHEUS_OPERATOR) $(PROMETHEUS_CONFIG_RELOADER) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
 
 # demo-tools: every tool `make demo` uses, so that hack/demo.sh builds them first, two at a
-# time (make -j2): on a fresh machine the builds download modules and link as much as they
-# compile, and one build leaves a core idle for much of its time. With
+# time (make -j2): one build alone leaves a core idle while it downloads modules and while
+# it links. With
 # USE_EXISTING_CLUSTER=true the local cluster's and OLM's tools are left out.
 DEMO_TOOLS = $(KUSTOMIZE) $(KUBECTL) $(CRANE) $(MONITORING_BINARIES) \
 	$(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml \
