@@ -227,30 +227,28 @@ func cpuOf(procs []cpuProc) ([]float64, bool) {
 	return out, true
 }
 
-// cpuSeconds is the CPU time, user and system, that the processes pids have used so far,
-// read from /proc/<pid>/stat; ok is false without it (not Linux, or a process gone).
-func cpuSeconds(pids ...int) (seconds float64, ok bool) {
+// cpuSeconds is the CPU time, user and system, that process pid has used so far, read
+// from /proc/<pid>/stat; ok is false without it (not Linux, or the process gone).
+func cpuSeconds(pid int) (seconds float64, ok bool) {
 	const userHZ = 100 // the clock ticks of /proc on Linux, whatever the kernel's HZ
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// Field 2, the command, is in parentheses and may hold spaces: count from after it.
+	// Fields 14 and 15 (utime, stime) are the 12th and 13th after it.
+	rest := string(data)
+	fields := strings.Fields(rest[strings.LastIndexByte(rest, ')')+1:])
+	if len(fields) < 13 {
+		return 0, false
+	}
 	var ticks int64
-	for _, pid := range pids {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
 			return 0, false
 		}
-		// Field 2, the command, is in parentheses and may hold spaces: count from after it.
-		// Fields 14 and 15 (utime, stime) are the 12th and 13th after it.
-		rest := string(data)
-		fields := strings.Fields(rest[strings.LastIndexByte(rest, ')')+1:])
-		if len(fields) < 13 {
-			return 0, false
-		}
-		for _, f := range fields[11:13] {
-			n, err := strconv.ParseInt(f, 10, 64)
-			if err != nil {
-				return 0, false
-			}
-			ticks += n
-		}
+		ticks += n
 	}
 	return float64(ticks) / userHZ, true
 }
