@@ -56,7 +56,8 @@ CRANE_VERSION ?= v0.20.6
 # pin lives in one place.
 modver = $(shell awk '$$1 == "$(2)" || $$2 == "$(2)" { v = ($$1 == "$(2)") ? $$2 : $$3 } END { print v }' hack/tools/$(1)/go.mod)
 OPERATOR_SDK_VERSION := $(call modver,operator-sdk,github.com/operator-framework/operator-sdk)
-OPM_VERSION := $(call modver,opm,github.com/operator-framework/operator-registry)
+# opm is built from OLM's module (hack/tools/olm): the operator-registry release OLM requires.
+OPM_VERSION := $(call modver,olm,github.com/operator-framework/operator-registry)
 COREDNS_VERSION := $(call modver,coredns,github.com/coredns/coredns)
 LOCAL_PATH_PROVISIONER_VERSION := $(call modver,local-path-provisioner,github.com/rancher/local-path-provisioner)
 # kube-router, whose firewall alone enforces NetworkPolicy on the local cluster (its bridge
@@ -76,7 +77,8 @@ PROMETHEUS_OPERATOR_VERSION := $(call modver,prometheus-operator,github.com/prom
 K8S_VERSION := $(call modver,kubernetes,k8s.io/kubernetes)
 # etcd releases the operator supports, one pinned module each: hack/tools/etcd-vX.Y holds the
 # newest patch of a minor, hack/tools/etcd-vX.Y.Z each older patch still supported; an operand
-# image is built for each. internal/versions.Supported lists the same releases (a test checks).
+# image is built for each. A patch module selects its minor's versions of every other module
+# (hack/check-etcd-modules.sh, in make verify), so only etcd's own packages compile twice. internal/versions.Supported lists the same releases (a test checks).
 ETCD_VERSIONS := $(foreach d,$(notdir $(wildcard hack/tools/etcd-v*)),$(call modver,$(d),go.etcd.io/etcd/server/v3))
 # The newest patch of each minor (the modules hack/tools/etcd-vX.Y).
 ETCD_MINOR_VERSIONS := $(foreach d,$(notdir $(wildcard hack/tools/etcd-v*)),$(if $(word 3,$(subst ., ,$(d))),,$(call modver,$(d),go.etcd.io/etcd/server/v3)))
@@ -245,6 +247,7 @@ bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up deploy ## Run
 .PHONY: verify
 verify: manifests generate fmt bundle catalog-validate ## Fail when generated files (CRDs, bundle) or go.mod are stale, the catalog is invalid, the capability claim is not what the scorecard record earns, or lint finds a problem.
 	go run ./hack/capabilities check
+	hack/check-etcd-modules.sh
 	go mod tidy
 	@for d in hack/tools/*/ hack/cluster/*/; do [ -f $$d/go.mod ] && (cd $$d && go mod tidy) || true; done
 	@if [ -n "$$(git status --porcelain)" ]; then \
@@ -476,6 +479,13 @@ chaos-replay: ## Check a kept chaos history again (CHAOS_HISTORY=_output/chaos/<
 # The OLM specs install the operator themselves, from the catalog image (the committed
 # catalog/ served by opm) and bundle images, which name public images that the local
 # cluster's containerd fetches from the local registry.
+# What the OLM and scorecard runs build before they start: OLM and its images, every release's
+# operator and bundle image, the scorecard tests' image, operator-sdk. None of it is used by
+# test-e2e-deploy or shares a file with it, so CI builds it beside the deploy run at the
+# lowest CPU priority, on the cycles the specs leave idle.
+.PHONY: e2e-olm-inputs
+e2e-olm-inputs: $(OPERATOR_SDK) olm-images release-images scorecard-image ## Build what test-e2e-olm and test-e2e-scorecard build first (CI runs it beside test-e2e-deploy).
+
 .PHONY: test-e2e-olm
 test-e2e-olm: $(GINKGO) $(OPERATOR_SDK) olm-up images release-images bundle-image catalog-check catalog-image ## Run the e2e specs that install and upgrade the operator through OLM.
 	@test -n "$(PREVIOUS_VERSION)" || { echo "test-e2e-olm: catalog/releases.yaml lists no previous release" >&2; exit 1; }
@@ -636,23 +646,33 @@ $(OPERATOR_SDK):
 
 comma := ,
 OPM_VERSION_PKG := github.com/operator-framework/operator-registry/cmd/opm/version
+# OLM_TAGS: opm and OLM's binaries (hack/olm/olm.mk) share a module and tags, so one
+# compile of each package they share serves both.
+OLM_TAGS := json1$(comma)containers_image_openpgp
 $(OPM):
-	$(call go-build-module,$@,opm,github.com/operator-framework/operator-registry/cmd/opm,-tags json1$(comma)containers_image_openpgp -ldflags "-s -w -X $(OPM_VERSION_PKG).gitCommit=$(OPM_VERSION) -X $(OPM_VERSION_PKG).opmVersion=$(OPM_VERSION)")
+	$(call go-build-module,$@,olm,github.com/operator-framework/operator-registry/cmd/opm,-tags $(OLM_TAGS) -ldflags "-s -w -X $(OPM_VERSION_PKG).gitCommit=$(OPM_VERSION) -X $(OPM_VERSION_PKG).opmVersion=$(OPM_VERSION)")
 
-$(COREDNS):
-	$(call go-build-module,$@,coredns,github.com/coredns/coredns,-ldflags "-s -w")
+# CoreDNS with only the plugins the local cluster's Corefile uses (hack/tools/coredns/main.go).
+$(COREDNS): hack/tools/coredns/main.go hack/tools/coredns/go.mod hack/tools/coredns/go.sum
+	$(call go-build-module,$@,coredns,.,-ldflags "-s -w")
 
 $(LOCAL_PATH_PROVISIONER):
 	$(call go-build-module,$@,local-path-provisioner,github.com/rancher/local-path-provisioner,-ldflags "-s -w -X main.VERSION=$(LOCAL_PATH_PROVISIONER_VERSION)")
 
-$(KUBE_ROUTER):
-	$(call go-build-module,$@,kube-router,github.com/cloudnativelabs/kube-router/v2/cmd/kube-router,-ldflags "-s -w")
+# kube-router's firewall alone (hack/tools/kube-router/main.go: no routing, proxy or cloud SDK).
+$(KUBE_ROUTER): hack/tools/kube-router/main.go hack/tools/kube-router/go.mod hack/tools/kube-router/go.sum
+	$(call go-build-module,$@,kube-router,.,-ldflags "-s -w")
 
 $(VERSITYGW):
 	$(call go-build-module,$@,versitygw,github.com/versity/versitygw/cmd/versitygw,-ldflags "-s -w -X main.Version=$(VERSITYGW_VERSION)")
 
+# Prometheus and promtool keep one service discovery, Kubernetes (the only one the Prometheus
+# Operator's configurations use), with Prometheus's own build tags: the others bring the SDKs
+# of every cloud, and leaving them out cuts what a fresh machine compiles for Prometheus from
+# 135 MB of Go source to 56 MB. Both binaries use the same tags, so they share every package.
+PROM_TAGS := remove_all_sd,enable_kubernetes_sd
 $(PROMTOOL):
-	$(call go-build-module,$@,prometheus,github.com/prometheus/prometheus/cmd/promtool,-ldflags "-s -w")
+	$(call go-build-module,$@,prometheus,github.com/prometheus/prometheus/cmd/promtool,-tags $(PROM_TAGS) -ldflags "-s -w")
 
 $(NFDELAY): $(wildcard hack/tools/nfdelay/*.go) hack/tools/nfdelay/go.mod hack/tools/nfdelay/go.sum
 	$(call go-build-module,$@,nfdelay,.,-ldflags "-s -w")
@@ -666,7 +686,7 @@ $(PROMCHECK): $(wildcard hack/tools/prometheus/promcheck/*.go) hack/tools/promet
 # not part of the module, the HTTP API is complete without them.
 PROM_VERSION_PKG := github.com/prometheus/common/version
 $(PROMETHEUS):
-	$(call go-build-module,$@,prometheus,github.com/prometheus/prometheus/cmd/prometheus,-ldflags "-s -w -X $(PROM_VERSION_PKG).Version=$(PROMETHEUS_RELEASE:v%=%) -X $(PROM_VERSION_PKG).Branch=HEAD")
+	$(call go-build-module,$@,prometheus,github.com/prometheus/prometheus/cmd/prometheus,-tags $(PROM_TAGS) -ldflags "-s -w -X $(PROM_VERSION_PKG).Version=$(PROMETHEUS_RELEASE:v%=%) -X $(PROM_VERSION_PKG).Branch=HEAD")
 
 $(PROMETHEUS_OPERATOR):
 	$(call go-build-module,$@,prometheus-operator,github.com/prometheus-operator/prometheus-operator/cmd/operator,-ldflags "-s -w -X $(PROM_VERSION_PKG).Version=$(PROMETHEUS_OPERATOR_VERSION:v%=%) -X $(PROM_VERSION_PKG).Branch=HEAD")

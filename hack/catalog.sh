@@ -51,7 +51,9 @@ release_images() {
       tmp=$(mktemp -d)
       git worktree add -q --detach "$tmp" "$commit"
       # shellcheck disable=SC2086
-      make -C "$tmp" --no-print-directory image VERSION="$version" LOCALBIN="$PWD/bin" REGISTRY="$REGISTRY" ${MAKE_VARS:-} >/dev/null \
+      # Its own IMAGE_WORK, so that a `make image` of this checkout may run at the same time.
+      make -C "$tmp" --no-print-directory image VERSION="$version" LOCALBIN="$PWD/bin" IMAGE_WORK="$tmp/.image-work" \
+        REGISTRY="$REGISTRY" ${MAKE_VARS:-} >/dev/null \
         || { git worktree remove --force "$tmp"; echo "release $version: building its operator image failed" >&2; exit 1; }
       git worktree remove --force "$tmp"
       echo "pushed ${LOCAL_PREFIX}etcdpilot:v$version (from $commit)"

@@ -1,7 +1,7 @@
 # OLM v0 on the local cluster, built here (included by the Makefile).
 #
-# Binaries come from pinned modules (hack/tools/olm for OLM itself; opm, grpc_health_probe
-# and scorecard-test from hack/tools/opm and hack/tools/operator-sdk) and Debian's
+# Binaries come from pinned modules (hack/tools/olm for OLM itself, opm and grpc_health_probe;
+# scorecard-test from hack/tools/operator-sdk) and Debian's
 # busybox-static; images are pushed to $(REGISTRY); the install manifests are generated
 # from the OLM module's own deploy/ by hack/olm/manifests.sh. No image is pulled from
 # outside this machine: every image OLM and operator-sdk would fetch from the internet has
@@ -13,7 +13,7 @@ OLM_VERSION := $(call modver,olm,github.com/operator-framework/operator-lifecycl
 OLM_BIN ?= $(LOCALBIN)/olm-$(OLM_VERSION)
 OLM_BINARIES := olm catalog package-server copy-content cpb
 # Our own stand-in for grpc_health_probe (the upstream module is not on the proxy), built
-# in the opm module for its gRPC.
+# in OLM's module for its gRPC.
 GRPC_HEALTH_PROBE ?= $(LOCALBIN)/grpc_health_probe-$(OPM_VERSION)
 SCORECARD_TEST ?= $(LOCALBIN)/scorecard-test-$(OPERATOR_SDK_VERSION)
 # Debian 12's busybox-static, the userland of every image below (apt-get download, no
@@ -78,10 +78,10 @@ olm-status: $(KUBECTL) ## Show OLM's health (exit 1 when unhealthy).
 # One go build for the five binaries (they share most packages).
 OLM_VERSION_PKG := github.com/operator-framework/operator-lifecycle-manager/pkg/version
 $(addprefix $(OLM_BIN)/,$(OLM_BINARIES)) &:
-	$(call go-build-module,$(OLM_BIN)/,olm,$(addprefix github.com/operator-framework/operator-lifecycle-manager/,cmd/olm cmd/catalog cmd/package-server cmd/copy-content util/cpb),-tags json1 -ldflags "-s -w -X $(OLM_VERSION_PKG).OLMVersion=$(OLM_VERSION)")
+	$(call go-build-module,$(OLM_BIN)/,olm,$(addprefix github.com/operator-framework/operator-lifecycle-manager/,cmd/olm cmd/catalog cmd/package-server cmd/copy-content util/cpb),-tags $(OLM_TAGS) -ldflags "-s -w -X $(OLM_VERSION_PKG).OLMVersion=$(OLM_VERSION)")
 
-$(GRPC_HEALTH_PROBE): hack/tools/opm/grpchealthprobe/main.go
-	$(call go-build-module,$@,opm,./grpchealthprobe,-ldflags "-s -w")
+$(GRPC_HEALTH_PROBE): hack/tools/olm/grpchealthprobe/main.go
+	$(call go-build-module,$@,olm,./grpchealthprobe,-tags $(OLM_TAGS) -ldflags "-s -w")
 
 $(SCORECARD_TEST):
 	$(call go-build-module,$@,operator-sdk,github.com/operator-framework/operator-sdk/images/scorecard-test,-ldflags "-s -w")
