@@ -77,8 +77,9 @@ PROMETHEUS_OPERATOR_VERSION := $(call modver,prometheus-operator,github.com/prom
 K8S_VERSION := $(call modver,kubernetes,k8s.io/kubernetes)
 # etcd releases the operator supports, one pinned module each: hack/tools/etcd-vX.Y holds the
 # newest patch of a minor, hack/tools/etcd-vX.Y.Z each older patch still supported; an operand
-# image is built for each. A patch module selects its minor's versions of every other module
-# (hack/check-etcd-modules.sh, in make verify), so only etcd's own packages compile twice. internal/versions.Supported lists the same releases (a test checks).
+# image is built for each. internal/versions.Supported lists the same releases (a test checks).
+# A patch module selects its minor's versions of every other module (hack/check-etcd-modules.sh,
+# in make verify), so that only etcd's own packages compile twice.
 ETCD_VERSIONS := $(foreach d,$(notdir $(wildcard hack/tools/etcd-v*)),$(call modver,$(d),go.etcd.io/etcd/server/v3))
 # The newest patch of each minor (the modules hack/tools/etcd-vX.Y).
 ETCD_MINOR_VERSIONS := $(foreach d,$(notdir $(wildcard hack/tools/etcd-v*)),$(if $(word 3,$(subst ., ,$(d))),,$(call modver,$(d),go.etcd.io/etcd/server/v3)))
@@ -476,9 +477,6 @@ chaos-replay: ## Check a kept chaos history again (CHAOS_HISTORY=_output/chaos/<
 	@test -n "$(CHAOS_HISTORY)" || { echo "chaos-replay: set CHAOS_HISTORY to the history.json a chaos run kept" >&2; exit 1; }
 	CHAOS_HISTORY=$(abspath $(CHAOS_HISTORY)) go test ./internal/chaos -run '^TestReplay$$' -count=1 -v
 
-# The OLM specs install the operator themselves, from the catalog image (the committed
-# catalog/ served by opm) and bundle images, which name public images that the local
-# cluster's containerd fetches from the local registry.
 # What the OLM and scorecard runs build before they start: OLM and its images, every release's
 # operator and bundle image, the scorecard tests' image, operator-sdk. None of it is used by
 # test-e2e-deploy or shares a file with it, so CI builds it beside the deploy run at the
@@ -486,6 +484,9 @@ chaos-replay: ## Check a kept chaos history again (CHAOS_HISTORY=_output/chaos/<
 .PHONY: e2e-olm-inputs
 e2e-olm-inputs: $(OPERATOR_SDK) olm-images release-images scorecard-image ## Build what test-e2e-olm and test-e2e-scorecard build first (CI runs it beside test-e2e-deploy).
 
+# The OLM specs install the operator themselves, from the catalog image (the committed
+# catalog/ served by opm) and bundle images, which name public images that the local
+# cluster's containerd fetches from the local registry.
 .PHONY: test-e2e-olm
 test-e2e-olm: $(GINKGO) $(OPERATOR_SDK) olm-up images release-images bundle-image catalog-check catalog-image ## Run the e2e specs that install and upgrade the operator through OLM.
 	@test -n "$(PREVIOUS_VERSION)" || { echo "test-e2e-olm: catalog/releases.yaml lists no previous release" >&2; exit 1; }
