@@ -54,15 +54,16 @@ func run() error {
 		version.PrintVersion(false)
 		return nil
 	}
-	if err := firewallOnly(config); err != nil {
-		return err
-	}
 	if os.Geteuid() != 0 {
 		return errors.New("the firewall needs root to run iptables and ipset")
 	}
 	if config.CleanupConfig {
+		// What --cleanup-config removes for the firewall: its chains and ipsets.
 		(&netpol.NetworkPolicyController{}).Cleanup()
 		return nil
+	}
+	if err := firewallOnly(config); err != nil {
+		return err
 	}
 
 	client, err := newClient(config)
@@ -74,7 +75,7 @@ func run() error {
 
 // firewallOnly refuses the settings this build cannot honour.
 func firewallOnly(c *options.KubeRouterConfig) error {
-	if !c.RunFirewall && !c.CleanupConfig {
+	if !c.RunFirewall {
 		return errors.New("this build runs only the firewall: pass --run-firewall=true")
 	}
 	if c.RunRouter || c.RunServiceProxy || c.RunLoadBalancer || c.EnableCNI {
