@@ -18,14 +18,12 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -115,8 +113,8 @@ var _ = SynchronizedAfterSuite(func() {}, func() {
 })
 
 // When a spec fails, its report carries the logs of every operator pod (in any namespace:
-// OLM installs it in the test's namespaces), then the stacks of all of its goroutines, so
-// that a reconcile that hangs shows where.
+// OLM installs it in the test's namespaces), or why they could not be read. The operator is
+// left running: the suite's cleanup and make undeploy need it to remove its finalizers.
 var _ = JustAfterEach(func() {
 	if !CurrentSpecReport().Failed() || clientset == nil {
 		return
@@ -135,46 +133,5 @@ var _ = JustAfterEach(func() {
 		} else {
 			AddReportEntry("operator log "+p.Name, string(logs))
 		}
-		AddReportEntry("operator goroutines "+p.Name, operatorStacks(p))
 	}
 })
-
-// operatorStacks sends SIGQUIT to the operator of pod p, which runs on this node: Go's
-// runtime prints every goroutine's stack and exits, the kubelet restarts the container, and
-// the operator resumes where it was (it may stop at any line). It returns the dump, read from
-// the previous container's log, or why there is none.
-func operatorStacks(p corev1.Pod) string {
-	pid := findPodProcess(&p, "manager")
-	if pid == 0 {
-		return "no manager process of this pod on this node"
-	}
-	restarts := func(p *corev1.Pod) int32 {
-		for _, c := range p.Status.ContainerStatuses {
-			if c.Name == "manager" {
-				return c.RestartCount
-			}
-		}
-		return 0
-	}
-	before := restarts(&p)
-	if err := syscall.Kill(pid, syscall.SIGQUIT); err != nil {
-		return fmt.Sprintf("SIGQUIT to %d: %v", pid, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for ; ctx.Err() == nil; time.Sleep(time.Second) {
-		got, err := clientset.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-		if err != nil || restarts(got) == before {
-			continue
-		}
-		logs, err := clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "manager", Previous: true}).DoRaw(ctx)
-		if err != nil {
-			continue
-		}
-		if i := strings.LastIndex(string(logs), "SIGQUIT: quit"); i >= 0 {
-			return string(logs[i:])
-		}
-		return "the previous container's log holds no goroutine dump"
-	}
-	return fmt.Sprintf("the container did not restart within a minute of SIGQUIT to %d", pid)
-}
