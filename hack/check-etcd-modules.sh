@@ -7,13 +7,16 @@
 # go mod tidy.
 set -euo pipefail
 cd "$(dirname "$0")/tools"
+# mods DIR: "module version" of every module DIR's build selects, etcd's own left out.
+mods() { (cd "$1" && go list -m all) | awk 'NR > 1 && $1 !~ /^go\.etcd\.io\/etcd\// { print $1, $2 }' | sort; }
 rc=0
 for patch in etcd-v*.*.*/; do
   patch=${patch%/}
   minor=${patch%.*}
   [[ -f $minor/go.mod ]] || { echo "$patch: no module $minor for its minor" >&2; rc=1; continue; }
-  mods() { (cd "$1" && go list -m all) | awk 'NR > 1 && $1 !~ /^go\.etcd\.io\/etcd\// { print $1, $2 }' | sort; }
-  diffs=$(join <(mods "$minor") <(mods "$patch") | awk '$2 != $3 { print "  " $1 ": " $3 " (" m ": " $2 ")" }' m="$minor")
+  minor_mods=$(mods "$minor") || { echo "$minor: go list -m all failed" >&2; rc=1; continue; }
+  patch_mods=$(mods "$patch") || { echo "$patch: go list -m all failed" >&2; rc=1; continue; }
+  diffs=$(join <(echo "$minor_mods") <(echo "$patch_mods") | awk '$2 != $3 { print "  " $1 ": " $3 " (" m ": " $2 ")" }' m="$minor")
   if [[ -n $diffs ]]; then
     echo "$patch selects other versions than $minor of modules both use:" >&2
     echo "$diffs" >&2

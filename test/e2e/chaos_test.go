@@ -531,45 +531,39 @@ func (r *chaosRun) currentOperatorLogs(ctx context.Context) string {
 }
 
 // podProcess finds, on this node, the host PID of the process named comm in pod's
-// containers, waiting up to 30 s for it.
+// containers (through the pod's cgroup, which holds its UID).
 func podProcess(pod *corev1.Pod, comm string) int {
-	var found int
-	Eventually(func() int {
-		found = findPodProcess(pod, comm)
-		return found
-	}).WithTimeout(30*time.Second).WithPolling(time.Second).ShouldNot(BeZero(), "process %s of pod %s/%s on this node", comm, pod.Namespace, pod.Name)
-	return found
-}
-
-// findPodProcess returns the host PID of the process named comm in pod's containers on this
-// node (through the pod's cgroup, which holds its UID), or 0.
-func findPodProcess(pod *corev1.Pod, comm string) int {
 	uid := string(pod.UID)
 	marks := []string{"pod" + uid, "pod" + strings.ReplaceAll(uid, "-", "_")}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	var found int
+	Eventually(func() int {
+		entries, err := os.ReadDir("/proc")
 		if err != nil {
-			continue
+			return 0
 		}
-		name, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(name)) != comm {
-			continue
-		}
-		cg, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
-		if err != nil {
-			continue
-		}
-		for _, m := range marks {
-			if strings.Contains(string(cg), m) {
-				return pid
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			name, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+			if err != nil || strings.TrimSpace(string(name)) != comm {
+				continue
+			}
+			cg, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+			if err != nil {
+				continue
+			}
+			for _, m := range marks {
+				if strings.Contains(string(cg), m) {
+					found = pid
+					return pid
+				}
 			}
 		}
-	}
-	return 0
+		return 0
+	}).WithTimeout(30*time.Second).WithPolling(time.Second).ShouldNot(BeZero(), "process %s of pod %s/%s on this node", comm, pod.Namespace, pod.Name)
+	return found
 }
 
 func kill(pid int) {
