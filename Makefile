@@ -316,6 +316,10 @@ DEPLOY_TEST_FAILPOINTS ?= false
 # DEPLOY_CA_ROTATION_MIN_PHASE, when set, shortens the phases of a CA rotation
 # (--ca-rotation-min-phase); the e2e suite's client re-reads the client Secret every second.
 DEPLOY_CA_ROTATION_MIN_PHASE ?=
+# DEPLOY_PPROF_BIND_ADDRESS, when set, serves Go's profiling endpoints on the operator pod
+# (--pprof-bind-address, plain HTTP): the e2e suite reads the operator's goroutines through
+# the API server's pod proxy when a spec fails. Never for real clusters.
+DEPLOY_PPROF_BIND_ADDRESS ?=
 .PHONY: deploy-overlay
 deploy-overlay: $(CRANE)
 	@rm -rf $(DEPLOY_OVERLAY) && mkdir -p $(DEPLOY_OVERLAY)
@@ -332,6 +336,8 @@ deploy-overlay: $(CRANE)
 			'      value:' '        name: ETCDPILOT_TEST_FAILPOINTS' '        value: "true"') \
 		$(if $(DEPLOY_CA_ROTATION_MIN_PHASE),'    - op: add' '      path: /spec/template/spec/containers/0/env/-' \
 			'      value:' '        name: CA_ROTATION_MIN_PHASE' '        value: "$(DEPLOY_CA_ROTATION_MIN_PHASE)"') \
+		$(if $(DEPLOY_PPROF_BIND_ADDRESS),'    - op: add' '      path: /spec/template/spec/containers/0/args/-' \
+			'      value: --pprof-bind-address=$(DEPLOY_PPROF_BIND_ADDRESS)') \
 		> $(DEPLOY_OVERLAY)/kustomization.yaml
 
 .PHONY: install

@@ -45,13 +45,16 @@ func main() {
 
 func run() error {
 	var (
-		metricsAddr, probeAddr, etcdImageRepository, clusterDomain string
-		leaderElect, secureMetrics, enableHTTP2                    bool
-		caMinPhase                                                 time.Duration
+		metricsAddr, probeAddr, pprofAddr, etcdImageRepository, clusterDomain string
+		leaderElect, secureMetrics, enableHTTP2                               bool
+		caMinPhase                                                            time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443",
 		"Address the metrics endpoint binds to (HTTPS, authenticated and authorized). Use \"0\" to disable it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the liveness and readiness probes bind to.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "",
+		"Address Go's profiling endpoints (/debug/pprof/) bind to, over plain HTTP without authentication: for debugging, "+
+			"never to be exposed. Empty (the default) serves none.")
 	flag.BoolVar(&leaderElect, "leader-elect", false,
 		"Elect a leader so that only one replica of the operator reconciles at a time.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true,
@@ -107,6 +110,7 @@ func run() error {
 		Metrics:                metricsOpts,
 		WebhookServer:          webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
 		HealthProbeBindAddress: probeAddr,
+		PprofBindAddress:       pprofAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "etcdpilot.etcd.etcdpilot.io",
 		// The manager exits right after it stops leading, so it can give up the lease at

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,15 @@ var (
 	clientset *kubernetes.Clientset
 	k8sClient client.Client
 )
+
+// Long specs start first. Ginkgo hands the specs out in order, one to each process as it
+// becomes free, and the run ends when the last one does: a five-minute spec that starts
+// late leaves the other processes idle for its last minutes. Each top-level container
+// whose longest spec takes over a minute therefore carries its duration in a warm CI run,
+// in seconds, as its priority (longestSpec), so that the longest start first and the short
+// ones fill in at the end (longest processing time first). Serial specs run after all of
+// them whatever their priority.
+func longestSpec(seconds int) SpecPriority { return SpecPriority(seconds) }
 
 // olmRun reports whether this run is the OLM one (E2E_INSTALL=olm): the specs install the
 // operator through OLM and nothing is deployed for them.
@@ -75,7 +85,8 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 		return nil
 	}
 	By("deploying the operator with make deploy, crash-test hooks on, CA rotation phases of 15 s")
-	run("make", "deploy", "DEPLOY_TEST_FAILPOINTS=true", "DEPLOY_CA_ROTATION_MIN_PHASE=15s")
+	run("make", "deploy", "DEPLOY_TEST_FAILPOINTS=true", "DEPLOY_CA_ROTATION_MIN_PHASE=15s",
+		fmt.Sprintf("DEPLOY_PPROF_BIND_ADDRESS=:%d", operatorPprofPort))
 	return nil
 }, func(_ []byte) {
 	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
@@ -112,9 +123,16 @@ var _ = SynchronizedAfterSuite(func() {}, func() {
 	run("make", "undeploy")
 })
 
+// operatorPprofPort is where the operator deployed for the suite serves Go's profiling
+// endpoints (make deploy DEPLOY_PPROF_BIND_ADDRESS); an operator installed through OLM
+// serves none.
+const operatorPprofPort = 6060
+
 // When a spec fails, its report carries the logs of every operator pod (in any namespace:
-// OLM installs it in the test's namespaces), or why they could not be read. The operator is
-// left running: the suite's cleanup and make undeploy need it to remove its finalizers.
+// OLM installs it in the test's namespaces), or why they could not be read, and the
+// goroutines of the one make deploy installed, read through the API server's pod proxy:
+// what each worker was doing when the spec gave up. The operator is left running: the
+// suite's cleanup and make undeploy need it to remove its finalizers.
 var _ = JustAfterEach(func() {
 	if !CurrentSpecReport().Failed() || clientset == nil {
 		return
@@ -133,5 +151,21 @@ var _ = JustAfterEach(func() {
 		} else {
 			AddReportEntry("operator log "+p.Name, string(logs))
 		}
+		if olmRun() || p.Namespace != operatorNamespace {
+			continue
+		}
+		if stacks, err := operatorGoroutines(ctx, p.Name); err != nil {
+			AddReportEntry("operator goroutines "+p.Name, "reading them failed: "+err.Error())
+		} else {
+			AddReportEntry("operator goroutines "+p.Name, stacks)
+		}
 	}
 })
+
+// operatorGoroutines reads the stacks of every goroutine of the operator pod named pod, in
+// operatorNamespace, from its profiling endpoint through the API server's pod proxy.
+func operatorGoroutines(ctx context.Context, pod string) (string, error) {
+	stacks, err := clientset.CoreV1().Pods(operatorNamespace).
+		ProxyGet("http", pod, strconv.Itoa(operatorPprofPort), "/debug/pprof/goroutine", map[string]string{"debug": "2"}).DoRaw(ctx)
+	return string(stacks), err
+}

@@ -44,6 +44,18 @@ var _ = Describe("the operator", func() {
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	})
 
+	// What the report of a failed spec carries (e2e_suite_test.go): a report without the
+	// goroutines would leave a stuck reconcile unexplained.
+	It("serves its goroutines to the suite's failure report", func(ctx SpecContext) {
+		pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pods.Items).NotTo(BeEmpty())
+		stacks, err := operatorGoroutines(ctx, pods.Items[0].Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(stacks).To(ContainSubstring("goroutine "))
+		Expect(stacks).To(ContainSubstring("sigs.k8s.io/controller-runtime/pkg/internal/controller.(*Controller"), "a worker's stack")
+	})
+
 	Describe("metrics endpoint", Ordered, func() {
 		var (
 			endpoint string
