@@ -53,6 +53,10 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	return out
 }
 
+// DefragmentedLeaderNote ends the MemberDefragmented event of a member that was the raft
+// leader when it was defragmented.
+const DefragmentedLeaderNote = "; it was the leader"
+
 // defragmentationTransitions: a member defragmented (a new lastDefragmentation), and the
 // NOSPACE alarm gone after it degraded the cluster.
 func defragmentationTransitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
@@ -65,8 +69,13 @@ func defragmentationTransitions(old, updated etcdv1alpha1.EtcdClusterStatus) []E
 	}
 	for _, m := range updated.Members {
 		if d := m.LastDefragmentation; d != nil && !d.Time.Equal(ptr(last[m.Name])) {
-			out = append(out, Event{corev1.EventTypeNormal, "MemberDefragmented", "Defragment", fmt.Sprintf(
-				"Defragmented member %s: its database file went from %s to %s", m.Name, mebibytes(d.SizeBefore), mebibytes(d.SizeAfter))})
+			msg := fmt.Sprintf("Defragmented member %s: its database file went from %s to %s", m.Name, mebibytes(d.SizeBefore), mebibytes(d.SizeAfter))
+			if m.Leader {
+				// As the pass observed it, before the defragmentation: a defragmenting
+				// leader may well lose leadership, and the next pass report another.
+				msg += DefragmentedLeaderNote
+			}
+			out = append(out, Event{corev1.EventTypeNormal, "MemberDefragmented", "Defragment", msg})
 		}
 	}
 	was := meta.FindStatusCondition(old.Conditions, etcdv1alpha1.ConditionDegraded)

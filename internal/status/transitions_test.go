@@ -77,6 +77,10 @@ func TestDefragmentationAndNoSpaceTransitionsAreToldOnce(t *testing.T) {
 	g.Expect(status.Transitions(with(nil, metav1.ConditionFalse, ok), with(at(1), metav1.ConditionFalse, ok))).To(ConsistOf(defragmented))
 	g.Expect(status.Transitions(with(at(1), metav1.ConditionFalse, ok), with(at(1), metav1.ConditionFalse, ok))).To(BeEmpty(), "told once")
 	g.Expect(status.Transitions(with(at(1), metav1.ConditionFalse, ok), with(at(2), metav1.ConditionFalse, ok))).To(ConsistOf(defragmented))
+	leader := with(at(3), metav1.ConditionFalse, ok)
+	leader.Members[0].Leader = true
+	g.Expect(status.Transitions(with(at(2), metav1.ConditionFalse, ok), leader)).To(ConsistOf(status.Event{Type: "Normal", Reason: "MemberDefragmented", Action: "Defragment",
+		Message: "Defragmented member e-0: its database file went from 300.0 MiB to 100.0 MiB; it was the leader"}), "the leader, as the pass observed it")
 
 	full := with(at(2), metav1.ConditionTrue, etcdv1alpha1.ReasonNoSpace)
 	g.Expect(status.Transitions(with(at(2), metav1.ConditionFalse, ok), full)).To(ConsistOf(

@@ -129,7 +129,8 @@ var _ = SynchronizedAfterSuite(func() {}, func() {
 const operatorPprofPort = 6060
 
 // When a spec fails, its report carries the logs of every operator pod (in any namespace:
-// OLM installs it in the test's namespaces), or why they could not be read, and the
+// OLM installs it in the test's namespaces; of its previous container too, and how that
+// ended, when it restarted), or why they could not be read, and the
 // goroutines of the one make deploy installed, read through the API server's pod proxy:
 // what each worker was doing when the spec gave up. The operator is left running: the
 // suite's cleanup and make undeploy need it to remove its finalizers.
@@ -150,6 +151,21 @@ var _ = JustAfterEach(func() {
 			AddReportEntry("operator log "+p.Name, fmt.Sprintf("reading it failed (%v); what was read:\n%s", err, logs))
 		} else {
 			AddReportEntry("operator log "+p.Name, string(logs))
+		}
+		// A restarted operator: why its last container ended, and what it logged.
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name != "manager" || cs.RestartCount == 0 {
+				continue
+			}
+			ended := "unknown"
+			if t := cs.LastTerminationState.Terminated; t != nil {
+				ended = fmt.Sprintf("exit code %d, reason %q, at %s: %s", t.ExitCode, t.Reason, t.FinishedAt.UTC().Format(time.RFC3339), t.Message)
+			}
+			previous, err := clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "manager", Previous: true}).DoRaw(ctx)
+			if err != nil {
+				previous = []byte(fmt.Sprintf("reading it failed (%v); what was read:\n%s", err, previous))
+			}
+			AddReportEntry("operator previous log "+p.Name, fmt.Sprintf("restarted %d times; the last container ended with %s\n%s", cs.RestartCount, ended, previous))
 		}
 		if olmRun() || p.Namespace != operatorNamespace {
 			continue

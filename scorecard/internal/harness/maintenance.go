@@ -18,8 +18,12 @@ import (
 // (docs/maintenance.md).
 const (
 	// EventMemberDefragmented is recorded for every member the operator defragments, with
-	// the message "Defragmented member <name>: its database file went from ... to ...".
+	// the message "Defragmented member <name>: its database file went from ... to ...",
+	// followed by LeaderDefragmented when the member was the leader at the time.
 	EventMemberDefragmented = "MemberDefragmented"
+	// LeaderDefragmented ends the EventMemberDefragmented message of a member that was the
+	// raft leader when the operator defragmented it.
+	LeaderDefragmented = "; it was the leader"
 	// EventNoSpaceDisarmed is recorded when the operator disarms the NOSPACE alarm.
 	EventNoSpaceDisarmed = "NoSpaceDisarmed"
 	// EventNoSpaceRecovered is recorded once the alarm is gone and the cluster accepts
@@ -103,18 +107,24 @@ func DefragmentationOrder(events []corev1.Event, members []string) []string {
 }
 
 // CheckDefragmentationOrder checks the MemberDefragmented events about c: one for every
-// member in c's status, and the one of the member that is the leader last, since a
-// defragmenting leader stalls every write. It returns the order the events tell.
+// member in c's status, and the one of the member that was the leader when it was
+// defragmented last, since a defragmenting leader stalls every write. The leader is the one
+// the events name (LeaderDefragmented), not the one c's status names now: defragmenting the
+// leader may well move leadership. It returns the order the events tell.
 func CheckDefragmentationOrder(c *etcdv1alpha1.EtcdCluster, events []corev1.Event) ([]string, error) {
 	var members []string
-	leader := ""
 	for _, m := range c.Status.Members {
 		members = append(members, m.Name)
-		if m.Leader {
-			leader = m.Name
-		}
 	}
 	order := DefragmentationOrder(events, members)
+	leader := ""
+	for _, e := range events {
+		for _, m := range members {
+			if e.Reason == EventMemberDefragmented && strings.Contains(e.Message, "member "+m+":") && strings.HasSuffix(e.Message, LeaderDefragmented) {
+				leader = m
+			}
+		}
+	}
 	var without []string
 	for _, m := range members {
 		if !slices.Contains(order, m) {
@@ -126,7 +136,7 @@ func CheckDefragmentationOrder(c *etcdv1alpha1.EtcdCluster, events []corev1.Even
 		return order, fmt.Errorf("no %s event about member %s (events of members %s)",
 			EventMemberDefragmented, strings.Join(without, ", "), orNone(order))
 	case leader == "":
-		return order, fmt.Errorf("no member of EtcdCluster %s is the leader in status.members", c.Name)
+		return order, fmt.Errorf("no %s event about EtcdCluster %s says its member was the leader (%q)", EventMemberDefragmented, c.Name, LeaderDefragmented)
 	case order[len(order)-1] != leader:
 		return order, fmt.Errorf("the leader %s was not defragmented last: the events tell the order %s", leader, strings.Join(order, ", "))
 	}

@@ -3,6 +3,7 @@ package harness_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,11 +83,15 @@ func TestNoAlarms(t *testing.T) {
 	g.Expect(state).To(HaveSuffix(", alarms on c-1 NOSPACE, c-2 NOSPACE+CORRUPT"))
 }
 
-// defragEvent is a MemberDefragmented event about member at second s of eventTime.
+// defragEvent is a MemberDefragmented event about member at second s of eventTime; c-0
+// was the leader.
 func defragEvent(member string, s int) corev1.Event {
+	msg := fmt.Sprintf("Defragmented member %s: its database file went from 25.0 MiB to 0.1 MiB", member)
+	if member == "c-0" {
+		msg += harness.LeaderDefragmented
+	}
 	return corev1.Event{Reason: harness.EventMemberDefragmented, Type: corev1.EventTypeNormal,
-		Message:   fmt.Sprintf("Defragmented member %s: its database file went from 25.0 MiB to 0.1 MiB", member),
-		EventTime: metav1.NewMicroTime(time.Date(2026, 1, 1, 0, 0, s, 0, time.UTC))}
+		Message: msg, EventTime: metav1.NewMicroTime(time.Date(2026, 1, 1, 0, 0, s, 0, time.UTC))}
 }
 
 func TestCheckDefragmentationOrder(t *testing.T) {
@@ -127,10 +132,17 @@ func TestCheckDefragmentationOrder(t *testing.T) {
 		})
 	}
 	g := NewWithT(t)
+	// Leadership moved to c-1 once the leader c-0 was defragmented: the events tell.
 	c := settled()
-	c.Status.Members[0].Leader = false
-	_, err := harness.CheckDefragmentationOrder(c, []corev1.Event{defragEvent("c-0", 1), defragEvent("c-1", 2), defragEvent("c-2", 3)})
-	g.Expect(err).To(MatchError("no member of EtcdCluster c is the leader in status.members"))
+	c.Status.Members[0].Leader, c.Status.Members[1].Leader = false, true
+	order, err := harness.CheckDefragmentationOrder(c, []corev1.Event{defragEvent("c-1", 1), defragEvent("c-2", 2), defragEvent("c-0", 3)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(order).To(Equal([]string{"c-1", "c-2", "c-0"}))
+	// An operator that does not say which member was the leader fails.
+	plain := defragEvent("c-0", 3)
+	plain.Message = strings.TrimSuffix(plain.Message, harness.LeaderDefragmented)
+	_, err = harness.CheckDefragmentationOrder(settled(), []corev1.Event{defragEvent("c-1", 1), defragEvent("c-2", 2), plain})
+	g.Expect(err).To(MatchError(`no MemberDefragmented event about EtcdCluster c says its member was the leader ("; it was the leader")`))
 }
 
 func TestMissingReasons(t *testing.T) {

@@ -374,8 +374,11 @@ func (o *fakeOperator) defragment(ctx context.Context, c *etcdv1alpha1.EtcdClust
 	o.mu.Lock()
 	o.defrags[member] = &etcdv1alpha1.DefragmentationRecord{Time: metav1.Now(), SizeBefore: before, SizeAfter: after}
 	o.mu.Unlock()
-	o.event(ctx, c, corev1.EventTypeNormal, "MemberDefragmented", fmt.Sprintf(
-		"Defragmented member %s: its database file went from %.1f MiB to %.1f MiB", member, float64(before)/(1<<20), float64(after)/(1<<20)))
+	msg := fmt.Sprintf("Defragmented member %s: its database file went from %.1f MiB to %.1f MiB", member, float64(before)/(1<<20), float64(after)/(1<<20))
+	if member == cluster.For(c).MemberName(0) { // the leader: the first member, as in the status it writes
+		msg += harness.LeaderDefragmented
+	}
+	o.event(ctx, c, corev1.EventTypeNormal, "MemberDefragmented", msg)
 }
 
 // event records an event about c, as the operator does through events.k8s.io: with an
