@@ -48,7 +48,7 @@ const (
 	labelBackupSchedule = "etcd.etcdpilot.io/backup-schedule"
 )
 
-var _ = Describe("backups", Label("backup"), longestSpec(80), func() {
+var _ = Describe("backups", Label("backup"), func() {
 	// One source cluster serves every spec below: each backs it up, or restores what was
 	// backed up, and none changes it except by writing keys after the backups. Two
 	// schedules back it up every minute from the start; as their runs are a minute apart,

@@ -40,7 +40,7 @@ import (
 //
 // CHAOS_PROFILE=long runs the 30-minute profile; CHAOS_SEED replays a plan. A failed run
 // keeps its history (history.json, history.html) under _output/chaos/.
-var _ = Describe("chaos", Label("chaos"), longestSpec(120), func() {
+var _ = Describe("chaos", Label("chaos"), func() {
 	It("keeps a linearizable history and every acknowledged write through random faults and spec changes, and never takes quorum away", func(ctx SpecContext) {
 		profile := chaos.Short
 		if os.Getenv("CHAOS_PROFILE") == "long" {

@@ -26,7 +26,7 @@ import (
 // etcdImage is pushed to the local registry by `make images`; the client pods use its etcdctl.
 const etcdImage = "localhost:5000/etcd-development/etcd:v3.7.3"
 
-var _ = Describe("EtcdCluster", longestSpec(85), func() {
+var _ = Describe("EtcdCluster", func() {
 	Describe("a 3-member TLS cluster", Ordered, func() {
 		var (
 			ns      string

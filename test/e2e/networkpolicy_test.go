@@ -21,7 +21,7 @@ import (
 
 // The local cluster enforces NetworkPolicy (kube-router's firewall, started by `make
 // cluster-up`), so the members' policy is seen to admit and to refuse, not only to exist.
-var _ = Describe("the members' NetworkPolicy", longestSpec(60), func() {
+var _ = Describe("the members' NetworkPolicy", func() {
 	It("admits the operator and the listed namespace to the client port, and refuses everyone else", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "netpol-")
 		allowed := newTestNamespace(ctx, "netpol-allowed-")

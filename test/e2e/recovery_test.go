@@ -20,7 +20,7 @@ import (
 // after approval the cluster is back at three members from the survivor, every write kept
 // and revisions raised. Then, with the policy Automatic, the same happens again without
 // approval. One cluster serves both.
-var _ = Describe("quorum-loss recovery", longestSpec(300), func() {
+var _ = Describe("quorum-loss recovery", func() {
 	It("recovers from the surviving member, after approval and then automatically, keeping every acknowledged write", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-quorum-")
 		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: ns},
