@@ -379,7 +379,11 @@ func (o Observed) restartSurvivor(st *etcdv1alpha1.RecoveryStatus, step func(Kin
 		}
 		return step(StartSurvivor, s, fmt.Sprintf("starting member %s alone from the snapshot %s, revisions raised by %d", s, st.Snapshot, st.RevisionBump))
 	}
-	if o.Quorum && slices.Equal(o.Members, []string{s}) {
+	// The restored survivor answers with a quorum: Growing. It started a cluster of its own,
+	// so any other member is one the growing has added already: the pass that first saw it
+	// alone may have added a learner and then lost its status patch (a conflict, a crash),
+	// and the next must not wait for it to be alone again.
+	if o.Quorum && slices.Contains(o.Members, s) {
 		st.Phase = etcdv1alpha1.RecoveryGrowing
 		st.Message = fmt.Sprintf("member %s serves alone, restored from %s; growing back to %d members", s, st.Snapshot, o.Size)
 		return Step{Kind: None, Status: st}
@@ -399,7 +403,7 @@ func (o Observed) fromBackup(st *etcdv1alpha1.RecoveryStatus, step func(Kind, st
 			continue
 		}
 		st.Survivor = name
-		if o.Quorum && slices.Equal(o.Members, []string{name}) {
+		if o.Quorum && slices.Contains(o.Members, name) { // as in restartSurvivor
 			st.Phase = etcdv1alpha1.RecoveryGrowing
 			st.Message = fmt.Sprintf("member %s serves alone, restored from EtcdBackup %s; growing back to %d members", name, st.Backup, o.Size)
 			return Step{Kind: None, Status: st}

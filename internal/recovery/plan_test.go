@@ -252,6 +252,40 @@ func TestRecoveryRunsToTheEndAndSurvivesACrashAtEveryStep(t *testing.T) {
 	}
 }
 
+// TestGrowingSurvivesALostPatchAfterALearnerWasAdded: the pass that saw the restored
+// survivor answer alone decided Growing, and the membership planner added a learner in the
+// same pass; its status patch was lost. The next pass sees the survivor and the learner,
+// and must still say Growing, not wait for the survivor to be alone (it never will be).
+func TestGrowingSurvivesALostPatchAfterALearnerWasAdded(t *testing.T) {
+	for _, fromBackup := range []bool{false, true} {
+		o := lostTwo(t0.Add(5 * time.Minute))
+		o.Last = lostSince(t0)
+		w := &world{o: o}
+		w.apply(t, Plan(w.o))
+		w.o.Approval = w.o.Last.ID
+		if fromBackup {
+			w.o.Last.Backup, w.o.Last.Phase = "b", etcdv1alpha1.RecoveryRecovering
+		}
+		var recovering *etcdv1alpha1.RecoveryStatus
+		for i := 0; i < 20; i++ {
+			s := Plan(w.o)
+			if s.Kind == None {
+				break
+			}
+			recovering = s.Status
+			w.apply(t, s)
+		}
+		survivor := w.o.Members[0]
+		w.o.Last = recovering // the Growing pass's patch was lost
+		w.o.Members = []string{survivor, "e-9"}
+		w.o.Answering["e-9"] = 0
+		s := Plan(w.o)
+		if s.Kind != None || s.Status.Phase != etcdv1alpha1.RecoveryGrowing {
+			t.Fatalf("from a backup %v: %s, phase %s (%s), want None and Growing", fromBackup, s.Kind, s.Status.Phase, s.Message)
+		}
+	}
+}
+
 func TestRecoveringWaitsForTheSurvivor(t *testing.T) {
 	st := &etcdv1alpha1.RecoveryStatus{Phase: etcdv1alpha1.RecoveryRecovering, ID: "x", Survivor: "e-1", Approved: true}
 	o := lostTwo(t0)
