@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
@@ -29,6 +30,8 @@ func (r *EtcdClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1alph
 	if !step.Overrides() {
 		return false, nil
 	}
+	// Like the membership planner's "Planned": a recovery that waits says on what.
+	log.FromContext(ctx).Info("Recovery", "action", step.Kind, "member", step.Member, "message", step.Message)
 	return true, r.recover(ctx, c, obs, step)
 }
 
