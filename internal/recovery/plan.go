@@ -385,7 +385,7 @@ func (o Observed) restartSurvivor(st *etcdv1alpha1.RecoveryStatus, step func(Kin
 	// and the next must not wait for it to be alone again.
 	if o.Quorum && slices.Contains(o.Members, s) {
 		st.Phase = etcdv1alpha1.RecoveryGrowing
-		st.Message = fmt.Sprintf("member %s serves alone, restored from %s; growing back to %d members", s, st.Snapshot, o.Size)
+		st.Message = fmt.Sprintf("member %s serves again, restored from %s; growing back to %d members", s, st.Snapshot, o.Size)
 		return Step{Kind: None, Status: st}
 	}
 	if t := failed(pod.Init); t != nil {
@@ -405,7 +405,7 @@ func (o Observed) fromBackup(st *etcdv1alpha1.RecoveryStatus, step func(Kind, st
 		st.Survivor = name
 		if o.Quorum && slices.Contains(o.Members, name) { // as in restartSurvivor
 			st.Phase = etcdv1alpha1.RecoveryGrowing
-			st.Message = fmt.Sprintf("member %s serves alone, restored from EtcdBackup %s; growing back to %d members", name, st.Backup, o.Size)
+			st.Message = fmt.Sprintf("member %s serves again, restored from EtcdBackup %s; growing back to %d members", name, st.Backup, o.Size)
 			return Step{Kind: None, Status: st}
 		}
 		if t := failed(p.Init); t != nil {
