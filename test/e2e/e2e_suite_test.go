@@ -137,26 +137,10 @@ var _ = JustAfterEach(func() {
 		return
 	}
 	for _, p := range pods.Items {
-		logs, err := clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "manager"}).DoRaw(ctx)
-		if err != nil {
-			AddReportEntry("operator log "+p.Name, fmt.Sprintf("reading it failed (%v); what was read:\n%s", err, logs))
-		} else {
-			AddReportEntry("operator log "+p.Name, string(logs))
-		}
-		// A restarted operator: why its last container ended, and what it logged.
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Name != "manager" || cs.RestartCount == 0 {
-				continue
-			}
-			ended := "unknown"
-			if t := cs.LastTerminationState.Terminated; t != nil {
-				ended = fmt.Sprintf("exit code %d, reason %q, at %s: %s", t.ExitCode, t.Reason, t.FinishedAt.UTC().Format(time.RFC3339), t.Message)
-			}
-			previous, err := clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "manager", Previous: true}).DoRaw(ctx)
-			if err != nil {
-				previous = []byte(fmt.Sprintf("reading it failed (%v); what was read:\n%s", err, previous))
-			}
-			AddReportEntry("operator previous log "+p.Name, fmt.Sprintf("restarted %d times; the last container ended with %s\n%s", cs.RestartCount, ended, previous))
+		AddReportEntry("operator log "+p.Name, managerLog(ctx, p, false))
+		if restarts, ended := lastRestart(p); restarts > 0 {
+			AddReportEntry("operator previous log "+p.Name, fmt.Sprintf("restarted %d times; the last container ended with %s\n%s",
+				restarts, ended, managerLog(ctx, p, true)))
 		}
 		if olmRun() || p.Namespace != operatorNamespace {
 			continue
@@ -168,6 +152,32 @@ var _ = JustAfterEach(func() {
 		}
 	}
 })
+
+// managerLog is the log of pod p's manager container (of the one before it, with previous),
+// or why it could not be read, with what was.
+func managerLog(ctx context.Context, p corev1.Pod, previous bool) string {
+	logs, err := clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "manager", Previous: previous}).DoRaw(ctx)
+	if err != nil {
+		return fmt.Sprintf("reading it failed (%v); what was read:\n%s", err, logs)
+	}
+	return string(logs)
+}
+
+// lastRestart is how many times pod p's manager container restarted, and how the last
+// container before the current one ended.
+func lastRestart(p corev1.Pod) (restarts int32, ended string) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != "manager" {
+			continue
+		}
+		ended = "unknown"
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			ended = fmt.Sprintf("exit code %d, reason %q, at %s: %s", t.ExitCode, t.Reason, t.FinishedAt.UTC().Format(time.RFC3339), t.Message)
+		}
+		return cs.RestartCount, ended
+	}
+	return 0, ""
+}
 
 // operatorGoroutines reads the stacks of every goroutine of the operator pod named pod, in
 // operatorNamespace, from its profiling endpoint through the API server's pod proxy.

@@ -96,14 +96,22 @@ func DefragmentationOrder(events []corev1.Event, members []string) []string {
 	sort.SliceStable(defrags, func(i, j int) bool { return eventTime(defrags[i]).Before(eventTime(defrags[j])) })
 	var order []string
 	for _, e := range defrags {
-		for _, m := range members {
-			// "Defragmented member <name>: ...": the colon keeps c-1 from matching c-10.
-			if strings.Contains(e.Message, "member "+m+":") && !slices.Contains(order, m) {
-				order = append(order, m)
-			}
+		if m := defragmentedMember(e, members); m != "" && !slices.Contains(order, m) {
+			order = append(order, m)
 		}
 	}
 	return order
+}
+
+// defragmentedMember is the one of members a MemberDefragmented event is about, or "".
+func defragmentedMember(e corev1.Event, members []string) string {
+	for _, m := range members {
+		// "Defragmented member <name>: ...": the colon keeps c-1 from matching c-10.
+		if strings.Contains(e.Message, "member "+m+":") {
+			return m
+		}
+	}
+	return ""
 }
 
 // CheckDefragmentationOrder checks the MemberDefragmented events about c: one for every
@@ -119,8 +127,8 @@ func CheckDefragmentationOrder(c *etcdv1alpha1.EtcdCluster, events []corev1.Even
 	order := DefragmentationOrder(events, members)
 	leader := ""
 	for _, e := range events {
-		for _, m := range members {
-			if e.Reason == EventMemberDefragmented && strings.Contains(e.Message, "member "+m+":") && strings.HasSuffix(e.Message, LeaderDefragmented) {
+		if e.Reason == EventMemberDefragmented && strings.HasSuffix(e.Message, LeaderDefragmented) {
+			if m := defragmentedMember(e, members); m != "" {
 				leader = m
 			}
 		}
