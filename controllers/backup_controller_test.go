@@ -11,19 +11,25 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/controllers"
 	"github.com/etcdpilot/etcdpilot/internal/agent"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/etcd/fake"
+	"github.com/etcdpilot/etcdpilot/internal/metrics"
 )
 
 // The backup, schedule and restore controllers on envtest. There is no kubelet and no Job
@@ -269,6 +275,47 @@ func TestBackupFailuresEndTheBackupWithTheReason(t *testing.T) {
 		finishAgentPod(g, job, 137, agent.Result{})
 		expectFailed(g, "killed", etcdv1alpha1.ReasonBackupPodFailed, "exit code 137")
 	})
+}
+
+// An operator that restarts has lost its counters, and the increments no scrape saw before
+// it died; the backup alerts read the timestamps, which its first pass over each finished
+// backup sets again. A second reconciler with metrics of its own plays the restarted one.
+func TestARestartedOperatorSetsTheBackupTimestampsAgainFromTheFinishedBackups(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	clusterWithMembers(g, ns, "src")
+	g.Expect(k8sClient.Create(ctx, newBackup(ns, "saved", "src"))).To(Succeed())
+	succeedBackup(g, ns, "saved")
+	failing := newBackup(ns, "failing", "src")
+	failing.Spec.Destination.S3.CredentialsSecretName = "missing"
+	g.Expect(k8sClient.Create(ctx, failing)).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, newBackup(ns, "orphan", "nowhere"))).To(Succeed())
+	completed := map[string]float64{}
+	for _, name := range []string{"saved", "failing", "orphan"} {
+		g.Eventually(func(g Gomega) {
+			got := get(g, ns, name, &etcdv1alpha1.EtcdBackup{})
+			g.Expect(backupCondition(got).Status).NotTo(Equal(metav1.ConditionUnknown))
+			g.Expect(got.Status.CompletedAt).NotTo(BeNil())
+			completed[name] = float64(got.Status.CompletedAt.Unix())
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	}
+
+	reg := prometheus.NewRegistry()
+	restarted := &controllers.EtcdBackupReconciler{Client: k8sClient, APIReader: k8sClient, Metrics: metrics.New(reg)}
+	for _, name := range []string{"failing", "saved", "orphan"} {
+		_, err := restarted.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	src := clusterSeries(ns, "src")
+	g.Expect(seriesIn(g, reg, "etcdpilot_backup_last_success_timestamp_seconds", src)).To(Equal([]float64{completed["saved"]}))
+	g.Expect(seriesIn(g, reg, "etcdpilot_backup_last_size_bytes", src)).To(Equal([]float64{1234}))
+	g.Expect(seriesIn(g, reg, "etcdpilot_backup_last_failure_timestamp_seconds", src)).To(Equal([]float64{completed["failing"]}))
+	g.Expect(seriesIn(g, reg, "etcdpilot_backup_last_failure_timestamp_seconds", clusterSeries(ns, "nowhere"))).To(BeEmpty(),
+		"a backup whose cluster does not exist sets no series")
+	n, err := testutil.GatherAndCount(reg, "etcdpilot_backups_total")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(BeZero(), "the restarted operator counts only what ends after its start")
 }
 
 func TestDeletingABackupWithDeletionPolicyDeleteDeletesItsArtifactFirst(t *testing.T) {

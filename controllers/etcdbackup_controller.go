@@ -50,7 +50,8 @@ type EtcdBackupReconciler struct {
 	EtcdImages versions.Images
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// Metrics records each backup that ends; nil records nothing.
+	// Metrics counts each backup that ends and keeps the timestamps of finished ones; nil
+	// records nothing.
 	Metrics *metrics.Clusters
 }
 
@@ -68,8 +69,9 @@ type EtcdBackupReconciler struct {
 //  1. Deleted: with deletionPolicy Delete, run the deletion Job until the artifact is gone,
 //     then let the object go.
 //  2. Keep the finalizer in line with deletionPolicy.
-//  3. Finished (Succeeded True or False): a backup is never retried; one that succeeded
-//     with spec.verify is verified (verify), once.
+//  3. Finished (Succeeded True or False): a backup is never retried; its timestamps go to
+//     the cluster's metrics on every pass (observeMetrics), so that they come back after an
+//     operator restart; one that succeeded with spec.verify is verified (verify), once.
 //  4. Preflight: the cluster, the credentials and the claim must exist; otherwise the
 //     backup fails at once with the reason.
 //  5. Create the Job, or read its outcome from the agent's termination message.
@@ -86,6 +88,7 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, err
 	}
 	if status.BackupFinished(b) {
+		r.observeMetrics(ctx, b)
 		if !status.VerificationWanted(b) {
 			return reconcile.Result{}, nil
 		}
@@ -102,6 +105,18 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{RequeueAfter: requeueBackup}, nil
+}
+
+// observeMetrics sets the cluster's backup timestamps from a finished backup (an operator
+// that restarts reconciles every backup again, and the counters start from zero). A backup
+// whose EtcdCluster is gone sets none: the cluster's series went with it.
+func (r *EtcdBackupReconciler) observeMetrics(ctx context.Context, b *etcdv1alpha1.EtcdBackup) {
+	if r.Metrics == nil {
+		return
+	}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.ClusterName}, &etcdv1alpha1.EtcdCluster{}); err == nil {
+		r.Metrics.ObserveBackup(b)
+	}
 }
 
 // verify runs the verification of a backup that succeeded (spec.verify): the verification

@@ -32,8 +32,13 @@ func metricValue(g Gomega, name string, want map[string]string) float64 {
 
 // seriesOf returns the values of the series of metric name whose labels include want.
 func seriesOf(g Gomega, name string, want map[string]string) []float64 {
-	families, err := metricsRegistry.Gather()
-	g.ExpectWithOffset(2, err).NotTo(HaveOccurred())
+	return seriesIn(g, metricsRegistry, name, want)
+}
+
+// seriesIn returns the values of the series of metric name in reg whose labels include want.
+func seriesIn(g Gomega, reg prometheus.Gatherer, name string, want map[string]string) []float64 {
+	families, err := reg.Gather()
+	g.ExpectWithOffset(3, err).NotTo(HaveOccurred())
 	var out []float64
 	for _, f := range families {
 		if f.GetName() != name {

@@ -46,7 +46,8 @@ type Clusters struct {
 	scheduleInterval                                    *prometheus.GaugeVec
 	backups                                             *prometheus.CounterVec
 	verifications                                       *prometheus.CounterVec
-	backupLastVerified                                  *prometheus.GaugeVec
+	backupLastVerified, backupLastFailure               *prometheus.GaugeVec
+	backupLastVerificationFailure                       *prometheus.GaugeVec
 }
 
 // New creates the metrics and registers them with reg.
@@ -111,12 +112,68 @@ func New(reg prometheus.Registerer) *Clusters {
 	reg.MustRegister(m.verifications)
 	m.backupLastVerified = gauge("backup_last_verified_timestamp_seconds",
 		"When the newest verification of an EtcdBackup of the cluster that passed ended.", clusterLabels...)
+	m.backupLastFailure = gauge("backup_last_failure_timestamp_seconds",
+		"When the newest failed EtcdBackup of the cluster ended; 0 until one fails, from the end of the cluster's first backup on.", clusterLabels...)
+	m.backupLastVerificationFailure = gauge("backup_last_verification_failure_timestamp_seconds",
+		"When the newest verification of an EtcdBackup of the cluster that failed ended; 0 until one fails, from the end of the cluster's first backup on.", clusterLabels...)
 	return m
 }
 
+// ObserveBackup sets the cluster's backup timestamps (last success, failure, verification
+// passed and failed; with the duration and size of the newest success) from a backup's
+// status, on every pass over it: unlike the counters, they come back after an operator
+// restart, when every EtcdBackup is reconciled again. Each moves only forward in time, so
+// the newest backup sets it whatever the order the backups are seen in. The two failure
+// timestamps exist at 0 from the first backup that ended on, so that a rule can tell "none
+// failed" from "no backup seen". A backup that has not ended sets nothing.
+func (m *Clusters) ObserveBackup(b *etcdv1alpha1.EtcdBackup) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"namespace": b.Namespace, "name": b.Spec.ClusterName}
+	st := b.Status
+	if ended(st) == "" || st.CompletedAt == nil {
+		return
+	}
+	failure, verificationFailure := m.backupLastFailure.With(l), m.backupLastVerificationFailure.With(l)
+	switch ended(st) {
+	case "succeeded":
+		if newer(m.backupLastSuccess.With(l), st.CompletedAt.Time) {
+			if st.StartedAt != nil {
+				m.backupDuration.With(l).Set(st.CompletedAt.Sub(st.StartedAt.Time).Seconds())
+			}
+			if st.Artifact != nil {
+				m.backupSize.With(l).Set(float64(st.Artifact.Size))
+			}
+		}
+	case "failed":
+		newer(failure, st.CompletedAt.Time)
+	}
+	if st.Verification == nil {
+		return
+	}
+	switch verified(st) {
+	case "passed":
+		newer(m.backupLastVerified.With(l), st.Verification.CompletedAt.Time)
+	case "failed":
+		newer(verificationFailure, st.Verification.CompletedAt.Time)
+	}
+}
+
+// newer sets the timestamp gauge g to at when at is later than its value, and says whether
+// it did.
+func newer(g prometheus.Gauge, at time.Time) bool {
+	v := float64(at.Unix())
+	if valueOf(g) >= v {
+		return false
+	}
+	g.Set(v)
+	return true
+}
+
 // RecordVerification counts the verification of backup b once it ended (its Verified
-// condition went from Unknown or absent to True or False), and keeps when the newest one
-// that passed ended.
+// condition went from Unknown or absent to True or False), and observes its timestamps
+// (ObserveBackup).
 func (m *Clusters) RecordVerification(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1alpha1.EtcdBackupStatus) {
 	if m == nil || verified(old) != "" {
 		return
@@ -127,12 +184,7 @@ func (m *Clusters) RecordVerification(b *etcdv1alpha1.EtcdBackup, old, updated e
 	}
 	l := prometheus.Labels{"namespace": b.Namespace, "name": b.Spec.ClusterName}
 	m.verifications.With(withLabel(l, "outcome", outcome)).Inc()
-	if outcome != "passed" || updated.Verification == nil {
-		return
-	}
-	if done := float64(updated.Verification.CompletedAt.Unix()); valueOf(m.backupLastVerified.With(l)) < done {
-		m.backupLastVerified.With(l).Set(done)
-	}
+	m.ObserveBackup(&etcdv1alpha1.EtcdBackup{ObjectMeta: b.ObjectMeta, Spec: b.Spec, Status: updated})
 }
 
 // verified is "passed" or "failed" once the backup's Verified condition says its
@@ -171,9 +223,8 @@ func (m *Clusters) ForgetSchedule(namespace, schedule string) {
 	m.scheduleInterval.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "schedule": schedule})
 }
 
-// RecordBackup records a backup whose status went from old to updated in one pass: once,
-// when the backup ends. The last-success series move only forward in time, so a backup
-// that ended before the newest one (seen again after a restart) changes nothing.
+// RecordBackup counts a backup whose status went from old to updated in one pass: once,
+// when the backup ends; and observes its timestamps (ObserveBackup).
 func (m *Clusters) RecordBackup(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1alpha1.EtcdBackupStatus) {
 	if m == nil || ended(old) != "" {
 		return
@@ -187,20 +238,7 @@ func (m *Clusters) RecordBackup(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1a
 	for _, o := range []string{"passed", "failed"} { // the series exist before the first verification
 		m.verifications.With(withLabel(l, "outcome", o)).Add(0)
 	}
-	if outcome != "succeeded" || updated.CompletedAt == nil {
-		return
-	}
-	done := float64(updated.CompletedAt.Unix())
-	if last := m.backupLastSuccess.With(l); valueOf(last) > done {
-		return
-	}
-	m.backupLastSuccess.With(l).Set(done)
-	if updated.StartedAt != nil {
-		m.backupDuration.With(l).Set(updated.CompletedAt.Sub(updated.StartedAt.Time).Seconds())
-	}
-	if updated.Artifact != nil {
-		m.backupSize.With(l).Set(float64(updated.Artifact.Size))
-	}
+	m.ObserveBackup(&etcdv1alpha1.EtcdBackup{ObjectMeta: b.ObjectMeta, Spec: b.Spec, Status: updated})
 }
 
 // ended is "succeeded" or "failed" once the backup's Succeeded condition says it ended,
@@ -344,7 +382,8 @@ func (m *Clusters) Forget(namespace, name string) {
 	for _, g := range []*prometheus.GaugeVec{m.desired, m.members, m.ready, m.healthy, m.learners, m.updated,
 		m.quorumMargin, m.hasLeader, m.condition, m.progressing, m.degraded, m.memberHealthy, m.memberLeader, m.memberDBSize,
 		m.memberDBSizeInUse, m.memberAlarm,
-		m.caNotAfter, m.lastSuccess, m.backupLastSuccess, m.backupDuration, m.backupSize, m.backupLastVerified} {
+		m.caNotAfter, m.lastSuccess, m.backupLastSuccess, m.backupDuration, m.backupSize, m.backupLastVerified,
+		m.backupLastFailure, m.backupLastVerificationFailure} {
 		g.DeletePartialMatch(l)
 	}
 	m.actions.DeletePartialMatch(l)

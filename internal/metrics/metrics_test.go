@@ -216,9 +216,58 @@ func TestRecordBackupOnceWhenItEnds(t *testing.T) {
 	g.Expect(testutil.ToFloat64(m.backups.WithLabelValues("ns", "main", "failed"))).To(Equal(1.0))
 	g.Expect(testutil.ToFloat64(m.backupLastSuccess.WithLabelValues("ns", "main"))).To(Equal(float64(now.Add(90*time.Second).Unix())), "a failure is no success")
 
+	g.Expect(testutil.ToFloat64(m.backupLastFailure.WithLabelValues("ns", "main"))).To(Equal(float64(now.Add(time.Minute).Unix())))
+
 	m.Forget("ns", "main")
 	g.Expect(testutil.CollectAndCount(m.backups)).To(BeZero())
 	g.Expect(testutil.CollectAndCount(m.backupSize)).To(BeZero())
+	g.Expect(testutil.CollectAndCount(m.backupLastFailure)).To(BeZero())
+}
+
+// After a restart the counters start from zero, but the timestamps the backup alerts read
+// come back from the finished backups, seen in any order.
+func TestObserveBackupSetsTheTimestampsAgainAfterARestart(t *testing.T) {
+	g := NewWithT(t)
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	backup := func(name string, st etcdv1alpha1.EtcdBackupStatus) *etcdv1alpha1.EtcdBackup {
+		b := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Status: st}
+		b.Spec.ClusterName = "main"
+		return b
+	}
+	m.ObserveBackup(backup("running", backupStatus(metav1.ConditionUnknown, time.Time{}, time.Time{}, 0)))
+	n, err := testutil.GatherAndCount(reg)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(BeZero(), "a backup that has not ended sets nothing")
+
+	m.ObserveBackup(backup("new", backupStatus(metav1.ConditionTrue, now, now.Add(time.Minute), 4096)))
+	g.Expect(testutil.ToFloat64(m.backupLastSuccess.WithLabelValues("ns", "main"))).To(Equal(float64(now.Add(time.Minute).Unix())))
+	g.Expect(testutil.ToFloat64(m.backupSize.WithLabelValues("ns", "main"))).To(Equal(4096.0))
+	g.Expect(testutil.CollectAndCount(m.backupLastFailure)).To(Equal(1), "the failure timestamp exists at 0 once a backup ended")
+	g.Expect(testutil.ToFloat64(m.backupLastFailure.WithLabelValues("ns", "main"))).To(BeZero())
+	g.Expect(testutil.CollectAndCount(m.backupLastVerificationFailure)).To(Equal(1))
+
+	older := backupStatus(metav1.ConditionTrue, now.Add(-time.Hour), now.Add(-time.Hour+time.Second), 1)
+	m.ObserveBackup(backup("old", older))
+	g.Expect(testutil.ToFloat64(m.backupLastSuccess.WithLabelValues("ns", "main"))).To(Equal(float64(now.Add(time.Minute).Unix())), "an older backup seen later moves nothing back")
+	g.Expect(testutil.ToFloat64(m.backupSize.WithLabelValues("ns", "main"))).To(Equal(4096.0))
+
+	failed := backupStatus(metav1.ConditionFalse, now.Add(-2*time.Hour), now.Add(-2*time.Hour), 0)
+	m.ObserveBackup(backup("failed", failed))
+	m.ObserveBackup(backup("failed", failed)) // the next pass over it
+	g.Expect(testutil.ToFloat64(m.backupLastFailure.WithLabelValues("ns", "main"))).To(Equal(float64(now.Add(-2 * time.Hour).Unix())))
+
+	verification := func(st metav1.ConditionStatus, at time.Time) *etcdv1alpha1.EtcdBackup {
+		out := backup("verified", backupStatus(metav1.ConditionTrue, now.Add(-3*time.Hour), now.Add(-3*time.Hour), 1))
+		out.Status.Conditions = append(out.Status.Conditions, metav1.Condition{Type: etcdv1alpha1.ConditionVerified, Status: st})
+		out.Status.Verification = &etcdv1alpha1.BackupVerification{CompletedAt: metav1.NewTime(at)}
+		return out
+	}
+	m.ObserveBackup(verification(metav1.ConditionFalse, now))
+	m.ObserveBackup(verification(metav1.ConditionTrue, now.Add(-time.Hour)))
+	g.Expect(testutil.ToFloat64(m.backupLastVerificationFailure.WithLabelValues("ns", "main"))).To(Equal(float64(now.Unix())))
+	g.Expect(testutil.ToFloat64(m.backupLastVerified.WithLabelValues("ns", "main"))).To(Equal(float64(now.Add(-time.Hour).Unix())))
+	g.Expect(testutil.CollectAndCount(m.backups)).To(BeZero(), "observing counts nothing: the counters count what ended in this process")
 }
 
 func TestRecordVerificationOnceWhenItEnds(t *testing.T) {
@@ -231,7 +280,8 @@ func TestRecordVerificationOnceWhenItEnds(t *testing.T) {
 	g.Expect(testutil.ToFloat64(m.verifications.WithLabelValues("ns", "main", "failed"))).To(BeZero())
 
 	verifiedAt := func(st metav1.ConditionStatus, at time.Time) etcdv1alpha1.EtcdBackupStatus {
-		out := etcdv1alpha1.EtcdBackupStatus{Conditions: []metav1.Condition{{Type: etcdv1alpha1.ConditionVerified, Status: st}}}
+		out := backupStatus(metav1.ConditionTrue, now, now.Add(time.Minute), 1) // only a backup that succeeded is verified
+		out.Conditions = append(out.Conditions, metav1.Condition{Type: etcdv1alpha1.ConditionVerified, Status: st})
 		if st != metav1.ConditionUnknown {
 			out.Verification = &etcdv1alpha1.BackupVerification{CompletedAt: metav1.NewTime(at)}
 		}

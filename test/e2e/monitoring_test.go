@@ -108,14 +108,20 @@ var _ = Describe("Monitoring with a real Prometheus", Label("monitoring"), func(
 		createBackup(ctx, ns, "doomed", c.Name, etcdv1alpha1.BackupDestination{S3: store.destination("e2e-doomed", "missing")},
 			etcdv1alpha1.BackupDeletionPolicyRetain)
 		Eventually(func(g Gomega) {
-			g.Expect(promAlertStates(ctx, g, "EtcdBackupFailing", operatorScope)).To(ContainElement("firing"))
+			g.Expect(promAlertStates(ctx, g, "EtcdBackupFailing", operatorScope)).To(ContainElement("firing"),
+				"the failure timestamp the operator serves: %v; the backup: %v", promValues(ctx, g, `etcdpilot_backup_last_failure_timestamp_seconds{`+operatorScope+`}`),
+				get(ctx, ns, "doomed", &etcdv1alpha1.EtcdBackup{}).Status.Conditions)
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
 
-		By("a backup that succeeds: the alert resolves, and the backup metrics exist")
+		By("a backup that succeeds, and is verified: the alert resolves, and the backup metrics exist")
 		createClaim(ctx, ns, "backups")
 		createBackup(ctx, ns, "saved", c.Name, etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "backups", Path: "etcd"}},
 			etcdv1alpha1.BackupDeletionPolicyRetain)
-		expectBackupSucceeded(waitBackupFinished(ctx, ns, "saved", 2*time.Minute))
+		saved := waitBackupFinished(ctx, ns, "saved", 2*time.Minute)
+		expectBackupSucceeded(saved)
+		setVerify(ctx, saved) // for the verification timestamps EtcdBackupVerificationFailing reads
+		v := meta.FindStatusCondition(waitVerified(ctx, ns, "saved").Status.Conditions, etcdv1alpha1.ConditionVerified)
+		Expect(v.Status).To(Equal(metav1.ConditionTrue), "%s: %s", v.Reason, v.Message)
 		Eventually(func(g Gomega) {
 			g.Expect(promAlertStates(ctx, g, "EtcdBackupFailing", operatorScope)).To(BeEmpty())
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
