@@ -501,14 +501,16 @@ func (o Observed) shrinkVictim() Member {
 }
 
 // remainingVoters projects the cluster without victim: how many voters remain, how many of
-// them are healthy, and the first healthy one (to hand leadership to).
+// them are healthy and staying, and the first of those (to hand leadership to). A member
+// that answers but is going (its pod being deleted, or its data gone) does not count as
+// healthy: it will not be there to hold the quorum the removal leaves.
 func (o Observed) remainingVoters(victim Member) (voters, healthy int, successor *Member) {
 	for i, m := range o.Members {
 		if m.ID == victim.ID || m.Learner {
 			continue
 		}
 		voters++
-		if m.Healthy {
+		if m.Healthy && !o.going(m) {
 			healthy++
 			if successor == nil {
 				successor = &o.Members[i]
@@ -516,6 +518,17 @@ func (o Observed) remainingVoters(victim Member) (voters, healthy int, successor
 		}
 	}
 	return voters, healthy, successor
+}
+
+// going is true for a member whose pod is being deleted, or whose data is gone (its claim,
+// or the pod of an ephemeral member): whatever it answers now, it is about to stop.
+func (o Observed) going(m Member) bool {
+	pod, hasPod := o.Pods[m.Name]
+	if hasPod && pod.Terminating {
+		return true
+	}
+	_, hasPVC := o.PVCs[m.Name]
+	return m.Started && ((o.Ephemeral && !hasPod) || (!o.Ephemeral && !hasPVC))
 }
 
 // claimlessPodGrace is how old the pod of a member that never started must be before its

@@ -378,6 +378,31 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			// Two members destroyed a few milliseconds apart: the second still answers while its
+			// etcd shuts down. Removing the first would change the membership for a quorum that
+			// is about to go; the loss is left whole to quorum-loss recovery.
+			name: "data lost, and another member answers but its claim is gone too: touch nothing",
+			obs: membership.Observed{Size: 3, Pods: pods(e1, e2), PVCs: pvcs(true, e2),
+				Members: []membership.Member{member(0, 10, true, false, false), voter(1, 11), leader(voter(2, 12))}},
+			want: membership.Blocked,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e0))
+				g.Expect(a.Message).To(ContainSubstring("1 of the 2 other voting members are healthy"))
+			},
+		},
+		{
+			name: "data lost, and another member answers but its pod is being deleted: wait for it",
+			obs: membership.Observed{Size: 3, Pods: map[string]membership.Pod{e1: {Ready: true, Terminating: true}, e2: {Ready: true}},
+				PVCs: pvcs(true, e1, e2), Members: []membership.Member{member(0, 10, true, false, false), voter(1, 11), leader(voter(2, 12))}},
+			want: membership.Blocked,
+		},
+		{
+			name: "shrinking never counts on a member whose pod is being deleted",
+			obs: membership.Observed{Size: 2, Pods: map[string]membership.Pod{e0: {Ready: true}, e1: {Ready: true, Terminating: true}, e2: {Ready: true}},
+				PVCs: pvcs(true, e0, e1, e2), Members: []membership.Member{leader(voter(0, 10)), voter(1, 11), voter(2, 12)}},
+			want: membership.Wait,
+		},
+		{
 			name: "ephemeral member whose pod is gone: replace it",
 			obs: membership.Observed{Size: 3, Ephemeral: true, Pods: pods(e0, e2),
 				Members: []membership.Member{leader(voter(0, 10)), member(1, 11, true, false, false), voter(2, 12)}},

@@ -30,7 +30,7 @@ var _ = Describe("quorum-loss recovery", func() {
 		c = waitReady(ctx, c)
 		acked := writeAcknowledged(ctx, ns, "q", "round-1/", 200)
 
-		survivor := destroyTwo(ctx, c)
+		survivor, victims := destroyTwo(ctx, c)
 		survivorPod := get(ctx, ns, survivor, &corev1.Pod{})
 
 		By("Manual: the loss is declared after 30 s, and nothing is done before approval")
@@ -45,7 +45,10 @@ var _ = Describe("quorum-loss recovery", func() {
 			g.Expect(degraded.Message).To(ContainSubstring(etcdv1alpha1.AnnotationApproveRecovery + "=" + rec.ID))
 		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		Expect(rec.Survivor).To(Equal(survivor))
-		Expect(rec.LostMembers).To(HaveLen(2))
+		// Both victims, or one: the operator may replace the first destroyed member while the
+		// second still answers (its etcd shutting down, its claim not yet deleted); it never
+		// counts a member whose pod or claim is going (membership's remainingVoters).
+		Expect(rec.LostMembers).To(And(Not(BeEmpty()), HaveEach(BeElementOf(victims))), "the lost members are victims")
 		Consistently(func(g Gomega) {
 			g.Expect(get(ctx, ns, survivor, &corev1.Pod{}).UID).To(Equal(survivorPod.UID), "the survivor is not touched before approval")
 		}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
@@ -67,7 +70,7 @@ var _ = Describe("quorum-loss recovery", func() {
 		for k, v := range writeAcknowledged(ctx, ns, "q", "round-2/", 200) {
 			acked[k] = v
 		}
-		survivor = destroyTwo(ctx, c)
+		survivor, _ = destroyTwo(ctx, c)
 		rec = expectRecovered(ctx, c, acked, rec.ID)
 		Expect(rec.Survivor).To(Equal(survivor))
 
@@ -104,12 +107,10 @@ func writeAcknowledged(ctx context.Context, ns, name, prefix string, n int) map[
 }
 
 // destroyTwo deletes the claims and pods of two of the three members (the leader among
-// them) and returns the third.
-func destroyTwo(ctx context.Context, c *etcdv1alpha1.EtcdCluster) string {
+// them) and returns the third, and the two.
+func destroyTwo(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (survivor string, victims []string) {
 	c = get(ctx, c.Namespace, c.Name, &etcdv1alpha1.EtcdCluster{})
 	ExpectWithOffset(1, c.Status.Members).To(HaveLen(3))
-	var victims []string
-	survivor := ""
 	for _, m := range c.Status.Members {
 		if survivor == "" && !m.Leader {
 			survivor = m.Name
@@ -124,7 +125,7 @@ func destroyTwo(ctx context.Context, c *etcdv1alpha1.EtcdCluster) string {
 		ExpectWithOffset(1, k8sClient.Delete(ctx, pvc)).To(Succeed())
 		ExpectWithOffset(1, k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: v, Namespace: c.Namespace}})).To(Succeed())
 	}
-	return survivor
+	return survivor, victims
 }
 
 // expectRecovered waits for a recovery other than last to end with the cluster Ready at three members,
