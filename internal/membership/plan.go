@@ -524,9 +524,13 @@ func (o Observed) remainingVoters(victim Member) (voters, healthy int, successor
 // or the pod of an ephemeral member): whatever it answers now, it is about to stop.
 func (o Observed) going(m Member) bool {
 	pod, hasPod := o.Pods[m.Name]
-	if hasPod && pod.Terminating {
-		return true
-	}
+	return (hasPod && pod.Terminating) || o.dataLost(m)
+}
+
+// dataLost is true for a member that started and whose data is gone: its claim (or, in an
+// ephemeral cluster, its pod).
+func (o Observed) dataLost(m Member) bool {
+	_, hasPod := o.Pods[m.Name]
 	_, hasPVC := o.PVCs[m.Name]
 	return m.Started && ((o.Ephemeral && !hasPod) || (!o.Ephemeral && !hasPVC))
 }
@@ -543,8 +547,7 @@ func (o Observed) missingPod() (Action, bool) {
 	for _, m := range o.Members {
 		pod, hasPod := o.Pods[m.Name]
 		_, hasPVC := o.PVCs[m.Name]
-		dataLost := m.Started && ((o.Ephemeral && !hasPod) || (!o.Ephemeral && !hasPVC))
-		if dataLost {
+		if o.dataLost(m) {
 			return o.replace(m, "its data is lost (its pod or volume was deleted)", etcdv1alpha1.ReasonMemberDataLost), true
 		}
 		if hasPod && !o.Ephemeral && !hasPVC && !pod.Terminating && o.Now.Sub(pod.Created) > claimlessPodGrace {

@@ -130,13 +130,17 @@ func (m *Clusters) ObserveBackup(b *etcdv1alpha1.EtcdBackup) {
 	if m == nil {
 		return
 	}
-	l := prometheus.Labels{"namespace": b.Namespace, "name": b.Spec.ClusterName}
-	st := b.Status
-	if ended(st) == "" || st.CompletedAt == nil {
+	m.observeBackup(prometheus.Labels{"namespace": b.Namespace, "name": b.Spec.ClusterName}, b.Status)
+}
+
+// observeBackup is ObserveBackup for the backup status st of the cluster labelled l.
+func (m *Clusters) observeBackup(l prometheus.Labels, st etcdv1alpha1.EtcdBackupStatus) {
+	outcome := ended(st)
+	if outcome == "" || st.CompletedAt == nil {
 		return
 	}
 	failure, verificationFailure := m.backupLastFailure.With(l), m.backupLastVerificationFailure.With(l)
-	switch ended(st) {
+	switch outcome {
 	case "succeeded":
 		if newer(m.backupLastSuccess.With(l), st.CompletedAt.Time) {
 			if st.StartedAt != nil {
@@ -184,7 +188,7 @@ func (m *Clusters) RecordVerification(b *etcdv1alpha1.EtcdBackup, old, updated e
 	}
 	l := prometheus.Labels{"namespace": b.Namespace, "name": b.Spec.ClusterName}
 	m.verifications.With(withLabel(l, "outcome", outcome)).Inc()
-	m.ObserveBackup(&etcdv1alpha1.EtcdBackup{ObjectMeta: b.ObjectMeta, Spec: b.Spec, Status: updated})
+	m.observeBackup(l, updated)
 }
 
 // verified is "passed" or "failed" once the backup's Verified condition says its
@@ -238,7 +242,7 @@ func (m *Clusters) RecordBackup(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1a
 	for _, o := range []string{"passed", "failed"} { // the series exist before the first verification
 		m.verifications.With(withLabel(l, "outcome", o)).Add(0)
 	}
-	m.ObserveBackup(&etcdv1alpha1.EtcdBackup{ObjectMeta: b.ObjectMeta, Spec: b.Spec, Status: updated})
+	m.observeBackup(l, updated)
 }
 
 // ended is "succeeded" or "failed" once the backup's Succeeded condition says it ended,

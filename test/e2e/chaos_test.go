@@ -42,8 +42,8 @@ import (
 // keeps its history (history.json, history.html) under _output/chaos/.
 //
 // Serial, like the specs that take the operator away: its operator faults (a kill, the loss
-// of its API access) hit every spec running beside it, which then lost an event or a counter
-// increment the operator could not deliver, and failed (two CI runs out of three).
+// of its API access) hit every spec running beside it; one failed for an event the cut-off
+// operator could not deliver.
 var _ = Describe("chaos", Label("chaos"), Serial, func() {
 	It("keeps a linearizable history and every acknowledged write through random faults and spec changes, and never takes quorum away", func(ctx SpecContext) {
 		profile := chaos.Short
