@@ -453,7 +453,11 @@ monitoring-down: $(KUBECTL) ## Remove Prometheus, the Prometheus Operator, their
 ##@ Tests on a cluster
 
 E2E_PROCS ?= 3
-GINKGO_E2E = $(GINKGO) -v $(if $(CI),--no-color) --procs=$(E2E_PROCS) --timeout=40m
+# Each e2e run also writes a Ginkgo JSON report here (deploy.json, olm.json); after a failed
+# run, go run ./hack/e2efailures $(E2E_REPORTS)/*.json prints what failed, briefly (.ci/run
+# prints it last).
+E2E_REPORTS := $(CURDIR)/_output/e2e
+GINKGO_E2E = $(GINKGO) -v $(if $(CI),--no-color) --procs=$(E2E_PROCS) --timeout=40m --output-dir=$(E2E_REPORTS)
 # The previous release (the newest in catalog/releases.yaml), which the OLM specs install and
 # upgrade to this VERSION through the catalog's graph.
 PREVIOUS_VERSION = $(shell hack/catalog.sh releases | tail -n 1 | cut -d' ' -f1)
@@ -463,7 +467,8 @@ test-e2e: test-e2e-deploy test-e2e-olm test-e2e-scorecard ## Run the whole e2e s
 
 .PHONY: test-e2e-deploy
 test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) $(NFDELAY) cluster-ensure images s3-up monitoring-up ## Run the e2e specs on the operator `make deploy` installs.
-	KUBECTL=$(KUBECTL) NFDELAY=$(NFDELAY) LOCAL_IMG=$(LOCAL_IMG) $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --label-filter='!olm' ./test/e2e
+	rm -f $(E2E_REPORTS)/deploy.json
+	KUBECTL=$(KUBECTL) NFDELAY=$(NFDELAY) LOCAL_IMG=$(LOCAL_IMG) $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --json-report=deploy.json --label-filter='!olm' ./test/e2e
 
 # The chaos suite (test/e2e/chaos_test.go): random faults and spec changes under a recorded
 # workload, checked for linearizability with porcupine. Its short profile is one of the
@@ -496,13 +501,14 @@ e2e-olm-inputs: $(OPERATOR_SDK) olm-images release-images scorecard-image ## Bui
 .PHONY: test-e2e-olm
 test-e2e-olm: $(GINKGO) $(OPERATOR_SDK) olm-up images release-images bundle-image catalog-check catalog-image ## Run the e2e specs that install and upgrade the operator through OLM.
 	@test -n "$(PREVIOUS_VERSION)" || { echo "test-e2e-olm: catalog/releases.yaml lists no previous release" >&2; exit 1; }
+	rm -f $(E2E_REPORTS)/olm.json
 	E2E_INSTALL=olm OPERATOR_SDK=$(OPERATOR_SDK) SSL_CERT_FILE=$(REGISTRY_CA_BUNDLE) \
 		E2E_OLM_CATALOG_IMAGE=$(CATALOG_IMG) E2E_OLM_HEAD_CSV=$(BUNDLE_PACKAGE).v$(VERSION) \
 		E2E_OLM_PREVIOUS_CSV=$(BUNDLE_PACKAGE).v$(PREVIOUS_VERSION) \
 		E2E_OLM_HEAD_BUNDLE=$(REGISTRY_TLS)/$(call image-path,$(BUNDLE_IMG)) \
 		E2E_OLM_PREVIOUS_BUNDLE=$(REGISTRY_TLS)/$(call image-path,$(IMAGE_TAG_BASE)-bundle:v$(PREVIOUS_VERSION)) \
 		E2E_OLM_INDEX_IMAGE=$(OLM_OPM_INDEX_IMAGE) E2E_OLM_DECOMPRESSION_IMAGE=$(BUSYBOX_IMAGE) \
-		$(GINKGO_E2E) --label-filter=olm ./test/e2e
+		$(GINKGO_E2E) --json-report=olm.json --label-filter=olm ./test/e2e
 
 .PHONY: demo
 demo: ## Start everything locally: cluster, OLM, images, catalog, the operator installed through OLM, a sample EtcdCluster.

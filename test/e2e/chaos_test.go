@@ -143,10 +143,14 @@ var _ = Describe("chaos", Label("chaos"), Serial, func() {
 		if verdict.Result != porcupine.Ok {
 			GinkgoWriter.Printf("chaos: where the check stopped:\n%s", verdict.Explain(10))
 		}
-		Expect(verdict.Result).To(Equal(porcupine.Ok), "the history is linearizable: %s", verdict)
-		Expect(lost).To(BeEmpty(), "every acknowledged append is there with its value")
-		Expect(unexplained).To(BeEmpty(), "an append that is there was acknowledged, or tried without an answer")
-		Expect(violations).To(BeEmpty(), "no member taken down by the operator while the others were short of a quorum")
+		// Each message carries the fault timeline: with it, the message alone (all that a CI
+		// log's tail may keep) says what happened when.
+		timeline := "\nfault timeline (seconds since the start):\n" + strings.Join(run.timeline, "")
+		Expect(verdict.Result).To(Equal(porcupine.Ok), "the history is linearizable: %s%s", verdict, timeline)
+		Expect(lost).To(BeEmpty(), "every acknowledged append is there with its value%s", timeline)
+		Expect(unexplained).To(BeEmpty(), "an append that is there was acknowledged, or tried without an answer%s", timeline)
+		explained := run.explain(violations, samples)
+		Expect(explained).To(BeEmpty(), "no member taken down by the operator while the others were short of a quorum:\n%s%s", strings.Join(explained, "\n"), timeline)
 
 		got := waitReadyWithin(ctx, c, chaosRecovery)
 		members, err := cli.MemberList(ctx)
@@ -163,6 +167,29 @@ var _ = Describe("chaos", Label("chaos"), Serial, func() {
 		Expect(run.operatorLogs(ctx)).NotTo(ContainSubstring("panic: "), "the operator never panicked")
 	})
 })
+
+// explain says, for each violation, when it happened and what the health samples around it
+// saw, in seconds since the start like the fault timeline.
+func (r *chaosRun) explain(violations []chaos.Violation, samples []chaos.Sample) []string {
+	var out []string
+	for _, v := range violations {
+		out = append(out, fmt.Sprintf("%.1fs: %s went down, not by a fault, while %d other voters were healthy (quorum %d); the samples around it:",
+			v.At.Sub(r.start).Seconds(), v.Member, v.HealthyOthers, v.Quorum))
+		for _, s := range samples {
+			if d := s.At.Sub(v.At); d < -4*time.Second || d > 3*time.Second {
+				continue
+			}
+			var healthy []string
+			for _, m := range s.Voters {
+				if s.Healthy[m] {
+					healthy = append(healthy, m)
+				}
+			}
+			out = append(out, fmt.Sprintf("  %.1fs: voters %v, healthy %v", s.At.Sub(r.start).Seconds(), s.Voters, healthy))
+		}
+	}
+	return out
+}
 
 // upgradePath is the long profile's etcd releases: it starts at the first, and each
 // Upgrade moves to the next.
