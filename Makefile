@@ -360,8 +360,16 @@ deploy-monitoring: $(KUSTOMIZE) $(KUBECTL) ## Apply config/prometheus (the opera
 		$(KUSTOMIZE) build config/prometheus | $(KUBECTL) apply --server-side --force-conflicts -f -; \
 	else echo "deploy-monitoring: the Prometheus Operator's CRDs are not installed: config/prometheus (the operator's ServiceMonitor and alert rules) is left out"; fi
 
+# The custom resources go first, each waited for, while the operator still runs: their
+# finalizers need it. Deleted with the operator, a resource that still had its finalizer
+# would keep its CRD and namespace from ever going, and this target would wait for good.
+API_RESOURCES := etcdbackupschedules.etcd.etcdpilot.io,etcdbackups.etcd.etcdpilot.io,etcdclusters.etcd.etcdpilot.io
 .PHONY: undeploy
-undeploy: $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Remove the operator and its CRDs.
+undeploy: $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Remove every EtcdCluster, EtcdBackup and schedule (waiting for the operator's cleanup), then the operator and its CRDs.
+	@if $(KUBECTL) get crd etcdclusters.etcd.etcdpilot.io >/dev/null 2>&1; then \
+		$(KUBECTL) delete $(API_RESOURCES) --all --all-namespaces --ignore-not-found --wait=true --timeout=5m || { \
+			echo "undeploy: the custom resources above were not all gone after 5 minutes; the operator removes their finalizers: is it running? (kubectl -n etcdpilot-system get pods)" >&2; exit 1; }; \
+	fi
 	$(KUSTOMIZE) build $(DEPLOY_OVERLAY) | $(KUBECTL) delete --ignore-not-found --wait=true -f -
 
 ##@ Local cluster

@@ -20,6 +20,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,7 +150,7 @@ var _ = Describe("chaos", Label("chaos"), Serial, func() {
 		Expect(verdict.Result).To(Equal(porcupine.Ok), "the history is linearizable: %s%s", verdict, timeline)
 		Expect(lost).To(BeEmpty(), "every acknowledged append is there with its value%s", timeline)
 		Expect(unexplained).To(BeEmpty(), "an append that is there was acknowledged, or tried without an answer%s", timeline)
-		explained := run.explain(violations, samples)
+		explained := run.explain(ctx, violations, samples)
 		Expect(explained).To(BeEmpty(), "no member taken down by the operator while the others were short of a quorum:\n%s%s", strings.Join(explained, "\n"), timeline)
 
 		got := waitReadyWithin(ctx, c, chaosRecovery)
@@ -168,15 +169,29 @@ var _ = Describe("chaos", Label("chaos"), Serial, func() {
 	})
 })
 
-// explain says, for each violation, when it happened and what the health samples around it
-// saw, in seconds since the start like the fault timeline.
-func (r *chaosRun) explain(violations []chaos.Violation, samples []chaos.Sample) []string {
+// explain says, for each violation, when it happened and what the health samples and the
+// operator's events around it saw, in seconds since the start like the fault timeline.
+func (r *chaosRun) explain(ctx context.Context, violations []chaos.Violation, samples []chaos.Sample) []string {
+	if len(violations) == 0 {
+		return nil
+	}
+	var evs eventsv1.EventList
+	if err := k8sClient.List(ctx, &evs, client.InNamespace(r.ns)); err != nil {
+		GinkgoWriter.Printf("chaos: listing the events: %v\n", err)
+	}
+	sort.Slice(evs.Items, func(i, j int) bool { return evs.Items[i].EventTime.Before(&evs.Items[j].EventTime) })
+	near := func(at, v time.Time) bool { d := at.Sub(v); return d >= -5*time.Second && d <= 3*time.Second }
 	var out []string
 	for _, v := range violations {
-		out = append(out, fmt.Sprintf("%.1fs: %s went down, not by a fault, while %d other voters were healthy (quorum %d); the samples around it:",
+		out = append(out, fmt.Sprintf("%.1fs: %s went down, not by a fault, while %d other voters were healthy (quorum %d); the samples and events around it:",
 			v.At.Sub(r.start).Seconds(), v.Member, v.HealthyOthers, v.Quorum))
+		for _, e := range evs.Items {
+			if at := e.EventTime.Time; near(at, v.At) {
+				out = append(out, fmt.Sprintf("  %.1fs: event %s: %.140s", at.Sub(r.start).Seconds(), e.Reason, e.Note))
+			}
+		}
 		for _, s := range samples {
-			if d := s.At.Sub(v.At); d < -4*time.Second || d > 3*time.Second {
+			if !near(s.At, v.At) {
 				continue
 			}
 			var healthy []string
