@@ -52,7 +52,8 @@ const (
 // EtcdClusterReconciler reconciles EtcdCluster objects.
 type EtcdClusterReconciler struct {
 	Client client.Client
-	// APIReader reads what the cache does not hold: the user's TLS Secrets.
+	// APIReader reads what the cache does not hold (the user's TLS Secrets), and the member
+	// pods as they are right before a disruptive action, where the cache may lag.
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
@@ -150,7 +151,10 @@ type EtcdClusterReconciler struct {
 //     watched instead: once the loss has lasted spec.quorumLossRecovery.after and is
 //     approved (or Automatic allows it), the recovery's steps replace the planner's: a
 //     snapshot of the survivor, the lost members removed, the survivor restarted alone
-//     from the snapshot; then the planner grows the cluster back.
+//     from the snapshot; then the planner grows the cluster back. Before a restart or a
+//     removal, look again (recheck: the pods uncached, the members' health) and go ahead
+//     only if every other voter the plan saw healthy still is
+//     (membership.ConfirmDisruption); otherwise do nothing this pass.
 //  8. With no membership change to make, one step of maintenance (maintenance.go,
 //     internal/maintenance): defragment one member, or, under a NOSPACE alarm, compact,
 //     defragment or disarm, as spec.maintenance says and only while every member is healthy.
@@ -217,14 +221,13 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if in.Err = r.applyObserved(ctx, obs); in.Err != nil {
 		return reconcile.Result{}, in.Err
 	}
-	in.Action, obs.restore, err = r.planRestore(ctx, c, membership.Plan(obs.planner))
+	recovering, err := r.decide(ctx, c, obs, &in)
 	if err != nil {
-		in.Err = fmt.Errorf("resolving the restore source: %w", err)
-		return reconcile.Result{}, in.Err
-	}
-	if overrode, err := r.recoverQuorum(ctx, c, obs, &in); overrode || err != nil {
 		in.Err = err
-		return reconcile.Result{RequeueAfter: requeueProgressing}, err
+		return reconcile.Result{}, err
+	}
+	if recovering {
+		return reconcile.Result{RequeueAfter: requeueProgressing}, nil
 	}
 	result, err = r.act(ctx, c, obs, in.Action)
 	var exists *alreadyCreatedError
@@ -318,6 +321,28 @@ func (r *EtcdClusterReconciler) finish(ctx context.Context, c *etcdv1alpha1.Etcd
 		pass.Maintenance = in.Maintenance.Action
 	}
 	r.Metrics.Record(pass)
+}
+
+// decide plans the pass's one change (step 7) into in.Action: the planner's, with its
+// restore source resolved; unless a quorum-loss recovery is under way, whose step then was
+// taken instead (recovering); and, when the change takes a voter away, confirmed by a
+// second look (recheck, membership.ConfirmDisruption) or held back.
+func (r *EtcdClusterReconciler) decide(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input) (recovering bool, err error) {
+	in.Action, obs.restore, err = r.planRestore(ctx, c, membership.Plan(obs.planner))
+	if err != nil {
+		return false, fmt.Errorf("resolving the restore source: %w", err)
+	}
+	if recovering, err := r.recoverQuorum(ctx, c, obs, in); recovering || err != nil {
+		return recovering, err
+	}
+	if membership.Disruptive(in.Action) {
+		now, err := r.recheck(ctx, c, obs)
+		if err != nil {
+			return false, fmt.Errorf("looking again before %s of member %s: %w", in.Action.Kind, in.Action.Member, err)
+		}
+		in.Action = obs.planner.ConfirmDisruption(in.Action, now)
+	}
+	return false, nil
 }
 
 // act carries out the planned action: at most one membership change.

@@ -97,8 +97,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		p := &pods.Items[i]
 		if member := p.Labels[cluster.LabelMember]; member != "" {
 			o.pods[member] = p
-			o.planner.Pods[member] = membership.Pod{Ready: podReady(p), Version: p.Labels[cluster.LabelVersion], Created: p.CreationTimestamp.Time,
-				SpecHash: p.Annotations[resources.AnnotationSpecHash], Terminating: p.DeletionTimestamp != nil}
+			o.planner.Pods[member] = plannerPod(p)
 		}
 	}
 	var pvcs corev1.PersistentVolumeClaimList
@@ -426,6 +425,36 @@ func askMembers(ctx context.Context, cli etcd.Client, names cluster.Cluster, mem
 		}
 	}
 	return out
+}
+
+// plannerPod is what the planner knows of a member pod.
+func plannerPod(p *corev1.Pod) membership.Pod {
+	return membership.Pod{Ready: podReady(p), Version: p.Labels[cluster.LabelVersion], Created: p.CreationTimestamp.Time,
+		SpecHash: p.Annotations[resources.AnnotationSpecHash], Terminating: p.DeletionTimestamp != nil}
+}
+
+// recheck is the second look before a disruptive action (membership.ConfirmDisruption):
+// the member pods read from the API server, not the cache, and every member asked again for
+// its status.
+func (r *EtcdClusterReconciler) recheck(ctx context.Context, c *etcdv1alpha1.EtcdCluster, o *observation) (map[string]membership.Recheck, error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(o.planner.Cluster.SelectorLabels())); err != nil {
+		return nil, err
+	}
+	fresh := map[string]membership.Pod{}
+	for i := range pods.Items {
+		if member := pods.Items[i].Labels[cluster.LabelMember]; member != "" {
+			fresh[member] = plannerPod(&pods.Items[i])
+		}
+	}
+	statuses := askMembers(ctx, o.etcd, o.planner.Cluster, o.planner.Members, fresh)
+	out := make(map[string]membership.Recheck, len(o.planner.Members))
+	for _, m := range o.planner.Members {
+		pod, hasPod := fresh[m.Name]
+		st, asked := statuses[m.Name]
+		out[m.Name] = membership.Recheck{HasPod: hasPod, Pod: pod, Healthy: asked && st.err == nil && maintenance.Healthy(m.ID, st.Errors)}
+	}
+	return out, nil
 }
 
 func podReady(p *corev1.Pod) bool {
