@@ -396,7 +396,11 @@ func (r *chaosRun) sampleOnce(ctx context.Context, cli *clientv3.Client) (chaos.
 	if err != nil {
 		return chaos.Sample{}, false
 	}
+	// Every member is asked at once, each with its own bound, like the operator asks them:
+	// a slow member list or a slow member does not make the others look down.
 	s := chaos.Sample{At: time.Now(), Healthy: map[string]bool{}}
+	var mu sync.Mutex
+	var asked sync.WaitGroup
 	for _, m := range list.Members {
 		if m.IsLearner || m.Name == "" {
 			continue
@@ -406,9 +410,16 @@ func (r *chaosRun) sampleOnce(ctx context.Context, cli *clientv3.Client) (chaos.
 		if !ok {
 			continue
 		}
-		st, err := cli.Status(lctx, "https://"+ip+":2379")
-		s.Healthy[m.Name] = err == nil && st.Leader != 0
+		asked.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			st, err := cli.Status(sctx, "https://"+ip+":2379")
+			mu.Lock()
+			s.Healthy[m.Name] = err == nil && st.Leader != 0
+			mu.Unlock()
+		})
 	}
+	asked.Wait()
 	sort.Strings(s.Voters)
 	return s, true
 }
