@@ -692,7 +692,7 @@ func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, c *etcdv1alp
 			}
 			return nil
 		}); err != nil {
-			return fmt.Errorf("ensuring service %s: %w", desired.Name, err)
+			return fmt.Errorf("ensuring service %s: %w", desired.Name, r.foreign(ctx, err, svc, "Service"))
 		}
 	}
 	desired := resources.PodDisruptionBudget(c)
@@ -701,7 +701,7 @@ func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, c *etcdv1alp
 		pdb.Labels, pdb.OwnerReferences, pdb.Spec = desired.Labels, desired.OwnerReferences, desired.Spec
 		return nil
 	}); err != nil {
-		return fmt.Errorf("ensuring pod disruption budget %s: %w", desired.Name, err)
+		return fmt.Errorf("ensuring pod disruption budget %s: %w", desired.Name, r.foreign(ctx, err, pdb, "PodDisruptionBudget"))
 	}
 	return r.ensureNetworkPolicy(ctx, c)
 }
@@ -731,9 +731,28 @@ func (r *EtcdClusterReconciler) ensureNetworkPolicy(ctx context.Context, c *etcd
 		np.Labels, np.OwnerReferences, np.Spec = desired.Labels, desired.OwnerReferences, desired.Spec
 		return nil
 	}); err != nil {
-		return fmt.Errorf("ensuring network policy %s: %w", desired.Name, err)
+		return fmt.Errorf("ensuring network policy %s: %w", desired.Name, r.foreign(ctx, err, np, "NetworkPolicy"))
 	}
 	return nil
+}
+
+// foreign explains the failure to create one of the cluster's objects whose name is taken.
+// The cache holds only objects with the operator's label, so an object of that name made by
+// someone else is invisible to it, and every pass would fail the same way on "already
+// exists": when the object in the API server lacks the label, the error says so and what to
+// do. Otherwise (an object this operator made that the cache does not show yet) err stays.
+func (r *EtcdClusterReconciler) foreign(ctx context.Context, err error, obj client.Object, kind string) error {
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	current, ok := obj.DeepCopyObject().(client.Object)
+	if !ok || r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), current) != nil ||
+		current.GetLabels()[cluster.LabelManagedBy] == cluster.ManagedBy {
+		return err
+	}
+	return fmt.Errorf("a %s named %s already exists in namespace %s, not made by etcdpilot (it lacks the label %s=%s): "+
+		"the cluster needs that name; rename or delete that %s, or give the EtcdCluster another name",
+		kind, obj.GetName(), obj.GetNamespace(), cluster.LabelManagedBy, cluster.ManagedBy, kind)
 }
 
 // finalize applies the PVC deletion policy, then lets the EtcdCluster go. Retained claims
