@@ -30,11 +30,13 @@ func main() {
 		os.Exit(2)
 	}
 	var reports []types.Report
+	read := 0
 	for _, path := range os.Args[1:] {
 		data, err := os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
+		read++
 		var rs []types.Report
 		if err == nil {
 			err = json.Unmarshal(data, &rs)
@@ -44,6 +46,10 @@ func main() {
 			os.Exit(1)
 		}
 		reports = append(reports, rs...)
+	}
+	if read == 0 {
+		fmt.Println("no e2e report: the failure came before the e2e runs ended (see above)")
+		return
 	}
 	digest(os.Stdout, reports)
 }
