@@ -48,6 +48,7 @@ func run() error {
 		metricsAddr, probeAddr, pprofAddr, etcdImageRepository, clusterDomain string
 		leaderElect, secureMetrics, enableHTTP2                               bool
 		caMinPhase                                                            time.Duration
+		clusterWorkers                                                        int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443",
 		"Address the metrics endpoint binds to (HTTPS, authenticated and authorized). Use \"0\" to disable it.")
@@ -73,6 +74,9 @@ func run() error {
 	flag.DurationVar(&caMinPhase, "ca-rotation-min-phase", defaultMinPhase,
 		"How long each of the first two phases of a CA rotation lasts at least, so that clients mounting the client Secret "+
 			"see it change before the next phase needs it (env CA_ROTATION_MIN_PHASE).")
+	flag.IntVar(&clusterWorkers, "cluster-workers", controllers.DefaultWorkers,
+		"How many EtcdClusters are reconciled at once. A pass may wait seconds on members that do not answer; "+
+			"with more workers, the other clusters' passes do not wait behind it. Passes of one cluster never overlap.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -141,7 +145,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("setting up pod exec: %w", err)
 	}
-	if err := setupControllers(mgr, etcdImages, clusterDomain, podExec, agentImage, operatorPods, caMinPhase); err != nil {
+	if err := setupControllers(mgr, etcdImages, clusterDomain, podExec, agentImage, operatorPods, caMinPhase, clusterWorkers); err != nil {
 		return err
 	}
 
@@ -167,7 +171,10 @@ func envOr(key, fallback string) string {
 }
 
 // setupControllers registers the EtcdCluster, EtcdBackup and EtcdBackupSchedule controllers.
-func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomain string, podExec controllers.PodExec, agentImage string, operatorPods resources.Operator, caMinPhase time.Duration) error {
+func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomain string, podExec controllers.PodExec, agentImage string, operatorPods resources.Operator, caMinPhase time.Duration, clusterWorkers int) error {
+	if clusterWorkers < 1 {
+		return fmt.Errorf("--cluster-workers=%d: at least one worker is needed", clusterWorkers)
+	}
 	// One set of metrics about the clusters and their backups, served with
 	// controller-runtime's on the metrics endpoint.
 	clusterMetrics := metrics.New(ctrlmetrics.Registry)
@@ -185,6 +192,7 @@ func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomai
 		Operator:      operatorPods,
 		CAMinPhase:    caMinPhase,
 		Metrics:       clusterMetrics,
+		Workers:       clusterWorkers,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdCluster controller: %w", err)
 	}

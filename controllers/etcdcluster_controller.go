@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -36,6 +37,13 @@ import (
 
 // Finalizer holds an EtcdCluster until the operator has applied its PVC deletion policy.
 const Finalizer = "etcd.etcdpilot.io/cleanup"
+
+// DefaultWorkers is how many clusters are reconciled at once by default. A pass waits on the
+// members: a member list that no member answers takes up to etcd.CallTimeout, a member that
+// does not answer its status call up to etcd.HealthTimeout. With a single worker every other
+// cluster's pass would queue behind such a pass (a cluster being deleted with its namespace,
+// one that lost its quorum); passes of the same cluster never run at once whatever the number.
+const DefaultWorkers = 4
 
 // How soon to look again: quickly while a change is under way, and periodically when the
 // cluster is steady, to notice unhealthy members (etcd does not emit Kubernetes events).
@@ -89,6 +97,8 @@ type EtcdClusterReconciler struct {
 	// PeerRoundTrip reads a member's peer round trips for Auto raft timing (autopilot.go);
 	// nil reads its metrics port.
 	PeerRoundTrip PeerRoundTripReader
+	// Workers is how many clusters are reconciled at once (DefaultWorkers when zero).
+	Workers int
 
 	// monitoring is what passes remember of the clusters' monitoring objects (monitoring.go).
 	monitoring monitoringState
@@ -821,7 +831,12 @@ func (r *EtcdClusterReconciler) now() time.Time {
 // SetupWithManager registers the reconciler with the manager: it watches EtcdClusters and
 // everything they own.
 func (r *EtcdClusterReconciler) SetupWithManager(mgr manager.Manager) error {
+	workers := r.Workers
+	if workers == 0 {
+		workers = DefaultWorkers
+	}
 	return builder.ControllerManagedBy(mgr).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&etcdv1alpha1.EtcdCluster{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.PersistentVolumeClaim{}).

@@ -42,12 +42,25 @@ var fakeEtcd = &etcdRouter{byNamespace: map[string]*fake.Client{}}
 type etcdRouter struct {
 	mu          sync.Mutex
 	byNamespace map[string]*fake.Client
+	// clients: a namespace's members as a client other than the fake (registerClient).
+	clients map[string]etcd.Client
 }
 
 func (r *etcdRouter) register(namespace string, f *fake.Client) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.byNamespace[namespace] = f
+}
+
+// registerClient makes c the members of namespace, for a test whose members behave in a
+// way the fake does not.
+func (r *etcdRouter) registerClient(namespace string, c etcd.Client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.clients == nil {
+		r.clients = map[string]etcd.Client{}
+	}
+	r.clients[namespace] = c
 }
 
 // factory routes by the namespace in the member URLs (https://<member>.<peer>.<ns>.svc:2379).
@@ -62,6 +75,9 @@ func (r *etcdRouter) factory(cfg etcd.Config) (etcd.Client, error) {
 		if labels := strings.Split(u.Hostname(), "."); len(labels) == 4 {
 			if f, ok := r.byNamespace[labels[2]]; ok {
 				return f.Factory()(cfg)
+			}
+			if c, ok := r.clients[labels[2]]; ok {
+				return c, nil
 			}
 		}
 	}
