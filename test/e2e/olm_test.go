@@ -76,12 +76,17 @@ var _ = Describe("installed through OLM", Label("olm"), Ordered, func() {
 		Expect(heads).To(Equal(map[string]string{"stable": headCSV, "fast": headCSV}))
 
 		By("fetching the icon the way a console does, through the icon subresource")
-		icon, err := clientset.RESTClient().Get().AbsPath("/apis/packages.operators.coreos.com/v1/namespaces",
-			olmNamespace, "packagemanifests", packageName, "icon").DoRaw(ctx)
-		Expect(err).NotTo(HaveOccurred())
 		want, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "icon.svg"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(icon)).To(Equal(string(want)))
+		// OLM's packageserver runs two replicas behind its APIService, each reading the
+		// catalog on its own: the read above may have reached one that has the package
+		// while this one reaches the other before it does (a 404). A console retries too.
+		Eventually(func(g Gomega) {
+			icon, err := clientset.RESTClient().Get().AbsPath("/apis/packages.operators.coreos.com/v1/namespaces",
+				olmNamespace, "packagemanifests", packageName, "icon").DoRaw(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(icon)).To(Equal(string(want)))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	})
 
 	It("installs into its own namespace after the InstallPlan is approved, runs the sample, leaves other namespaces alone and keeps the clusters serving once uninstalled", func(ctx SpecContext) {
