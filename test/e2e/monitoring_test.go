@@ -79,15 +79,17 @@ var _ = Describe("Monitoring with a real Prometheus", Label("monitoring"), func(
 			g.Expect(groups).To(HaveKey(ContainSubstring("etcdpilot-operator-alerts")), "the operator's PrometheusRule")
 			g.Expect(groups).To(HaveKey(ContainSubstring(ns+"-e2e-fast")), "the copy")
 		}).WithContext(ctx).WithTimeout(ruleLoadTimeout).WithPolling(2 * time.Second).Should(Succeed())
-		// etcdMembersDown also counts peer send failures over 120 s, and members that start
-		// together fail to reach each other for their first moments: a new cluster may hold
-		// it pending for up to two minutes. Once quiet, a healthy cluster stays quiet.
+		// A healthy cluster's rule evaluates false. etcdMembersDown also counts peer send
+		// failures over 120 s, and members that start together fail to reach each other for
+		// their first moments: a new cluster may hold it pending for up to two minutes.
+		// No check here that it then stays quiet: on these two shared cores a healthy
+		// member's peers can drop a few messages, or a scrape can time out, and the rule
+		// goes pending for an evaluation or two (CI met it twice); its 20 minutes' wait is
+		// there to ride out exactly that. Where each alert stays quiet is asserted on exact
+		// series by promtool (internal/monitoring/rules_test.yaml, make test-rules).
 		Eventually(func(g Gomega) {
-			g.Expect(membersDownAlerts(ctx, g, ns)).To(BeEmpty())
-		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
-		Consistently(func(g Gomega) {
 			g.Expect(membersDownAlerts(ctx, g, ns)).To(BeEmpty(), "a healthy cluster raises no alert")
-		}).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(5 * time.Second).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
 
 		By("keeping a member down: a node selector no node matches, rolled out to the first member restarted")
 		setNodeSelector(ctx, ns, c.Name, map[string]string{"e2e.etcdpilot.io/no-such-node": "true"})
