@@ -99,6 +99,22 @@ func results(list scapi.TestList) ([]Test, error) {
 	return out, nil
 }
 
+// listed reads the tests a scorecard configuration (bundle/tests/scorecard/config.yaml)
+// names, in its order: the tests a run of it reports on.
+func listed(cfg scapi.Configuration) ([]Test, error) {
+	var out []Test
+	for _, stage := range cfg.Stages {
+		for _, tc := range stage.Tests {
+			t, err := testOf(tc.Labels)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
 // The JUnit XML that CI systems read: one testsuite per scorecard test, one testcase per result.
 type junitSuites struct {
 	XMLName xml.Name     `xml:"testsuites"`
@@ -222,6 +238,60 @@ func regressions(ts []Test, claimed int) []Test {
 		}
 	}
 	return bad
+}
+
+// unproven says why a run does not prove a claim of level `claimed` even when none of its
+// tests failed: a test that did not run proves nothing, and a guard that only reads the
+// results it is given stays green when a claimed level's test leaves the configuration or
+// loses its level label. Every claimed level needs a test labelled with it in the run, and
+// every test the configuration (file config, named in the messages) lists for the built-in
+// suites or a claimed level must be in it.
+func unproven(ts, listed []Test, claimed int, config string) []error {
+	ranLevel := map[int]bool{}
+	for _, t := range ts {
+		ranLevel[t.Level] = true
+	}
+	var errs []error
+	for l := 1; l <= claimed; l++ {
+		if !ranLevel[l] {
+			errs = append(errs, fmt.Errorf("level %d (%s) is claimed but no scorecard test labelled level=%d ran: check %s", l, levelNames[l], l, config))
+		}
+	}
+	return append(errs, notRun(ts, listed, claimed, config)...)
+}
+
+// notRun names each test of listed up to level `upTo` (built-ins included) that is not in the
+// run ts: one level can have several tests, and each must run for the level to count.
+func notRun(ts, listed []Test, upTo int, config string) []error {
+	ran := map[string]bool{}
+	for _, t := range ts {
+		ran[t.Name] = true
+	}
+	var errs []error
+	for _, t := range listed {
+		if t.Level <= upTo && !ran[t.Name] {
+			errs = append(errs, fmt.Errorf("%s (%s) is in %s but did not run", t.Name, role(t), config))
+		}
+	}
+	return errs
+}
+
+// role says what a test proves: a built-in suite's check, or a capability level.
+func role(t Test) string {
+	if t.Level == 0 {
+		return "built-in, suite " + t.Suite
+	}
+	return fmt.Sprintf("level %d, %s", t.Level, levelNames[t.Level])
+}
+
+// coversClaim says whether a run with label selector sel runs every test a claim of level
+// `claimed` depends on: the whole configuration (no selector) or exactly the claim's tests
+// (selector(claimed), what make test-e2e-scorecard passes). Any other selector runs a subset
+// (make scorecard SCORECARD_SELECTOR=suite=olm), which can show a test failing but cannot
+// show that every claimed level ran.
+func coversClaim(sel string, claimed int) bool {
+	sel = strings.TrimSpace(sel)
+	return sel == "" || sel == selector(claimed)
 }
 
 // selector is the scorecard label selector that runs the built-in suites and the capability

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"encoding/xml"
+	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	scapi "github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
+	"sigs.k8s.io/yaml"
 )
 
 func item(name, suite, level string, results ...scapi.TestResult) scapi.Test {
@@ -153,4 +157,153 @@ func TestTableReplacesOnlyTheMarkedSection(t *testing.T) {
 	g.Expect(again).To(Equal(out))
 	_, err = setTable([]byte("no markers"), "")
 	g.Expect(err).To(HaveOccurred())
+}
+
+// fullRun is a passing run of every test of the bundle's configuration: two built-ins and one
+// test per level.
+func fullRun() scapi.TestList {
+	pass := func(name string) scapi.TestResult { return scapi.TestResult{Name: name, State: scapi.PassState} }
+	list := scapi.TestList{Items: []scapi.Test{
+		item("basic-check-spec-test", "basic", "", pass("basic-check-spec")),
+		item("olm-bundle-validation-test", "olm", "", pass("olm-bundle-validation")),
+	}}
+	for l, name := range []string{"level-1-basic-install", "level-2-seamless-upgrades", "level-3-full-lifecycle", "level-4-deep-insights", "level-5-auto-pilot"} {
+		list.Items = append(list.Items, item(name, "capability", string(rune('1'+l)), pass(name)))
+	}
+	return list
+}
+
+// configOf is the scorecard configuration listing the tests of list.
+func configOf(list scapi.TestList) scapi.Configuration {
+	stage := scapi.StageConfiguration{Parallel: true}
+	for _, it := range list.Items {
+		stage.Tests = append(stage.Tests, it.Spec)
+	}
+	return scapi.Configuration{Stages: []scapi.StageConfiguration{stage}}
+}
+
+// without is list without the tests named.
+func without(list scapi.TestList, names ...string) scapi.TestList {
+	out := scapi.TestList{}
+	for _, it := range list.Items {
+		keep := true
+		for _, n := range names {
+			keep = keep && it.Spec.Labels["test"] != n
+		}
+		if keep {
+			out.Items = append(out.Items, it)
+		}
+	}
+	return out
+}
+
+// reportOn runs report on a run and configuration written to files, with the CSV claiming
+// Auto Pilot (level 5), as the bundle does.
+func reportOn(t *testing.T, run scapi.TestList, cfg scapi.Configuration, selector string) error {
+	t.Helper()
+	g := NewWithT(t)
+	dir := t.TempDir()
+	f := files{
+		run:      filepath.Join(dir, "scorecard.json"),
+		csv:      filepath.Join(dir, "csv.yaml"),
+		config:   filepath.Join(dir, "config.yaml"),
+		selector: selector,
+	}
+	raw, err := json.Marshal(run)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(f.run, raw, 0o644)).To(Succeed())
+	raw, err = yaml.Marshal(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(f.config, raw, 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(f.csv, []byte("metadata:\n  annotations:\n    capabilities: Auto Pilot\n"), 0o644)).To(Succeed())
+	return report(f)
+}
+
+func TestReportPassesTheFullPassingRun(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(reportOn(t, fullRun(), configOf(fullRun()), "")).To(Succeed())
+}
+
+func TestReportFailsWhenAClaimedLevelDidNotRun(t *testing.T) {
+	g := NewWithT(t)
+	// Level 4's test left the configuration: the run has every result it was asked for, all passing.
+	short := without(fullRun(), "level-4-deep-insights")
+	err := reportOn(t, short, configOf(short), "")
+	g.Expect(err).To(MatchError(ContainSubstring("level 4 (Deep Insights) is claimed but no scorecard test labelled level=4 ran: check ")))
+	// Level 4's test lost its level label: it runs, but as a built-in.
+	unlabelled := fullRun()
+	delete(unlabelled.Items[5].Spec.Labels, "level")
+	err = reportOn(t, unlabelled, configOf(unlabelled), "")
+	g.Expect(err).To(MatchError(ContainSubstring("no scorecard test labelled level=4 ran")))
+}
+
+func TestReportFailsWhenATestOfTheConfigurationDidNotRun(t *testing.T) {
+	g := NewWithT(t)
+	// A second level-2 test is configured but missing from the results; level 2 still has a
+	// passing test, so only the configuration shows the gap.
+	cfg := configOf(fullRun())
+	cfg.Stages[0].Tests = append(cfg.Stages[0].Tests, item("level-2-rollback", "capability", "2").Spec)
+	err := reportOn(t, fullRun(), cfg, "")
+	g.Expect(err).To(MatchError(ContainSubstring("level-2-rollback (level 2, Seamless Upgrades) is in ")))
+	g.Expect(err).To(MatchError(ContainSubstring("but did not run")))
+	// So must the built-ins.
+	err = reportOn(t, without(fullRun(), "olm-bundle-validation-test"), configOf(fullRun()), "")
+	g.Expect(err).To(MatchError(ContainSubstring("olm-bundle-validation-test (built-in, suite olm) is in ")))
+}
+
+func TestReportOnASubsetJudgesWhatRan(t *testing.T) {
+	g := NewWithT(t)
+	olm := without(fullRun(), "basic-check-spec-test", "level-1-basic-install", "level-2-seamless-upgrades",
+		"level-3-full-lifecycle", "level-4-deep-insights", "level-5-auto-pilot")
+	g.Expect(reportOn(t, olm, configOf(fullRun()), "suite=olm")).To(Succeed())
+	olm.Items[0].Status.Results[0].State = scapi.FailState
+	g.Expect(reportOn(t, olm, configOf(fullRun()), "suite=olm")).To(MatchError(ContainSubstring("did not pass")))
+	// The claim's own selector runs everything the claim depends on, so it is checked.
+	g.Expect(reportOn(t, without(fullRun(), "level-5-auto-pilot"), configOf(fullRun()), selector(5))).
+		To(MatchError(ContainSubstring("level 5 (Auto Pilot) is claimed")))
+}
+
+func TestUnprovenOnlyAsksForClaimedLevels(t *testing.T) {
+	g := NewWithT(t)
+	ts, err := results(without(fullRun(), "level-4-deep-insights", "level-5-auto-pilot"))
+	g.Expect(err).NotTo(HaveOccurred())
+	want, err := listed(configOf(fullRun()))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(unproven(ts, want, 3, "config.yaml")).To(BeEmpty())
+	g.Expect(unproven(ts, want, 4, "config.yaml")).To(HaveLen(2)) // the level, and its configured test
+	g.Expect(coversClaim(selector(3), 3)).To(BeTrue())
+	g.Expect(coversClaim("", 3)).To(BeTrue())
+	g.Expect(coversClaim(selector(2), 3)).To(BeFalse())
+}
+
+// The bundle's own configuration parses and has a test for every level, so a full run can
+// prove any claim.
+func TestTheBundleConfigurationCoversEveryLevel(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := os.ReadFile("../../bundle/tests/scorecard/config.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	var cfg scapi.Configuration
+	g.Expect(yaml.Unmarshal(raw, &cfg)).To(Succeed())
+	ts, err := listed(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	for i := range ts {
+		ts[i].Result = Pass
+	}
+	g.Expect(earned(ts)).To(Equal(maxLevel))
+}
+
+func TestRecordFailsWhenATestOfTheConfigurationDidNotRun(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	f := files{run: filepath.Join(dir, "scorecard.json"), config: filepath.Join(dir, "config.yaml")}
+	cfg := configOf(fullRun())
+	cfg.Stages[0].Tests = append(cfg.Stages[0].Tests, item("level-5-self-heal", "capability", "5").Spec)
+	raw, err := json.Marshal(fullRun())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(f.run, raw, 0o644)).To(Succeed())
+	raw, err = yaml.Marshal(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(f.config, raw, 0o644)).To(Succeed())
+	// Level 5 would be earned from its one result; its second test did not run.
+	g.Expect(record(f)).To(MatchError(ContainSubstring("level-5-self-heal (level 5, Auto Pilot) is in ")))
 }

@@ -3,8 +3,10 @@
 //
 //	report   -run F     print a run's results (and -xunit F: write them as JUnit XML); exit 1
 //	                    when a built-in test or a claimed level's test did not pass (levels
-//	                    above the claim may fail)
-//	record   -run F     from a run of every test: write the record (scorecard/capabilities.yaml),
+//	                    above the claim may fail), and, unless -selector runs a subset, when a
+//	                    claimed level has no test in the run or a test of -config that the
+//	                    claim depends on did not run
+//	record   -run F     from a run of every test of -config: write the record (scorecard/capabilities.yaml),
 //	                    set the CSV base's capabilities annotation to the highest level
 //	                    whose tests (and all below) pass, and rewrite the README's table
 //	check               fail when the CSV base's annotation or the README's table is not what
@@ -12,6 +14,7 @@
 //	selector            print the scorecard label selector for the claimed levels
 //
 // A run is scorecard's `-o json` output; each test's suite and level come from its labels.
+// -selector defaults to $SCORECARD_SELECTOR, which hack/scorecard.sh runs scorecard with.
 package main
 
 import (
@@ -28,7 +31,7 @@ import (
 )
 
 type files struct {
-	run, xunit, csv, record, readme string
+	run, xunit, csv, record, readme, config, selector string
 }
 
 func main() {
@@ -43,6 +46,8 @@ func main() {
 	fs.StringVar(&f.readme, "readme", "README.md", "the README holding the scorecard table")
 	fs.StringVar(&f.run, "run", "", "scorecard's JSON output (-o json) of a run")
 	fs.StringVar(&f.xunit, "xunit", "", "where to write the run as JUnit XML (optional)")
+	fs.StringVar(&f.config, "config", "bundle/tests/scorecard/config.yaml", "the scorecard configuration the run ran")
+	fs.StringVar(&f.selector, "selector", os.Getenv("SCORECARD_SELECTOR"), "the label selector the run ran with (empty: every test)")
 	_ = fs.Parse(os.Args[2:])
 
 	var err error
@@ -100,6 +105,23 @@ func runResults(f files) ([]Test, error) {
 	return results(list)
 }
 
+// configTests reads the tests f.config lists.
+func configTests(f files) ([]Test, error) {
+	raw, err := os.ReadFile(f.config)
+	if err != nil {
+		return nil, err
+	}
+	var cfg scapi.Configuration
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", f.config, err)
+	}
+	ts, err := listed(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.config, err)
+	}
+	return ts, nil
+}
+
 func printTable(ts []Test, claimed int) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "TEST\tSUITE\tLEVEL\tRESULT\tWHAT FAILS")
@@ -137,16 +159,33 @@ func report(f files) error {
 			fmt.Printf("Note: %s passes, above the claim: `make capabilities` would raise it.\n", t.Name)
 		}
 	}
-	if bad := regressions(ts, claimed); len(bad) > 0 {
-		return fmt.Errorf("%d test(s) the claim depends on did not pass, first: %s: %s", len(bad), bad[0].Name, bad[0].Summary)
+	var errs []error
+	if coversClaim(f.selector, claimed) {
+		want, err := configTests(f)
+		if err != nil {
+			return err
+		}
+		errs = unproven(ts, want, claimed, f.config)
+	} else {
+		fmt.Printf("Note: selector %q runs a subset: whether every claimed level ran is not checked.\n", f.selector)
 	}
-	return nil
+	if bad := regressions(ts, claimed); len(bad) > 0 {
+		errs = append(errs, fmt.Errorf("%d test(s) the claim depends on did not pass, first: %s: %s", len(bad), bad[0].Name, bad[0].Summary))
+	}
+	return errors.Join(errs...)
 }
 
 func record(f files) error {
 	ts, err := runResults(f)
 	if err != nil {
 		return err
+	}
+	want, err := configTests(f)
+	if err != nil {
+		return err
+	}
+	if missing := notRun(ts, want, maxLevel, f.config); len(missing) > 0 {
+		return errors.Join(missing...)
 	}
 	level, err := earned(ts)
 	if err != nil {
