@@ -210,18 +210,11 @@ func verificationResult(b *etcdv1alpha1.EtcdBackup, term *corev1.ContainerStateT
 			out.Reason = etcdv1alpha1.ReasonVerificationFailed
 		}
 	default:
-		out.Passed, out.Reason = true, etcdv1alpha1.ReasonVerificationPassed
-		out.Found = &etcdv1alpha1.BackupVerification{RestoredRevision: res.RestoredRevision, Keys: res.Keys, KVHash: res.KVHash}
-		out.Message = fmt.Sprintf("%s restored into a throwaway member at revision %d (the backup recorded %d)",
-			b.Status.Artifact.Location, res.RestoredRevision, res.Revision)
-		switch {
-		case res.KeysChecked && res.HashChecked:
-			out.Message += fmt.Sprintf("; at revision %d its key count and hash are the ones the backup recorded", res.Revision)
-		case res.KeysChecked:
-			out.Message += fmt.Sprintf("; at revision %d its key count is the one the backup recorded (the hash was not compared: a compaction came between the backup's hash and its snapshot)", res.Revision)
-		default:
-			out.Message += "; the backup recorded no key count or hash (an older operator took it): its checksum and revision were checked"
-		}
+		return status.CheckedVerification(status.CheckReport{
+			Location: b.Status.Artifact.Location, Revision: res.Revision, RestoredRevision: res.RestoredRevision,
+			Found:        &etcdv1alpha1.BackupVerification{RestoredRevision: res.RestoredRevision, Keys: res.Keys, KVHash: res.KVHash},
+			KeysCompared: res.KeysChecked, HashCompared: res.HashChecked, HashNotCompared: res.HashNotCompared,
+		})
 	}
 	return out
 }

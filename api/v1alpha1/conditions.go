@@ -178,7 +178,8 @@ const (
 	// ConditionVerified is present once spec.verify asks for the verification of a backup
 	// that succeeded (a failed one has nothing to verify): Unknown while
 	// the artifact is restored into a throwaway member and checked, then True when it
-	// matched what the backup recorded, or False with the reason it did not.
+	// matched what the backup recorded, or False with the reason it did not. A verification
+	// that could not compare everything ends Unknown (VerificationIncomplete).
 	ConditionVerified = "Verified"
 )
 
@@ -197,6 +198,15 @@ const (
 	// member holds is not what the backup recorded (or it did not start); the message
 	// says what differs.
 	ReasonVerificationFailed = "VerificationFailed"
+	// ReasonVerificationIncomplete (Verified=Unknown, for good): the artifact's checksum
+	// matched, it restored into a member that started at the backup's revision or later,
+	// and nothing compared differed, but the key count or the hash was not compared; the
+	// message says which and why (the backup recorded none, or its hash is from a
+	// compaction the restored data cannot hash from). Unknown, not True: True promises
+	// the content was compared. Not False: nothing was found wrong, and False makes the
+	// backup not Ready and counts as a failed verification. The verification is over and
+	// does not run again; the backup stays Ready.
+	ReasonVerificationIncomplete = "VerificationIncomplete"
 )
 
 // Condition reasons of an EtcdBackup (Succeeded, and Ready which follows it).

@@ -92,10 +92,7 @@ func TestBackupAndRestore(t *testing.T) {
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 
 	restoreArgs := func(dataDir, name, peerURL string, extra ...string) []string {
-		return append([]string{"restore", "--store", "file", "--file-root", root, "--key", key,
-			"--sha256", backup.SHA256, "--data-dir", dataDir, "--name", name,
-			"--initial-cluster", name + "=" + peerURL, "--initial-advertise-peer-urls", peerURL,
-			"--initial-cluster-token", name + "-token"}, extra...)
+		return fileRestoreArgs(root, key, backup.SHA256, dataDir, name, peerURL, extra...)
 	}
 
 	t.Run("Check", func(t *testing.T) {
@@ -111,9 +108,7 @@ func TestBackupAndRestore(t *testing.T) {
 		g.Expect(code).To(Equal(0), "%+v", res)
 		member := startEtcd(t, etcdOptions{name: "verify", dataDir: dataDir, peerURL: peerURL})
 		checkArgs := func(keys int64, hash string) []string {
-			return []string{"check", "--endpoint", member.clientURL, "--sha256", backup.SHA256,
-				"--revision", strconv.FormatInt(backup.Revision, 10), "--keys", strconv.FormatInt(keys, 10), "--kv-hash", hash,
-				"--hash-compact-revision", strconv.FormatInt(backup.HashCompactRevision, 10), "--timeout", "1m"}
+			return checkAgainst(member, backup, keys, hash, backup.HashCompactRevision)
 		}
 		code, res = runAgent(t, checkArgs(*backup.Keys, backup.KVHash)...)
 		g.Expect(code).To(Equal(0), "%+v", res)
@@ -400,6 +395,121 @@ func TestBackupFailures(t *testing.T) {
 		g.Expect(res.Reason).To(Equal(etcdv1alpha1.ReasonBackupPodFailed))
 		g.Expect(res.Error).To(ContainSubstring("give one of --endpoint and --endpoints"))
 	})
+}
+
+// TestCheckComparesTheHashAcrossCompactions backs up a member whose history a compaction
+// changes the hash of (overwrites, a deletion), and checks the artifact against hashes from
+// another compaction than its snapshot's: the cluster compacted between the snapshot and
+// the hash, or right before the backup, at the revision backed up.
+func TestCheckComparesTheHashAcrossCompactions(t *testing.T) {
+	g := NewWithT(t)
+	src := startEtcd(t, etcdOptions{name: "source"})
+	var mid int64
+	for i := range 4 {
+		for _, k := range []string{"a", "b", "c"} {
+			put, err := src.client.Put(t.Context(), k, strconv.Itoa(i))
+			g.Expect(err).NotTo(HaveOccurred())
+			if i == 1 {
+				mid = put.Header.Revision
+			}
+		}
+	}
+	_, err := src.client.Delete(t.Context(), "b")
+	g.Expect(err).NotTo(HaveOccurred())
+	root := t.TempDir()
+	backupTo := func(t *testing.T, g Gomega, key string) agent.Result {
+		code, res := runAgent(t, "backup", "--endpoint", src.clientURL, "--store", "file", "--file-root", root, "--key", key, "--timeout", "1m")
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(res.Keys).To(HaveValue(Equal(int64(2))))
+		return res
+	}
+	restored := func(t *testing.T, g Gomega, key string, backup agent.Result) *testEtcd {
+		dataDir, peerURL := filepath.Join(t.TempDir(), "data"), "http://"+etcdtest.FreeAddr(t)
+		code, res := runAgent(t, fileRestoreArgs(root, key, backup.SHA256, dataDir, "verify", peerURL)...)
+		g.Expect(code).To(Equal(0), "%+v", res)
+		return startEtcd(t, etcdOptions{name: "verify", dataDir: dataDir, peerURL: peerURL})
+	}
+
+	t.Run("CompactedAfterTheSnapshot", func(t *testing.T) {
+		g := NewWithT(t)
+		backup := backupTo(t, g, "first.db.zst")
+		g.Expect(backup.HashCompactRevision).To(BeNumerically("<", 1), "never compacted yet")
+		// What the backup records when the cluster compacts between its snapshot and its hash.
+		_, err := src.client.Compact(t.Context(), mid, clientv3.WithCompactPhysical())
+		g.Expect(err).NotTo(HaveOccurred())
+		h, err := src.client.HashKV(t.Context(), src.clientURL, backup.Revision)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(h.CompactRevision).To(Equal(mid))
+		compacted := strconv.FormatUint(uint64(h.Hash), 16)
+		g.Expect(compacted).NotTo(Equal(backup.KVHash), "the compaction changes the hash of this history")
+
+		member := restored(t, g, "first.db.zst", backup)
+		code, res := runAgent(t, checkAgainst(member, backup, *backup.Keys, compacted, mid)...)
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(res.KeysChecked).To(BeTrue())
+		g.Expect(res.HashChecked).To(BeTrue(), res.HashNotCompared)
+		g.Expect(res.HashNotCompared).To(BeEmpty())
+		g.Expect(res.HashCompactRevision).To(Equal(mid), "the throwaway member is compacted as the source was")
+		g.Expect(res.KVHash).To(Equal(compacted))
+
+		code, res = runAgent(t, checkAgainst(member, backup, *backup.Keys, "123abc", mid)...)
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Reason).To(Equal("VerificationFailed"))
+		g.Expect(res.Error).To(ContainSubstring("the backup recorded 123abc"))
+
+		// The member, compacted at mid, lacks the history the hash from before covers.
+		code, res = runAgent(t, checkAgainst(member, backup, *backup.Keys, backup.KVHash, backup.HashCompactRevision)...)
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(res.KeysChecked).To(BeTrue())
+		g.Expect(res.HashChecked).To(BeFalse())
+		g.Expect(res.HashNotCompared).To(Equal(fmt.Sprintf("the backup's hash covers the history from its beginning (no compaction), "+
+			"the restored member's from the compaction at revision %d: hashes from different compactions do not compare", mid)))
+
+		code, res = runAgent(t, "check", "--endpoint", member.clientURL, "--sha256", backup.SHA256, "--revision", strconv.FormatInt(backup.Revision, 10), "--timeout", "1m")
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(res.KeysChecked).To(BeFalse())
+		g.Expect(res.HashChecked).To(BeFalse())
+		g.Expect(res.HashNotCompared).To(Equal("the backup recorded no hash"))
+
+		code, res = runAgent(t, checkAgainst(member, backup, *backup.Keys, compacted, backup.Revision+1)...)
+		g.Expect(code).To(Equal(1))
+		g.Expect(res.Error).To(ContainSubstring("--hash-compact-revision must not be past --revision"), "etcd hashes no revision before its compaction")
+	})
+
+	t.Run("CompactedAtTheRevisionBackedUp", func(t *testing.T) {
+		g := NewWithT(t)
+		// etcd answers a hash at a revision it compacted at from that compaction's own hash,
+		// which starts from the compaction before: the snapshot, taken after, lacks that history.
+		now, err := src.client.Get(t.Context(), "a")
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = src.client.Compact(t.Context(), now.Header.Revision, clientv3.WithCompactPhysical())
+		g.Expect(err).NotTo(HaveOccurred())
+		backup := backupTo(t, g, "second.db.zst")
+		g.Expect(backup.Revision).To(Equal(now.Header.Revision))
+		g.Expect(backup.HashCompactRevision).To(Equal(now.Header.Revision), "hashed afresh, from the member's own compaction")
+
+		code, res := runAgent(t, checkAgainst(restored(t, g, "second.db.zst", backup), backup, *backup.Keys, backup.KVHash, backup.HashCompactRevision)...)
+		g.Expect(code).To(Equal(0), "%+v", res)
+		g.Expect(res.KeysChecked).To(BeTrue())
+		g.Expect(res.HashChecked).To(BeTrue(), res.HashNotCompared)
+	})
+}
+
+// fileRestoreArgs are the restore command's arguments for the artifact key under root of
+// a file store, restored into dataDir as member name of a new cluster of one.
+func fileRestoreArgs(root, key, sha256, dataDir, name, peerURL string, extra ...string) []string {
+	return append([]string{"restore", "--store", "file", "--file-root", root, "--key", key,
+		"--sha256", sha256, "--data-dir", dataDir, "--name", name,
+		"--initial-cluster", name + "=" + peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster-token", name + "-token"}, extra...)
+}
+
+// checkAgainst are the check command's arguments for the member restored from backup,
+// with the key count and the hash (from compaction compact) given as recorded.
+func checkAgainst(member *testEtcd, backup agent.Result, keys int64, hash string, compact int64) []string {
+	return []string{"check", "--endpoint", member.clientURL, "--sha256", backup.SHA256,
+		"--revision", strconv.FormatInt(backup.Revision, 10), "--keys", strconv.FormatInt(keys, 10), "--kv-hash", hash,
+		"--hash-compact-revision", strconv.FormatInt(compact, 10), "--timeout", "1m"}
 }
 
 // runAgent runs the agent with args and a result file in a temporary directory, and returns

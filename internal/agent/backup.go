@@ -173,14 +173,32 @@ func backup(ctx context.Context, args []string, env *environment) (Result, error
 func content(ctx context.Context, cli *clientv3.Client, endpoint string, rev int64) (keys *int64, hash string, compact int64) {
 	cctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
+	current := int64(0)
 	if resp, err := cli.Get(cctx, allKeys, clientv3.WithFromKey(), clientv3.WithCountOnly(), clientv3.WithRev(rev), clientv3.WithSerializable()); err == nil {
 		n := resp.Count
-		keys = &n
+		keys, current = &n, resp.Header.Revision
 	}
-	if h, err := cli.HashKV(cctx, endpoint, rev); err == nil {
+	if h, err := kvHash(cctx, cli, endpoint, rev, current); err == nil {
 		hash, compact = strconv.FormatUint(uint64(h.Hash), 16), h.CompactRevision
 	}
 	return keys, hash, compact
+}
+
+// kvHash is the member's HashKV at rev; current is the member's revision as last seen (0:
+// unknown). etcd answers a hash at a revision it compacted at from the hash that compaction
+// computed, which starts from the compaction before: a snapshot taken after that compaction
+// lacks the history between the two, so no member restored from it could ever give that hash
+// again. Asked for revision 0, etcd hashes its current revision afresh, from its current
+// compaction: while the member is still at rev, that is the hash at rev (on an idle cluster,
+// the one most likely to be backed up at the very revision it compacted at). The response's
+// header holds the revision hashed: after a write in between, the hash is asked for at rev.
+func kvHash(ctx context.Context, cli *clientv3.Client, endpoint string, rev, current int64) (*clientv3.HashKVResponse, error) {
+	if current == rev {
+		if h, err := cli.HashKV(ctx, endpoint, 0); err == nil && h.Header.Revision == rev {
+			return h, nil
+		}
+	}
+	return cli.HashKV(ctx, endpoint, rev)
 }
 
 // allKeys with clientv3.WithFromKey ranges over every key.

@@ -48,6 +48,9 @@ func (v *checkFlags) validate() error {
 		return fmt.Errorf("invalid arguments: --sha256 must be 64 lowercase hex digits, not %q", v.sha256)
 	case v.revision <= 0:
 		return errors.New("invalid arguments: --revision must be positive")
+	case v.hashCompactRevision > v.revision:
+		// etcd hashes no revision before its compaction
+		return errors.New("invalid arguments: --hash-compact-revision must not be past --revision")
 	case v.timeout <= 0:
 		return errors.New("invalid arguments: --timeout must be positive")
 	}
@@ -60,8 +63,10 @@ func (v *checkFlags) validate() error {
 // backup was taken from; check waits until that member answers, then asks it for its
 // revision, its key count at the backup's revision and its HashKV there (which reads every
 // key-value of that history), and compares them with what the backup recorded: the revision
-// at least the recorded one, the key count and (when from the same compaction) the hash
-// equal. A difference, or a member that never answers, is VerificationFailed.
+// at least the recorded one, the key count and the hash (from the recorded compaction,
+// compareHash) equal. A difference, or a member that never answers, is VerificationFailed.
+// What was not recorded, or a hash that cannot be had from the recorded compaction, is not
+// compared: KeysChecked and HashChecked say what was, HashNotCompared why the hash was not.
 func check(ctx context.Context, args []string, env *environment) (Result, error) {
 	fs := newFlagSet("check", env)
 	var cf checkFlags
@@ -124,15 +129,62 @@ func compare(ctx context.Context, cli *clientv3.Client, cf checkFlags, res *Resu
 		return failf(etcdv1alpha1.ReasonVerificationFailed, "the restored data holds %d keys at revision %d, the backup recorded %d", n, cf.revision, cf.keys)
 	}
 	res.KeysChecked = cf.keys >= 0
-	h, err := cli.HashKV(ctx, cli.Endpoints()[0], cf.revision)
+	return compareHash(ctx, cli, cf, res)
+}
+
+// compareHash hashes the restored data at cf.revision into res and compares the hash with
+// the one the backup recorded. A HashKV covers the history from the member's compaction on,
+// so two hashes compare only from the same compaction. The restored member starts at the
+// compaction its snapshot holds, older than the recorded one when the cluster compacted
+// between the snapshot and the hash: being a throwaway, it is compacted to the recorded one
+// first, physically (etcd hashes what its store holds), which leaves it the history that
+// hash covers. A restored member whose hash starts from a later compaction lacks part of
+// that history: res.HashNotCompared says so, and the hash is not compared.
+func compareHash(ctx context.Context, cli *clientv3.Client, cf checkFlags, res *Result) error {
+	h, err := restoredHash(ctx, cli, cf.revision, res.RestoredRevision)
+	if err == nil && cf.kvHash != "" && h.CompactRevision < cf.hashCompactRevision {
+		if _, err := cli.Compact(ctx, cf.hashCompactRevision, clientv3.WithCompactPhysical()); err != nil {
+			return failf(etcdv1alpha1.ReasonVerificationFailed, "the restored data cannot be compacted at revision %d, the compaction the backup's hash starts from: %w",
+				cf.hashCompactRevision, err)
+		}
+		h, err = restoredHash(ctx, cli, cf.revision, res.RestoredRevision)
+	}
 	if err != nil {
 		return failf(etcdv1alpha1.ReasonVerificationFailed, "the restored data cannot be hashed at revision %d: %w", cf.revision, err)
 	}
 	res.KVHash, res.HashCompactRevision = strconv.FormatUint(uint64(h.Hash), 16), h.CompactRevision
-	res.HashChecked = cf.kvHash != "" && h.CompactRevision == cf.hashCompactRevision
-	if res.HashChecked && res.KVHash != cf.kvHash {
+	switch {
+	case cf.kvHash == "":
+		res.HashNotCompared = "the backup recorded no hash"
+	case h.CompactRevision != cf.hashCompactRevision:
+		res.HashNotCompared = fmt.Sprintf("the backup's hash covers the history from %s, the restored member's from %s: hashes from different compactions do not compare",
+			historyStart(cf.hashCompactRevision), historyStart(h.CompactRevision))
+	case res.KVHash != cf.kvHash:
 		return failf(etcdv1alpha1.ReasonVerificationFailed, "the restored data's hash at revision %d is %s, the backup recorded %s: the keys or their history differ",
 			cf.revision, res.KVHash, cf.kvHash)
+	default:
+		res.HashChecked = true
 	}
 	return nil
+}
+
+// historyStart names where the history a hash from compaction rev covers starts, for a
+// user: etcd gives no revision (0, or -1 from 3.6 on) for a member never compacted.
+func historyStart(rev int64) string {
+	if rev < 1 {
+		return "its beginning (no compaction)"
+	}
+	return fmt.Sprintf("the compaction at revision %d", rev)
+}
+
+// restoredHash is the restored member's HashKV at rev; restored is the member's revision,
+// which stays put (nothing writes to it). etcd answers a hash at a revision it compacted at
+// from the hash that compaction computed, which starts from the compaction before; asked for
+// revision 0, it hashes its current revision afresh, from its current compaction. A member
+// compacted at its own revision is thus asked for revision 0.
+func restoredHash(ctx context.Context, cli *clientv3.Client, rev, restored int64) (*clientv3.HashKVResponse, error) {
+	if rev == restored {
+		rev = 0
+	}
+	return cli.HashKV(ctx, cli.Endpoints()[0], rev)
 }

@@ -71,9 +71,12 @@ type Result struct {
 	// at least the backup's Revision.
 	RestoredRevision int64 `json:"restoredRevision,omitempty"`
 	// KeysChecked and HashChecked (check) say which of what the backup recorded were
-	// compared (a hash compares only from the same compaction).
-	KeysChecked bool `json:"keysChecked,omitempty"`
-	HashChecked bool `json:"hashChecked,omitempty"`
+	// compared (a hash compares only from the same compaction); HashNotCompared says why
+	// the hash was not, for a user. A check without both compared proves less than a
+	// verification promises: the operator does not report it Verified=True.
+	KeysChecked     bool   `json:"keysChecked,omitempty"`
+	HashChecked     bool   `json:"hashChecked,omitempty"`
+	HashNotCompared string `json:"hashNotCompared,omitempty"`
 
 	// AlreadyRestored (restore) says the data directory already held a member, restored by
 	// an earlier run of the same init container: nothing was done.

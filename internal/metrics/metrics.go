@@ -107,7 +107,7 @@ func New(reg prometheus.Registerer) *Clusters {
 		Help: "EtcdBackups of the cluster that ended, by outcome (succeeded, failed)."}, append(clusterLabels, "outcome"))
 	reg.MustRegister(m.backups)
 	m.verifications = prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "backup_verifications_total",
-		Help: "Verifications of the cluster's EtcdBackups (spec.verify) that ended, by outcome (passed, failed); both are 0 from the cluster's first backup on."},
+		Help: "Verifications of the cluster's EtcdBackups (spec.verify) that ended, by outcome (passed, failed, incomplete: the key count or the hash not compared); each is 0 from the cluster's first backup on."},
 		append(clusterLabels, "outcome"))
 	reg.MustRegister(m.verifications)
 	m.backupLastVerified = gauge("backup_last_verified_timestamp_seconds",
@@ -176,8 +176,8 @@ func newer(g prometheus.Gauge, at time.Time) bool {
 }
 
 // RecordVerification counts the verification of backup b once it ended (its Verified
-// condition went from Unknown or absent to True or False), and observes its timestamps
-// (ObserveBackup).
+// condition went from Unknown or absent to True, False, or Unknown for good), and observes
+// its timestamps (ObserveBackup).
 func (m *Clusters) RecordVerification(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1alpha1.EtcdBackupStatus) {
 	if m == nil || verified(old) != "" {
 		return
@@ -191,8 +191,9 @@ func (m *Clusters) RecordVerification(b *etcdv1alpha1.EtcdBackup, old, updated e
 	m.observeBackup(l, updated)
 }
 
-// verified is "passed" or "failed" once the backup's Verified condition says its
-// verification ended, else empty.
+// verified is "passed", "failed" or "incomplete" once the backup's Verified condition says
+// its verification ended, else empty. An incomplete one sets neither verification timestamp:
+// it is no pass, and no failure for EtcdBackupVerificationFailing.
 func verified(st etcdv1alpha1.EtcdBackupStatus) string {
 	switch c := meta.FindStatusCondition(st.Conditions, etcdv1alpha1.ConditionVerified); {
 	case c == nil:
@@ -201,6 +202,8 @@ func verified(st etcdv1alpha1.EtcdBackupStatus) string {
 		return "passed"
 	case c.Status == metav1.ConditionFalse:
 		return "failed"
+	case c.Reason == etcdv1alpha1.ReasonVerificationIncomplete:
+		return "incomplete"
 	}
 	return ""
 }
@@ -239,7 +242,7 @@ func (m *Clusters) RecordBackup(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1a
 	}
 	l := prometheus.Labels{"namespace": b.Namespace, "name": b.Spec.ClusterName}
 	m.backups.With(withLabel(l, "outcome", outcome)).Inc()
-	for _, o := range []string{"passed", "failed"} { // the series exist before the first verification
+	for _, o := range []string{"passed", "failed", "incomplete"} { // the series exist before the first verification
 		m.verifications.With(withLabel(l, "outcome", o)).Add(0)
 	}
 	m.observeBackup(l, updated)

@@ -278,6 +278,7 @@ func TestRecordVerificationOnceWhenItEnds(t *testing.T) {
 	m.RecordBackup(b, backupStatus(metav1.ConditionUnknown, time.Time{}, time.Time{}, 0), backupStatus(metav1.ConditionTrue, now, now.Add(time.Minute), 1))
 	g.Expect(testutil.ToFloat64(m.verifications.WithLabelValues("ns", "main", "passed"))).To(BeZero(), "the series exist from the first backup on")
 	g.Expect(testutil.ToFloat64(m.verifications.WithLabelValues("ns", "main", "failed"))).To(BeZero())
+	g.Expect(testutil.ToFloat64(m.verifications.WithLabelValues("ns", "main", "incomplete"))).To(BeZero())
 
 	verifiedAt := func(st metav1.ConditionStatus, at time.Time) etcdv1alpha1.EtcdBackupStatus {
 		out := backupStatus(metav1.ConditionTrue, now, now.Add(time.Minute), 1) // only a backup that succeeded is verified
@@ -297,6 +298,14 @@ func TestRecordVerificationOnceWhenItEnds(t *testing.T) {
 	m.RecordVerification(b, running, verifiedAt(metav1.ConditionFalse, now.Add(time.Hour)))
 	g.Expect(testutil.ToFloat64(m.verifications.WithLabelValues("ns", "main", "failed"))).To(Equal(1.0))
 	g.Expect(testutil.ToFloat64(m.backupLastVerified.WithLabelValues("ns", "main"))).To(Equal(float64(now.Unix())), "a failure is no pass")
+	incomplete := verifiedAt(metav1.ConditionUnknown, now.Add(2*time.Hour))
+	incomplete.Conditions[len(incomplete.Conditions)-1].Reason = etcdv1alpha1.ReasonVerificationIncomplete
+	incomplete.Verification = &etcdv1alpha1.BackupVerification{CompletedAt: metav1.NewTime(now.Add(2 * time.Hour))}
+	m.RecordVerification(b, running, incomplete)
+	m.RecordVerification(b, incomplete, incomplete) // a later pass
+	g.Expect(testutil.ToFloat64(m.verifications.WithLabelValues("ns", "main", "incomplete"))).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(m.backupLastVerified.WithLabelValues("ns", "main"))).To(Equal(float64(now.Unix())), "an incomplete verification is no pass")
+	g.Expect(testutil.ToFloat64(m.backupLastVerificationFailure.WithLabelValues("ns", "main"))).To(Equal(float64(now.Add(time.Hour).Unix())), "nor a failure")
 
 	m.Forget("ns", "main")
 	g.Expect(testutil.CollectAndCount(m.verifications)).To(BeZero())

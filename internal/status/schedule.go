@@ -53,7 +53,8 @@ func ComputeSchedule(s *etcdv1alpha1.EtcdBackupSchedule, in Schedule) etcdv1alph
 	if in.LastVerification != nil {
 		out.LastVerification = in.LastVerification.DeepCopy()
 	}
-	if v := in.LastVerification; v != nil && !v.Passed && ready.Status == metav1.ConditionTrue {
+	// An incomplete verification found nothing wrong: the backup restored.
+	if v := in.LastVerification; v != nil && !v.Passed && v.Reason != etcdv1alpha1.ReasonVerificationIncomplete && ready.Status == metav1.ConditionTrue {
 		ready.Status, ready.Reason = metav1.ConditionFalse, etcdv1alpha1.ReasonLastVerificationFailed
 		ready.Message = fmt.Sprintf("backup %s did not verify (%s: %s); the next verified backup clears this", v.Backup, v.Reason, v.Message)
 	}

@@ -112,13 +112,15 @@ func (e *Env) waitForOutcome(ctx context.Context, b *etcdv1alpha1.EtcdBackup, co
 	return nil
 }
 
-// VerificationFinished is true once b's Verified condition is True or False.
+// VerificationFinished is true once b's Verified condition is True or False, or Unknown
+// for good (VerificationIncomplete: the key count or the hash was not compared).
 func VerificationFinished(b *etcdv1alpha1.EtcdBackup) (done bool, state string) {
 	cond := meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionVerified)
 	if cond == nil {
 		return false, "no Verified condition yet"
 	}
-	return cond.Status != metav1.ConditionUnknown, fmt.Sprintf("Verified=%s (%s: %s)", cond.Status, cond.Reason, cond.Message)
+	return cond.Status != metav1.ConditionUnknown || cond.Reason == etcdv1alpha1.ReasonVerificationIncomplete,
+		fmt.Sprintf("Verified=%s (%s: %s)", cond.Status, cond.Reason, cond.Message)
 }
 
 // BackupFinished is true once b's Succeeded condition is True or False. A backup is never

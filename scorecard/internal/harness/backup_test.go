@@ -111,3 +111,22 @@ func TestBackupFinished(t *testing.T) {
 	g.Expect(done).To(BeFalse())
 	g.Expect(state).To(Equal("no Succeeded condition yet"))
 }
+
+func TestVerificationFinished(t *testing.T) {
+	g := NewWithT(t)
+	b := succeeded()
+	verified := metav1.Condition{Type: etcdv1alpha1.ConditionVerified, Status: metav1.ConditionUnknown, Reason: etcdv1alpha1.ReasonVerifying, Message: "restoring"}
+	b.Status.Conditions = append(b.Status.Conditions, verified)
+	done, state := harness.VerificationFinished(b)
+	g.Expect(done).To(BeFalse())
+	g.Expect(state).To(Equal("Verified=Unknown (Verifying: restoring)"))
+
+	b.Status.Conditions[1].Reason, b.Status.Conditions[1].Message = etcdv1alpha1.ReasonVerificationIncomplete, "not compared: the hash"
+	done, state = harness.VerificationFinished(b)
+	g.Expect(done).To(BeTrue(), "over: it never turns True")
+	g.Expect(state).To(Equal("Verified=Unknown (VerificationIncomplete: not compared: the hash)"))
+
+	b.Status.Conditions[1].Status, b.Status.Conditions[1].Reason = metav1.ConditionTrue, etcdv1alpha1.ReasonVerificationPassed
+	done, _ = harness.VerificationFinished(b)
+	g.Expect(done).To(BeTrue())
+}
