@@ -37,9 +37,9 @@ func TestDefaults(t *testing.T) {
 	g.Expect(c.Spec.ReplaceUnhealthyMemberAfter).To(Equal(&metav1.Duration{Duration: 10 * time.Minute}))
 	g.Expect(c.Spec.Etcd).To(Equal(etcdv1alpha1.EtcdOptions{
 		AutoCompactionMode: etcdv1alpha1.AutoCompactionPeriodic, AutoCompactionRetention: "1h",
-		QuotaBackendBytes: ptr.To(resource.MustParse("2Gi")), SnapshotCount: 10000,
+		SnapshotCount:           10000,
 		HeartbeatIntervalMillis: 100, ElectionTimeoutMillis: 1000, TimingProfile: etcdv1alpha1.TimingCustom,
-	}))
+	}), "no quota: the operator's follows storage.size (internal/resources.DefaultQuotaBackendBytes)")
 	g.Expect(c.Spec.Storage.Autoscaling).To(BeNil(), "storage autoscaling is opt-in")
 	g.Expect(c.Spec.Monitoring).To(Equal(etcdv1alpha1.MonitoringSpec{Mode: etcdv1alpha1.MonitoringAuto}))
 	g.Expect(c.Spec.Maintenance).To(Equal(etcdv1alpha1.MaintenanceSpec{
@@ -64,6 +64,28 @@ func TestCreateValidation(t *testing.T) {
 		refusal string
 	}{
 		{"size 1", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 1 }, ""},
+		{"one member on a 1Gi volume, every other field defaulted", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Size = 1
+			c.Spec.Storage.Size = ptr.To(resource.MustParse("1Gi"))
+		}, ""},
+		{"storage autoscaling volume ceiling below the volume", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Storage.Size = ptr.To(resource.MustParse("8Gi"))
+			c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingAuto,
+				MaxSize: ptr.To(resource.MustParse("4Gi"))}
+		}, "storage.autoscaling.maxSize must be at least storage.size"},
+		{"storage autoscaling volume ceiling below the default volume", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingAuto,
+				MaxSize: ptr.To(resource.MustParse("1Gi"))}
+		}, "storage.autoscaling.maxSize must be at least storage.size"},
+		{"pod label value of 10,000 characters", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.PodTemplate.Labels = map[string]string{"team": strings.Repeat("a", 10000)}
+		}, "podTemplate.labels values must be at most 63 characters"},
+		{"pod label value with a space", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.PodTemplate.Labels = map[string]string{"team": "data platform"}
+		}, "podTemplate.labels values must be at most 63 characters"},
+		{"pod label values of 63 characters and empty", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.PodTemplate.Labels = map[string]string{"team": strings.Repeat("a", 63), "tier": "", "app": "a.b_c-d"}
+		}, ""},
 		{"timing profile Slower", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingSlower }, ""},
 		{"timing profile Auto with a window", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingAuto

@@ -113,5 +113,5 @@ step operator ensure_operator
 step bundle bundle_copy
 step namespace quiet test_namespace
 step scorecard run_scorecard
-go run ./hack/capabilities "$mode" -run "$out/scorecard.json" -xunit "$out/scorecard.xml"
+go run ./hack/capabilities "$mode" -run "$out/scorecard.json" -xunit "$out/scorecard.xml" -selector "$selector"
 log "results: $out/scorecard.json, $out/scorecard.xml"

@@ -48,9 +48,15 @@ const (
 
 	// ReasonQuorumAvailable (Available=True): a quorum of voting members is healthy.
 	ReasonQuorumAvailable = "QuorumAvailable"
-	// ReasonQuorumLost (Available=False): fewer than a quorum of voting members are healthy;
-	// the cluster refuses writes and linearizable reads.
+	// ReasonQuorumLost (Available=False): fewer than a quorum of voting members are healthy
+	// and the member list, a linearizable read, fails, for at least 10 seconds on end; the
+	// cluster refuses writes and linearizable reads.
 	ReasonQuorumLost = "QuorumLost"
+	// ReasonQuorumUnconfirmed (Available=Unknown): fewer than a quorum of voting members
+	// answered their status, but the loss of quorum is not confirmed: either the member
+	// list, a linearizable read that needs a quorum, answered, or it has failed for less
+	// than 10 seconds. Under load a member can be slow to answer while clients are served.
+	ReasonQuorumUnconfirmed = "QuorumUnconfirmed"
 	// ReasonBootstrapping (Available=False, Progressing=True): the first member is starting.
 	ReasonBootstrapping = "Bootstrapping"
 
@@ -160,8 +166,8 @@ const (
 	// ReasonRestoring (Progressing=True): the first member is restoring the backup into its
 	// data directory before it starts.
 	ReasonRestoring = "Restoring"
-	// ReasonRestoreSourceNotReady (Progressing=True): the EtcdBackup named in
-	// spec.bootstrap.restore does not exist or has not succeeded yet; no member starts.
+	// ReasonRestoreSourceNotReady (Available=False, Progressing=True): the EtcdBackup named
+	// in spec.bootstrap.restore does not exist or has not succeeded yet; no member starts.
 	ReasonRestoreSourceNotReady = "RestoreSourceNotReady"
 	// ReasonRestoreFailed (Degraded=True): the restore failed, for example the artifact's
 	// checksum differs from the expected one or it cannot be fetched; the message says why.

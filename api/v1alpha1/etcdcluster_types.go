@@ -99,10 +99,10 @@ type EtcdClusterSpec struct {
 	QuorumLossRecovery QuorumLossRecoverySpec `json:"quorumLossRecovery,omitempty"`
 
 	// networkPolicy is who may reach the members on the network: by default a NetworkPolicy
-	// admits only the cluster's own members to the peer port, and the operator, the
-	// cluster's backup Jobs and the pods of the cluster's namespace to the client and
-	// metrics ports. It takes effect where the cluster's network plugin enforces
-	// NetworkPolicy.
+	// admits only the cluster's own members to the peer port, the operator, the cluster's
+	// backup Jobs and the pods of the cluster's namespace to the client port, and every
+	// source to the metrics port (metrics and health, no keys or values). It takes effect
+	// where the cluster's network plugin enforces NetworkPolicy.
 	// +kubebuilder:default={}
 	// +optional
 	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
@@ -417,8 +417,10 @@ const (
 //   - to the peer port (2380): the cluster's member pods, nothing else;
 //   - to the client port (2379): the operator's pods, the cluster's backup Jobs, the pods
 //     of the cluster's namespace (sameNamespace Allowed), and clientFrom;
-//   - to the metrics port (2381): the operator's pods, the pods of the cluster's namespace
-//     (sameNamespace Allowed), and metricsFrom (Prometheus's namespace, for example).
+//   - to the metrics port (2381), which serves etcd's metrics and health and no keys or
+//     values: every source, so that a Prometheus in any namespace scrapes the members; or,
+//     once metricsFrom is set, only the operator's pods, the pods of the cluster's
+//     namespace (sameNamespace Allowed), and metricsFrom.
 //
 // Traffic from the member's own node (the kubelet's probes) is admitted by every network
 // plugin that enforces NetworkPolicy. The policy does nothing where the network plugin
@@ -432,8 +434,8 @@ type NetworkPolicySpec struct {
 	Mode NetworkPolicyMode `json:"mode,omitempty"`
 
 	// sameNamespace is Allowed (the default): every pod of the cluster's namespace may reach
-	// the client and metrics ports (it still needs a client certificate for the client
-	// port); or Denied: only what clientFrom and metricsFrom list may.
+	// the client port (it still needs a client certificate) and a restricted metrics port;
+	// or Denied: only what clientFrom and metricsFrom list may.
 	// +kubebuilder:default=Allowed
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Same Namespace",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Allowed","urn:alm:descriptor:com.tectonic.ui:select:Denied","urn:alm:descriptor:com.tectonic.ui:advanced"}
@@ -448,9 +450,10 @@ type NetworkPolicySpec struct {
 	// +optional
 	ClientFrom []networkingv1.NetworkPolicyPeer `json:"clientFrom,omitempty"`
 
-	// metricsFrom are the other sources admitted to the metrics port, such as the namespace
-	// Prometheus runs in: namespaceSelector: {matchLabels: {kubernetes.io/metadata.name:
-	// monitoring}}. At most 16.
+	// metricsFrom restricts the metrics port, which every source may reach while it is
+	// empty (the default), to the operator, the pods of the cluster's namespace
+	// (sameNamespace Allowed) and these sources, such as the namespace Prometheus runs in:
+	// namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}. At most 16.
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	// +optional
@@ -557,6 +560,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.ephemeral) && !has(self.ephemeral) || has(oldSelf.ephemeral) && has(self.ephemeral) && self.ephemeral == oldSelf.ephemeral",message="storage.ephemeral cannot be changed after the cluster is created"
 // +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storage.storageClassName cannot be changed after the cluster is created: volumes cannot move between storage classes"
 // +kubebuilder:validation:XValidation:rule="!has(self.size) || !has(oldSelf.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="storage.size cannot be decreased: volumes can only grow"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaling) || !has(self.autoscaling.maxSize) || !has(self.size) || quantity(string(self.autoscaling.maxSize)).compareTo(quantity(string(self.size))) >= 0",message="storage.autoscaling.maxSize must be at least storage.size: the volumes can only grow, so a lower ceiling could never be used"
 type StorageSpec struct {
 	// size is the capacity of each member's volume. It can grow but never shrink. When it
 	// grows, the operator expands the members' claims one at a time, while the cluster is
@@ -594,6 +598,10 @@ type StorageSpec struct {
 // PodTemplate holds the settings applied to every member pod on top of the operator's own.
 type PodTemplate struct {
 	// labels are added to every member pod. They cannot override the operator's own labels.
+	// Each value is a Kubernetes label value: at most 63 characters, alphanumerics, '-',
+	// '_' and '.', beginning and ending with an alphanumeric. At most 64.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63 && self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))",message="podTemplate.labels values must be at most 63 characters of alphanumerics, '-', '_' and '.', beginning and ending with an alphanumeric"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Labels",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Labels map[string]string `json:"labels,omitempty"`
@@ -771,8 +779,9 @@ type EtcdOptions struct {
 	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
 
 	// quotaBackendBytes is the size at which etcd stops accepting writes (NOSPACE alarm).
-	// etcd recommends at most 8Gi. It must be smaller than storage.size.
-	// +kubebuilder:default="2Gi"
+	// etcd recommends at most 8Gi. It must be smaller than storage.size. When it is not
+	// set it follows storage.size: half of it, at most 2Gi (2Gi with the default 4Gi
+	// volume), so that the write-ahead log and snapshots fit beside the database.
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('15Mi')) && quantity(string(self)).isLessThan(quantity('8Gi')) || quantity(string(self)).compareTo(quantity('8Gi')) == 0",message="etcd.quotaBackendBytes must be between 16Mi and 8Gi"
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backend Quota",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:text"}
@@ -920,7 +929,8 @@ type EtcdClusterStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Members"
 	Members []MemberStatus `json:"members,omitempty"`
 
-	// currentVersion is the lowest etcd version its members run.
+	// currentVersion is the lowest etcd version its members run (see members[].version):
+	// it reaches an upgrade's version only once every member has answered with it.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Current Version",xDescriptors={"urn:alm:descriptor:text"}
 	CurrentVersion string `json:"currentVersion,omitempty"`
@@ -932,7 +942,7 @@ type EtcdClusterStatus struct {
 	ReadyMembers int32 `json:"readyMembers,omitempty"`
 
 	// updatedMembers is the number of members whose pods run the desired etcd version and
-	// the current spec. A change of the spec that shapes member pods (resources,
+	// the current spec, and that answered with that version in the last observation. A change of the spec that shapes member pods (resources,
 	// podTemplate scheduling, etcd options, TLS secrets) is rolled out until it equals
 	// spec.size.
 	// +optional
@@ -1292,7 +1302,9 @@ type MemberStatus struct {
 	// +optional
 	UnhealthySince *metav1.Time `json:"unhealthySince,omitempty"`
 
-	// version is the etcd version the member runs.
+	// version is the etcd version the member runs: the one it reported when it last
+	// answered, or, until it has answered once, its pod's. A member restarting into a new
+	// version counts with the version it last ran until it answers with the new one.
 	// +optional
 	Version string `json:"version,omitempty"`
 

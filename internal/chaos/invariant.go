@@ -91,6 +91,40 @@ func MinHealthy(samples []Sample) (healthy, voters int) {
 	return max(healthy, 0), voters
 }
 
+// SampleGap is the longest time between two of the suite's samples (taken every second) that
+// still says the suite's member list answered all along: a longer gap is a member list that
+// failed, which is how a client sees a loss of quorum.
+const SampleGap = 3 * time.Second
+
+// UnconfirmedLosses returns the moments, among declared (when the operator reported a loss of
+// quorum), that the suite's own samples contradict: over span before the declaration, the
+// suite's member list answered every second and each sample had a quorum of healthy voters.
+// A declaration is borne out by one sample short of a quorum, or by a gap longer than
+// SampleGap, in that span.
+func UnconfirmedLosses(declared []time.Time, samples []Sample, span time.Duration) []time.Time {
+	var out []time.Time
+	for _, d := range declared {
+		from, last, confirmed := d.Add(-span), d.Add(-span), false
+		for _, s := range samples {
+			if s.At.Before(from) || s.At.After(d) {
+				continue
+			}
+			if s.At.Sub(last) > SampleGap || healthyOthers(s, "") < len(s.Voters)/2+1 {
+				confirmed = true
+				break
+			}
+			last = s.At
+		}
+		if !confirmed && d.Sub(last) > SampleGap {
+			confirmed = true
+		}
+		if !confirmed {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 func inWindow(ws []Window, member string, at time.Time) bool {
 	for _, w := range ws {
 		if w.Member == member && !at.Before(w.From) && !at.After(w.To) {

@@ -75,20 +75,23 @@ func TestLongProfileUpgradesTwiceAndScalesBack(t *testing.T) {
 	}
 }
 
-func TestQuorumViolations(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+// at is s seconds after the samples' epoch.
+func at(s int) time.Time { return time.Unix(1000, 0).Add(time.Duration(s) * time.Second) }
+
+// sample is a sample of voters a, b and c at second s, each healthy but down.
+func sample(s int, down ...string) Sample {
 	voters := []string{"a", "b", "c"}
-	sample := func(s int, down ...string) Sample {
-		h := map[string]bool{}
-		for _, v := range voters {
-			h[v] = true
-		}
-		for _, d := range down {
-			h[d] = false
-		}
-		return Sample{At: at(s), Voters: voters, Healthy: h}
+	h := map[string]bool{}
+	for _, v := range voters {
+		h[v] = true
 	}
+	for _, d := range down {
+		h[d] = false
+	}
+	return Sample{At: at(s), Voters: voters, Healthy: h}
+}
+
+func TestQuorumViolations(t *testing.T) {
 	cases := []struct {
 		name    string
 		samples []Sample
@@ -126,5 +129,36 @@ func TestQuorumViolations(t *testing.T) {
 	}
 	if h, v := MinHealthy([]Sample{sample(0), sample(1, "a", "b"), sample(2)}); h != 1 || v != 3 {
 		t.Fatalf("MinHealthy: %d of %d", h, v)
+	}
+}
+
+// A loss of quorum the operator declares must be seen by the suite's own client: a sample
+// short of a quorum, or its member list failing (a gap in the samples), in the span before.
+func TestUnconfirmedLosses(t *testing.T) {
+	every := func(from, to int, down ...string) []Sample {
+		var out []Sample
+		for s := from; s <= to; s++ {
+			out = append(out, sample(s, down...))
+		}
+		return out
+	}
+	span := 10 * time.Second
+	cases := []struct {
+		name    string
+		samples []Sample
+		want    int
+	}{
+		{"clients saw a quorum every second: contradicted", every(0, 30, "a"), 1},
+		{"a sample short of a quorum bears it out", append(every(0, 15, "a"), every(16, 30, "a", "b")...), 0},
+		{"the suite's member list failed for 5 s bears it out", append(every(0, 15), every(21, 30)...), 0},
+		{"no sample near the declaration bears it out", every(0, 10), 0},
+		{"a shortfall long before the span does not", append(every(0, 5, "a", "b"), every(6, 30)...), 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := UnconfirmedLosses([]time.Time{at(25)}, tc.samples, span); len(got) != tc.want {
+				t.Fatalf("unconfirmed %v, want %d", got, tc.want)
+			}
+		})
 	}
 }

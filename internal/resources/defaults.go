@@ -40,8 +40,9 @@ const (
 var (
 	// defaultStorageSize is the CRD's default storage.size.
 	defaultStorageSize = resource.MustParse("4Gi")
-	// defaultQuotaBackendBytes is the CRD's default etcd.quotaBackendBytes.
-	defaultQuotaBackendBytes = resource.MustParse("2Gi")
+	// maxDefaultQuotaBackendBytes is the highest etcd.quotaBackendBytes the operator picks
+	// when the user sets none (DefaultQuotaBackendBytes).
+	maxDefaultQuotaBackendBytes = resource.MustParse("2Gi")
 )
 
 // WithDefaults returns spec with every empty field that has a CRD default set to that
@@ -72,12 +73,26 @@ func WithDefaults(spec etcdv1alpha1.EtcdClusterSpec) etcdv1alpha1.EtcdClusterSpe
 	if spec.MemberUpgradeTimeout == nil {
 		spec.MemberUpgradeTimeout = &metav1.Duration{Duration: DefaultMemberUpgradeTimeout}
 	}
-	spec.Etcd = etcdDefaults(spec.Etcd)
+	spec.Etcd = etcdDefaults(spec.Etcd, *spec.Storage.Size)
 	return spec
 }
 
-// etcdDefaults fills in the defaults of the etcd options.
-func etcdDefaults(o etcdv1alpha1.EtcdOptions) etcdv1alpha1.EtcdOptions {
+// DefaultQuotaBackendBytes is etcd.quotaBackendBytes when the user sets none: half of the
+// volume (storage.size), which leaves the other half to the write-ahead log and the
+// snapshots, and at most 2Gi, etcd's own default. With the default 4Gi volume it is 2Gi; a
+// 1Gi volume gets 512Mi. Since storage.size is at least 64Mi, it is at least 32Mi, above
+// the API's floor of 16Mi.
+func DefaultQuotaBackendBytes(storage resource.Quantity) resource.Quantity {
+	half := storage.Value() / 2
+	if half >= maxDefaultQuotaBackendBytes.Value() {
+		return maxDefaultQuotaBackendBytes.DeepCopy()
+	}
+	return *resource.NewQuantity(half, resource.BinarySI)
+}
+
+// etcdDefaults fills in the defaults of the etcd options; the quota follows storage, the
+// volume's size.
+func etcdDefaults(o etcdv1alpha1.EtcdOptions, storage resource.Quantity) etcdv1alpha1.EtcdOptions {
 	if o.AutoCompactionMode == "" {
 		o.AutoCompactionMode = etcdv1alpha1.AutoCompactionPeriodic
 	}
@@ -88,7 +103,7 @@ func etcdDefaults(o etcdv1alpha1.EtcdOptions) etcdv1alpha1.EtcdOptions {
 		}
 	}
 	if o.QuotaBackendBytes == nil || o.QuotaBackendBytes.IsZero() {
-		o.QuotaBackendBytes = ptr.To(defaultQuotaBackendBytes.DeepCopy())
+		o.QuotaBackendBytes = ptr.To(DefaultQuotaBackendBytes(storage))
 	}
 	if o.SnapshotCount == 0 {
 		o.SnapshotCount = DefaultSnapshotCount

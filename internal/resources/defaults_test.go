@@ -60,6 +60,20 @@ func TestWithDefaultsKeepsSetFields(t *testing.T) {
 	g.Expect(in).To(Equal(want), "the argument must not change")
 }
 
+// A quota the user did not set follows the volume: half of it, at most 2Gi, so that a
+// small volume such as {size: 1Gi} is valid with every other default.
+func TestWithDefaultsQuotaFollowsStorageSize(t *testing.T) {
+	g := NewWithT(t)
+	for size, quota := range map[string]string{"64Mi": "32Mi", "1Gi": "512Mi", "3Gi": "1536Mi", "4Gi": "2Gi", "100Gi": "2Gi"} {
+		s := resources.WithDefaults(etcdv1alpha1.EtcdClusterSpec{Storage: etcdv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse(size))}})
+		g.Expect(s.Etcd.QuotaBackendBytes.Value()).To(Equal(ptr.To(resource.MustParse(quota)).Value()), "storage.size %s", size)
+		g.Expect(s.Etcd.QuotaBackendBytes.Cmp(*s.Storage.Size)).To(BeNumerically("<", 0), "smaller than the volume, as the API requires")
+	}
+	set := resources.WithDefaults(etcdv1alpha1.EtcdClusterSpec{Storage: etcdv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
+		Etcd: etcdv1alpha1.EtcdOptions{QuotaBackendBytes: ptr.To(resource.MustParse("100Mi"))}})
+	g.Expect(set.Etcd.QuotaBackendBytes.String()).To(Equal("100Mi"), "a quota the user set is kept")
+}
+
 func TestWithDefaultsRetentionFollowsMode(t *testing.T) {
 	g := NewWithT(t)
 	s := resources.WithDefaults(etcdv1alpha1.EtcdClusterSpec{Etcd: etcdv1alpha1.EtcdOptions{AutoCompactionMode: etcdv1alpha1.AutoCompactionRevision}})

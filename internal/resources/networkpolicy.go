@@ -37,9 +37,11 @@ func (o Operator) peer() *networkingv1.NetworkPolicyPeer {
 // NetworkPolicy returns the members' NetworkPolicy of c (spec.networkPolicy), nil when its
 // mode is Disabled. Ingress only, one rule per port: the peer port from the cluster's
 // members; the client port from the operator, the cluster's backup Jobs, the namespace's
-// pods (sameNamespace Allowed) and clientFrom; the metrics port from the operator, the
-// namespace's pods and metricsFrom. Egress is not restricted: members reach each other,
-// and backup Jobs their destination, as before.
+// pods (sameNamespace Allowed) and clientFrom; the metrics port from everyone unless
+// metricsFrom is set, then from the operator, the namespace's pods and metricsFrom. The
+// metrics port serves etcd's metrics and health and no keys or values, so that a Prometheus
+// in any namespace scrapes a cluster made with every default. Egress is not restricted:
+// members reach each other, and backup Jobs their destination.
 func NetworkPolicy(c *etcdv1alpha1.EtcdCluster, operator Operator) *networkingv1.NetworkPolicy {
 	spec := c.Spec.NetworkPolicy
 	if spec.Mode == etcdv1alpha1.NetworkPolicyDisabled {
@@ -56,7 +58,10 @@ func NetworkPolicy(c *etcdv1alpha1.EtcdCluster, operator Operator) *networkingv1
 	}
 	client := append([]networkingv1.NetworkPolicyPeer{{PodSelector: selector(cl.JobSelectorLabels())}}, trusted...)
 	client = append(client, deepCopyPeers(spec.ClientFrom)...)
-	metrics := append(append([]networkingv1.NetworkPolicyPeer{}, trusted...), deepCopyPeers(spec.MetricsFrom)...)
+	var metrics []networkingv1.NetworkPolicyPeer // a rule with no source admits everyone
+	if len(spec.MetricsFrom) > 0 {
+		metrics = append(append(metrics, trusted...), deepCopyPeers(spec.MetricsFrom)...)
+	}
 	rule := func(port int32, from []networkingv1.NetworkPolicyPeer) networkingv1.NetworkPolicyIngressRule {
 		tcp, p := corev1.ProtocolTCP, intstr.FromInt32(port)
 		return networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p}}, From: from}
@@ -64,9 +69,7 @@ func NetworkPolicy(c *etcdv1alpha1.EtcdCluster, operator Operator) *networkingv1
 	ingress := []networkingv1.NetworkPolicyIngressRule{
 		rule(cluster.PeerPort, []networkingv1.NetworkPolicyPeer{{PodSelector: selector(cl.SelectorLabels())}}),
 		rule(cluster.ClientPort, client),
-	}
-	if len(metrics) > 0 { // a rule with no source would admit everyone
-		ingress = append(ingress, rule(cluster.MetricsPort, metrics))
+		rule(cluster.MetricsPort, metrics),
 	}
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},

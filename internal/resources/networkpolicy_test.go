@@ -100,16 +100,25 @@ func TestNetworkPolicyAdmitsOnlyWhoNeedsTheMembers(t *testing.T) {
 		{"clientFrom admits a listed namespace's pods", etcdv1alpha1.NetworkPolicySpec{ClientFrom: []networkingv1.NetworkPolicyPeer{{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "shop"}},
 			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}}}}, foreignApp, cluster.ClientPort, true},
-		{"clientFrom does not open the metrics port", etcdv1alpha1.NetworkPolicySpec{ClientFrom: []networkingv1.NetworkPolicyPeer{{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "shop"}}}}}, foreignApp, cluster.MetricsPort, false},
+		{"clientFrom does not open a restricted metrics port", etcdv1alpha1.NetworkPolicySpec{ClientFrom: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "shop"}}}},
+			MetricsFrom: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}}}}, foreignApp, cluster.MetricsPort, false},
 		{"the operator reaches the metrics port", etcdv1alpha1.NetworkPolicySpec{}, op, cluster.MetricsPort, true},
 		{"a pod of the namespace does by default", etcdv1alpha1.NetworkPolicySpec{}, app, cluster.MetricsPort, true},
-		{"Prometheus elsewhere does not", etcdv1alpha1.NetworkPolicySpec{}, prometheus, cluster.MetricsPort, false},
-		{"unless metricsFrom names its namespace", etcdv1alpha1.NetworkPolicySpec{MetricsFrom: []networkingv1.NetworkPolicyPeer{{
+		{"Prometheus elsewhere does by default", etcdv1alpha1.NetworkPolicySpec{}, prometheus, cluster.MetricsPort, true},
+		{"and with sameNamespace Denied", etcdv1alpha1.NetworkPolicySpec{SameNamespace: etcdv1alpha1.NamespaceDenied}, prometheus, cluster.MetricsPort, true},
+		{"but not the client port by default", etcdv1alpha1.NetworkPolicySpec{}, prometheus, cluster.ClientPort, false},
+		{"metricsFrom set: Prometheus elsewhere does not unless listed", etcdv1alpha1.NetworkPolicySpec{MetricsFrom: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "shop"}}}}}, prometheus, cluster.MetricsPort, false},
+		{"metricsFrom set: the operator still does", etcdv1alpha1.NetworkPolicySpec{MetricsFrom: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "shop"}}}}}, op, cluster.MetricsPort, true},
+		{"metricsFrom names its namespace", etcdv1alpha1.NetworkPolicySpec{MetricsFrom: []networkingv1.NetworkPolicyPeer{{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}}}}, prometheus, cluster.MetricsPort, true},
 		{"metricsFrom does not open the client port", etcdv1alpha1.NetworkPolicySpec{MetricsFrom: []networkingv1.NetworkPolicyPeer{{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}}}}, prometheus, cluster.ClientPort, false},
-		{"a backup Job does not reach the metrics port", etcdv1alpha1.NetworkPolicySpec{SameNamespace: etcdv1alpha1.NamespaceDenied}, backupJob, cluster.MetricsPort, false},
+		{"a backup Job does not reach the metrics port when metricsFrom is set", etcdv1alpha1.NetworkPolicySpec{SameNamespace: etcdv1alpha1.NamespaceDenied,
+			MetricsFrom: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "prometheus"}}}}}, backupJob, cluster.MetricsPort, false},
 	}
 	for _, tc := range cases {
 		c.Spec.NetworkPolicy = tc.spec
@@ -132,17 +141,27 @@ func TestNetworkPolicySelectsTheMembersOnly(t *testing.T) {
 	g.Expect(matches(&np.Spec.PodSelector, cluster.Cluster{Name: "other"}.MemberLabels("other-0"))).To(BeFalse())
 }
 
-// Without a known operator pod and with the namespace denied, nothing but what the user
-// lists reaches the metrics port: no rule with an empty source list (which would admit
-// every source) is ever made.
-func TestNetworkPolicyNeverAdmitsEveryone(t *testing.T) {
+// Without a known operator pod and with the namespace denied, the peer and client ports
+// admit only named sources, and so does the metrics port once metricsFrom is set: only an
+// empty metricsFrom leaves a rule with an empty source list (which admits every source).
+func TestNetworkPolicyAdmitsEveryoneOnlyToTheMetricsPortByDefault(t *testing.T) {
 	g := NewWithT(t)
 	c := newCluster()
 	c.Spec.NetworkPolicy.SameNamespace = etcdv1alpha1.NamespaceDenied
-	np := resources.NetworkPolicy(c, resources.Operator{})
-	for _, rule := range np.Spec.Ingress {
-		g.Expect(rule.From).NotTo(BeEmpty())
+	open := func(np *networkingv1.NetworkPolicy) (ports []int32) {
+		for _, rule := range np.Spec.Ingress {
+			if len(rule.From) == 0 {
+				ports = append(ports, rule.Ports[0].Port.IntVal)
+			}
+		}
+		return ports
 	}
+	np := resources.NetworkPolicy(c, resources.Operator{})
+	g.Expect(open(np)).To(Equal([]int32{cluster.MetricsPort}))
+
+	c.Spec.NetworkPolicy.MetricsFrom = []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "prometheus"}}}}
+	np = resources.NetworkPolicy(c, resources.Operator{})
+	g.Expect(open(np)).To(BeEmpty())
 	g.Expect(admits(np, source{"db", map[string]string{"app": "api"}}, cluster.MetricsPort)).To(BeFalse())
 }
 

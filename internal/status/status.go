@@ -144,10 +144,11 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	out.Maintenance = maintenanceStatus(out.Maintenance, in.Maintenance)
 	if in.Observed.Members != nil {
 		out.Members = members(names, in.Observed.Members, in.Details, defragmentations(c.Status.Members, in.Maintenance))
+		seenVersions(out.Members, c.Status.Members, in.Observed.Pods)
 		if v := lowestVersion(out.Members); v != "" {
 			out.CurrentVersion = v
 		}
-		out.UpdatedMembers = int32(in.Observed.Updated())
+		out.UpdatedMembers = int32(updatedMembers(in.Observed, in.Details))
 	} else {
 		// Nobody answered: keep what is known of the members, none of it healthy.
 		for i := range out.Members {
@@ -165,6 +166,12 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	available := availableCondition(in, voters, healthy)
 	progressing := rotatingCA(stillRollingOut(progressingCondition(in.Action), c.Status.Conditions, in.Observed), out.CARotation)
 	degraded := degradedCondition(in, out)
+	if last := meta.FindStatusCondition(out.Conditions, etcdv1alpha1.ConditionDegraded); last != nil &&
+		in.Observed.Members == nil && available.Reason == etcdv1alpha1.ReasonQuorumUnconfirmed && in.Err == nil {
+		// A loss of quorum that is only suspected says nothing new about health: no
+		// QuorumLost from the recovery's first look, no event, until it is confirmed.
+		degraded = *last
+	}
 	set(available)
 	set(progressing)
 	set(degraded)
@@ -252,6 +259,41 @@ func members(names cluster.Cluster, in []membership.Member, details map[string]D
 	return out
 }
 
+// seenVersions fills in the version of each member that did not answer in this pass: the
+// one it reported when it last answered (last status), else its pod's. A member that is
+// restarting into a new release counts with the release it last ran, so currentVersion
+// never says an upgrade is done before every member has answered with the new release.
+func seenVersions(ms, last []etcdv1alpha1.MemberStatus, pods map[string]membership.Pod) {
+	before := make(map[string]string, len(last))
+	for _, m := range last {
+		before[m.Name] = m.Version
+	}
+	for i := range ms {
+		m := &ms[i]
+		switch {
+		case m.Version != "":
+		case before[m.Name] != "":
+			m.Version = before[m.Name]
+		default:
+			m.Version = pods[m.Name].Version
+		}
+	}
+}
+
+// updatedMembers counts the members whose pods run the desired release and the current
+// spec and that answered with that release in this pass: a pod made at the new release
+// whose etcd has not started yet is not updated.
+func updatedMembers(o membership.Observed, details map[string]Detail) int {
+	n := 0
+	for _, m := range o.Members {
+		d, answered := details[m.Name]
+		if o.UpToDate(m.Name) && answered && d.Version == o.Upgrade.Desired() {
+			n++
+		}
+	}
+	return n
+}
+
 func countVoters(ms []etcdv1alpha1.MemberStatus) (voters, healthy int) {
 	for _, m := range ms {
 		if m.Learner {
@@ -278,20 +320,56 @@ func readyVoters(ms []membership.Member) int {
 }
 
 func availableCondition(in Input, voters, healthy int) metav1.Condition {
+	last := meta.FindStatusCondition(in.Cluster.Status.Conditions, etcdv1alpha1.ConditionAvailable)
 	switch {
 	case in.Observed.Members != nil && voters > 0 && healthy >= voters/2+1:
 		return metav1.Condition{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue,
 			Reason:  etcdv1alpha1.ReasonQuorumAvailable,
 			Message: fmt.Sprintf("%d of %d voting members are healthy", healthy, voters)}
-	case in.Action.Reason == etcdv1alpha1.ReasonBootstrapping:
+	case in.Observed.Members != nil && voters > 0:
+		// The member list is a linearizable read: it answered, so a quorum committed it.
+		return metav1.Condition{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionUnknown,
+			Reason: etcdv1alpha1.ReasonQuorumUnconfirmed,
+			Message: fmt.Sprintf("%d of %d voting members answered their status in time, but the member list, a linearizable read that needs a quorum, answered",
+				healthy, voters)}
+	case voters > 0 && !lossConfirmed(last, in.Observed.Now):
+		return metav1.Condition{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionUnknown,
+			Reason: etcdv1alpha1.ReasonQuorumUnconfirmed,
+			Message: fmt.Sprintf("%d of %d voting members are healthy and the member list did not answer; the loss of quorum is declared if it still does not answer %s after the first failure",
+				healthy, voters, QuorumLossConfirmAfter)}
+	case in.Action.Reason == etcdv1alpha1.ReasonBootstrapping, voters == 0 && in.Action.Reason != "":
+		// A cluster none of whose members was ever seen (bootstrapping, or waiting for the
+		// backup it restores) has no quorum to lose: it says what it waits for.
 		return metav1.Condition{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse,
-			Reason: etcdv1alpha1.ReasonBootstrapping, Message: in.Action.Message}
+			Reason: in.Action.Reason, Message: in.Action.Message}
 	default:
 		return metav1.Condition{Type: etcdv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse,
 			Reason: etcdv1alpha1.ReasonQuorumLost,
 			Message: fmt.Sprintf("%d of %d voting members are healthy; a quorum needs %d, so the cluster refuses writes",
 				healthy, voters, voters/2+1)}
 	}
+}
+
+// QuorumLossConfirmAfter is how long the member list (a linearizable read) must keep
+// failing, with fewer than a quorum of voting members healthy, before the loss of quorum is
+// declared (Available=False/QuorumLost and its event). On a loaded node a pass can see every
+// call time out while clients are served; the operator looks again every 2 seconds
+// meanwhile, and a pass that reads the member list ends the suspicion.
+const QuorumLossConfirmAfter = 10 * time.Second
+
+// lossConfirmed says whether a loss of quorum seen in this pass is confirmed: it was already
+// declared, or Available has said QuorumUnconfirmed, without a break, since at least
+// QuorumLossConfirmAfter before now.
+func lossConfirmed(last *metav1.Condition, now time.Time) bool {
+	switch {
+	case last == nil:
+		return false
+	case last.Reason == etcdv1alpha1.ReasonQuorumLost:
+		return true
+	case last.Status != metav1.ConditionUnknown || last.Reason != etcdv1alpha1.ReasonQuorumUnconfirmed:
+		return false
+	}
+	return !now.IsZero() && now.Sub(last.LastTransitionTime.Time) >= QuorumLossConfirmAfter
 }
 
 // progressingCondition is True for every action but None and Blocked: the operator is

@@ -47,10 +47,10 @@ func TestHealthyClusterIsReady(t *testing.T) {
 	ms[0].Leader = true
 	in := status.Input{
 		Cluster:  newCluster(3),
-		Observed: membership.Observed{Members: ms},
+		Observed: membership.Observed{Members: ms, Upgrade: membership.Upgrade{Target: "3.6.16"}},
 		Details: map[string]status.Detail{
 			"e-0": {Version: "3.6.16", DBSize: 20480},
-			"e-1": {Version: "3.5.35"}, "e-2": {Version: "3.6.16"},
+			"e-1": {Version: "3.6.16"}, "e-2": {Version: "3.6.16"},
 		},
 		Action: membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"},
 	}
@@ -59,7 +59,8 @@ func TestHealthyClusterIsReady(t *testing.T) {
 
 	g.Expect(s.ObservedGeneration).To(Equal(int64(3)))
 	g.Expect(s.ReadyMembers).To(Equal(int32(3)))
-	g.Expect(s.CurrentVersion).To(Equal("3.5.35"), "the lowest member version")
+	g.Expect(s.CurrentVersion).To(Equal("3.6.16"))
+	g.Expect(s.UpdatedMembers).To(Equal(int32(3)))
 	g.Expect(s.Selector).To(Equal("app.kubernetes.io/name=etcd,etcd.etcdpilot.io/cluster=e"))
 	g.Expect(s.ClientService).To(Equal("e-client"))
 	g.Expect(s.ClientSecret).To(Equal("e-client-tls"))
@@ -74,6 +75,69 @@ func TestHealthyClusterIsReady(t *testing.T) {
 	ready := cond(g, s, etcdv1alpha1.ConditionReady)
 	g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(ready.Reason).To(Equal(etcdv1alpha1.ReasonReady))
+}
+
+// An upgrade from 3.6.15 to 3.6.16 whose last member is restarting: its new pod carries
+// 3.6.16 but its etcd has not answered. currentVersion is the lowest release every member
+// was seen to run, so it stays at 3.6.15, and the member is not counted as updated, until
+// the member answers with 3.6.16. A member that never answered counts with its pod's.
+func TestAnUpgradeIsNotReportedDoneBeforeTheLastMemberAnswers(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(3)
+	c.Status.Members = []etcdv1alpha1.MemberStatus{{Name: "e-0", Version: "3.6.16"}, {Name: "e-1", Version: "3.6.16"}, {Name: "e-2", Version: "3.6.15"}}
+	c.Status.CurrentVersion = "3.6.15"
+	ms := members(true, true, false)
+	obs := membership.Observed{Members: ms, Upgrade: membership.Upgrade{Target: "3.6.16", From: "3.6.15"}, Pods: map[string]membership.Pod{
+		"e-0": {Version: "3.6.16"}, "e-1": {Version: "3.6.16"}, "e-2": {Version: "3.6.16"}}}
+	details := map[string]status.Detail{"e-0": {Version: "3.6.16"}, "e-1": {Version: "3.6.16"}}
+	action := membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting for e-2"}
+
+	s := compute(status.Input{Cluster: c, Observed: obs, Details: details, Action: action})
+	g.Expect(s.CurrentVersion).To(Equal("3.6.15"), "e-2 last answered with 3.6.15")
+	g.Expect(s.Members[2].Version).To(Equal("3.6.15"))
+	g.Expect(s.UpdatedMembers).To(Equal(int32(2)))
+
+	// A member whose pod is at 3.6.16 but that answers with 3.6.15 is not updated either.
+	details["e-2"] = status.Detail{Version: "3.6.15"}
+	ms[2].Healthy, ms[2].Ready = true, true
+	s = compute(status.Input{Cluster: c, Observed: obs, Details: details, Action: action})
+	g.Expect(s.CurrentVersion).To(Equal("3.6.15"))
+	g.Expect(s.UpdatedMembers).To(Equal(int32(2)))
+
+	details["e-2"] = status.Detail{Version: "3.6.16"}
+	s = compute(status.Input{Cluster: c, Observed: obs, Details: details, Action: action})
+	g.Expect(s.CurrentVersion).To(Equal("3.6.16"))
+	g.Expect(s.UpdatedMembers).To(Equal(int32(3)))
+
+	// A new member that has never answered counts with its pod's release.
+	c.Status.Members = c.Status.Members[:2]
+	delete(details, "e-2")
+	ms[2].Healthy, ms[2].Ready = false, false
+	obs.Pods["e-2"] = membership.Pod{Version: "3.6.15"}
+	s = compute(status.Input{Cluster: c, Observed: obs, Details: details, Action: action})
+	g.Expect(s.Members[2].Version).To(Equal("3.6.15"))
+	g.Expect(s.CurrentVersion).To(Equal("3.6.15"))
+}
+
+// A cluster restored from a backup that does not exist (or has not succeeded) has started
+// nothing: it says it waits for its restore source, never that it lost a quorum.
+func TestARestoreWaitingForItsSourceHasNoQuorumToLose(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(3)
+	wait := membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonRestoreSourceNotReady,
+		Message: `the EtcdBackup "nightly" does not exist`}
+	s := compute(status.Input{Cluster: c, Action: wait})
+
+	available := cond(g, s, etcdv1alpha1.ConditionAvailable)
+	g.Expect(available.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(available.Reason).To(Equal(etcdv1alpha1.ReasonRestoreSourceNotReady))
+	g.Expect(available.Message).To(ContainSubstring(`"nightly" does not exist`))
+	ready := cond(g, s, etcdv1alpha1.ConditionReady)
+	g.Expect(ready.Message).To(ContainSubstring(`"nightly" does not exist`))
+	g.Expect(ready.Message).NotTo(ContainSubstring("voting members"))
+	for _, e := range status.Transitions(c.Status, s) {
+		g.Expect(e.Reason).NotTo(Equal(etcdv1alpha1.ReasonQuorumLost), "%+v", e)
+	}
 }
 
 func TestOneMemberDownKeepsQuorumButDegrades(t *testing.T) {
@@ -92,19 +156,71 @@ func TestOneMemberDownKeepsQuorumButDegrades(t *testing.T) {
 	g.Expect(cond(g, s, etcdv1alpha1.ConditionReady).Reason).To(Equal(etcdv1alpha1.ReasonDegraded))
 }
 
-func TestQuorumLost(t *testing.T) {
+// A loss of quorum is declared only when a client would see it: the member list, a
+// linearizable read, fails, and keeps failing for QuorumLossConfirmAfter. Before that,
+// Available is Unknown and no QuorumLost event is emitted; a member list that answers ends
+// the suspicion, whatever the members' status calls said.
+func TestQuorumLostIsDeclaredOnlyWhenConfirmed(t *testing.T) {
 	g := NewWithT(t)
-	s := compute(status.Input{
-		Cluster:  newCluster(3),
-		Observed: membership.Observed{Members: members(true, false, false)},
-		Action:   membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting"},
-	})
+	c := newCluster(3)
+	t0 := time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC)
+	wait := membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting"}
+	c.Status = compute(status.Input{Cluster: c, Observed: membership.Observed{Members: members(true, true, true), Now: t0}, Action: wait})
+	g.Expect(cond(g, c.Status, etcdv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
 
+	// The quorum-loss recovery has seen the loss from its first look (internal/recovery).
+	lost := &etcdv1alpha1.RecoveryStatus{Phase: etcdv1alpha1.RecoveryQuorumLost, Message: "the quorum is lost"}
+	pass := func(obs membership.Observed) (etcdv1alpha1.EtcdClusterStatus, []status.Event) {
+		in := status.Input{Cluster: c, Observed: obs, Action: wait}
+		if obs.Members == nil {
+			in.RecoveryDecided, in.Recovery = true, lost
+		}
+		s := compute(in)
+		events := status.Transitions(c.Status, s)
+		c.Status = s
+		return s, events
+	}
+	quorumLost := HaveField("Reason", etcdv1alpha1.ReasonQuorumLost)
+
+	// Status calls time out under load, but the member list answers: the cluster has a quorum.
+	s, events := pass(membership.Observed{Members: members(true, false, false), Now: t0.Add(2 * time.Second)})
 	available := cond(g, s, etcdv1alpha1.ConditionAvailable)
+	g.Expect(available.Status).To(Equal(metav1.ConditionUnknown))
+	g.Expect(available.Reason).To(Equal(etcdv1alpha1.ReasonQuorumUnconfirmed))
+	g.Expect(available.Message).To(ContainSubstring("linearizable"))
+	g.Expect(events).NotTo(ContainElement(quorumLost))
+
+	// The member list answers again with every member healthy: no loss was ever declared.
+	s, events = pass(membership.Observed{Members: members(true, true, true), Now: t0.Add(4 * time.Second)})
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(events).NotTo(ContainElement(quorumLost))
+
+	// The member list fails (Members nil): suspected, not declared, until it has failed for
+	// QuorumLossConfirmAfter.
+	first := time.Now() // meta.SetStatusCondition stamps the transition with the wall clock
+	s, events = pass(membership.Observed{Now: first})
+	available = cond(g, s, etcdv1alpha1.ConditionAvailable)
+	g.Expect(available.Status).To(Equal(metav1.ConditionUnknown))
+	g.Expect(available.Reason).To(Equal(etcdv1alpha1.ReasonQuorumUnconfirmed))
+	g.Expect(available.Message).To(ContainSubstring("0 of 3 voting members are healthy"))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionDegraded).Reason).NotTo(Equal(etcdv1alpha1.ReasonQuorumLost), "the recovery's first look is not a confirmation")
+	g.Expect(events).NotTo(ContainElement(quorumLost))
+	s, events = pass(membership.Observed{Now: first.Add(status.QuorumLossConfirmAfter / 2)})
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionAvailable).Reason).To(Equal(etcdv1alpha1.ReasonQuorumUnconfirmed))
+	g.Expect(events).NotTo(ContainElement(quorumLost))
+
+	s, events = pass(membership.Observed{Now: first.Add(status.QuorumLossConfirmAfter + time.Second)})
+	available = cond(g, s, etcdv1alpha1.ConditionAvailable)
 	g.Expect(available.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(available.Reason).To(Equal(etcdv1alpha1.ReasonQuorumLost))
-	g.Expect(available.Message).To(Equal("1 of 3 voting members are healthy; a quorum needs 2, so the cluster refuses writes"))
+	g.Expect(available.Message).To(Equal("0 of 3 voting members are healthy; a quorum needs 2, so the cluster refuses writes"))
+	g.Expect(events).To(ContainElement(quorumLost))
 	g.Expect(cond(g, s, etcdv1alpha1.ConditionReady).Reason).To(Equal(etcdv1alpha1.ReasonNotAvailable))
+
+	// Declared, it stays declared while the member list fails, with one event in all.
+	s, events = pass(membership.Observed{Now: first.Add(time.Minute)})
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionAvailable).Reason).To(Equal(etcdv1alpha1.ReasonQuorumLost))
+	g.Expect(events).NotTo(ContainElement(quorumLost))
 }
 
 func TestLearnersDoNotCountTowardsQuorumOrReadiness(t *testing.T) {
@@ -340,11 +456,24 @@ func TestUpgradeIsRecordedStartedRolledBackAndCompleted(t *testing.T) {
 }
 
 // compute is status.Compute of a pass that observed the members, each with a pod built from
-// the current spec (unless the test gave pods).
+// the current spec (unless the test gave pods), each healthy member answering with its pod's
+// release (unless the test gave what they answered).
 func compute(in status.Input) etcdv1alpha1.EtcdClusterStatus {
 	in.Seen = true
 	if in.Observed.Size == 0 {
 		in.Observed.Size = int(in.Cluster.Spec.Size)
+	}
+	if in.Details == nil {
+		in.Details = map[string]status.Detail{}
+		for _, m := range in.Observed.Members {
+			if m.Healthy {
+				v := in.Observed.Upgrade.Desired()
+				if p, ok := in.Observed.Pods[m.Name]; ok && p.Version != "" {
+					v = p.Version
+				}
+				in.Details[m.Name] = status.Detail{Version: v}
+			}
+		}
 	}
 	if in.Observed.Pods == nil {
 		in.Observed.Pods = map[string]membership.Pod{}
@@ -363,7 +492,7 @@ func TestAPassThatCouldNotObserveKeepsTheLastObservation(t *testing.T) {
 	c := newCluster(3)
 	ms := members(true, true, true)
 	ms[0].Leader = true
-	c.Status = compute(status.Input{Cluster: c, Observed: membership.Observed{Members: ms},
+	c.Status = compute(status.Input{Cluster: c, Observed: membership.Observed{Members: ms, Upgrade: membership.Upgrade{Target: "3.6.16"}},
 		Details: map[string]status.Detail{"e-0": {Version: "3.6.16"}, "e-1": {Version: "3.6.16"}, "e-2": {Version: "3.6.16"}},
 		Action:  membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"}})
 	g.Expect(cond(g, c.Status, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))

@@ -28,6 +28,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/chaos"
+	"github.com/etcdpilot/etcdpilot/internal/status"
 )
 
 // The chaos suite (make test-chaos; the short profile also runs in every e2e run): a 3-member
@@ -152,6 +153,10 @@ var _ = Describe("chaos", Label("chaos"), Serial, func() {
 		Expect(unexplained).To(BeEmpty(), "an append that is there was acknowledged, or tried without an answer%s", timeline)
 		explained := run.explain(ctx, violations, samples)
 		Expect(explained).To(BeEmpty(), "no member taken down by the operator while the others were short of a quorum:\n%s%s", strings.Join(explained, "\n"), timeline)
+		declared := run.quorumLossEvents(ctx)
+		unconfirmed := chaos.UnconfirmedLosses(declared, samples, status.QuorumLossConfirmAfter)
+		Expect(unconfirmed).To(BeEmpty(), "every QuorumLost the operator reported (%d in all) was seen by the suite's client too (a sample short of a quorum, or its member list failing) in the %s before it%s",
+			len(declared), status.QuorumLossConfirmAfter, timeline)
 
 		got := waitReadyWithin(ctx, c, chaosRecovery)
 		members, err := cli.MemberList(ctx)
@@ -168,6 +173,19 @@ var _ = Describe("chaos", Label("chaos"), Serial, func() {
 		Expect(run.operatorLogs(ctx)).NotTo(ContainSubstring("panic: "), "the operator never panicked")
 	})
 })
+
+// quorumLossEvents are the times of the operator's QuorumLost events about the run's cluster.
+func (r *chaosRun) quorumLossEvents(ctx context.Context) []time.Time {
+	var evs eventsv1.EventList
+	Expect(k8sClient.List(ctx, &evs, client.InNamespace(r.ns))).To(Succeed())
+	var out []time.Time
+	for _, e := range evs.Items {
+		if e.Reason == etcdv1alpha1.ReasonQuorumLost && e.Regarding.Name == r.name {
+			out = append(out, e.EventTime.Time)
+		}
+	}
+	return out
+}
 
 // explain says, for each violation, when it happened and what the health samples and the
 // operator's events around it saw, in seconds since the start like the fault timeline.

@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,10 +36,9 @@ var _ = Describe("Monitoring with a real Prometheus", Label("monitoring"), func(
 	It("scrapes the members and the operator, loads the cluster's alerts, fires and resolves them", func(ctx SpecContext) {
 		store := newS3Store(ctx)
 		ns := newBackupNamespace(ctx, "monitoring-", store)
-		// Prometheus runs in its own namespace: the members' NetworkPolicy, enforced on the
-		// local cluster, admits it to the metrics port only when metricsFrom names it.
+		// Prometheus runs in its own namespace and the cluster has every default: the
+		// members' NetworkPolicy, enforced on the local cluster, must admit it as it is.
 		c := newCluster(ns, "watched", 3)
-		c.Spec.NetworkPolicy.MetricsFrom = []networkingv1.NetworkPolicyPeer{namespacePeer(prometheusNamespace)}
 		Expect(k8sClient.Create(ctx, c)).To(Succeed())
 		c = waitReady(ctx, c)
 		scope := fmt.Sprintf(`namespace=%q, etcd_cluster=%q`, ns, c.Name)

@@ -22,7 +22,7 @@ import (
 // The local cluster enforces NetworkPolicy (kube-router's firewall, started by `make
 // cluster-up`), so the members' policy is seen to admit and to refuse, not only to exist.
 var _ = Describe("the members' NetworkPolicy", func() {
-	It("admits the operator and the listed namespace to the client port, and refuses everyone else", func(ctx SpecContext) {
+	It("admits the operator and the listed namespace to the client port, refuses everyone else, and leaves the metrics port open", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "netpol-")
 		allowed := newTestNamespace(ctx, "netpol-allowed-")
 		other := newTestNamespace(ctx, "netpol-other-")
@@ -44,6 +44,8 @@ var _ = Describe("the members' NetworkPolicy", func() {
 		By("a pod of another namespace, and one of the cluster's own namespace (sameNamespace Denied), are refused")
 		Expect(probe(ctx, other, "client", ip, cluster.ClientPort)).To(Equal("closed"))
 		Expect(probe(ctx, ns, "client", ip, cluster.ClientPort)).To(Equal("closed"))
+		By("the metrics port (no keys or values) admits every source while metricsFrom is empty")
+		Expect(probe(ctx, other, "metrics", ip, cluster.MetricsPort)).To(Equal("open"))
 
 		By("with the policy turned off, the operator deletes it and the other namespace gets through")
 		cur := get(ctx, ns, c.Name, &etcdv1alpha1.EtcdCluster{})

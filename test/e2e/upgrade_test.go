@@ -47,8 +47,14 @@ var _ = Describe("etcd version upgrades", func() {
 			}
 			setVersion(ctx, cluster, target)
 			var progress []string
+			// What each member answers, asked directly, at the first poll that finds
+			// status.currentVersion at target: what `kubectl wait` on it would then rely on.
+			var answeredWhenDone map[string]string
 			Eventually(func(g Gomega) {
 				c := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+				if c.Status.CurrentVersion == target && answeredWhenDone == nil {
+					answeredWhenDone = memberVersions(ctx, ns, cluster.Name)
+				}
 				if p := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionProgressing); p != nil && p.Reason == etcdv1alpha1.ReasonUpgrading {
 					if len(progress) == 0 || progress[len(progress)-1] != p.Message {
 						progress = append(progress, p.Message)
@@ -61,6 +67,10 @@ var _ = Describe("etcd version upgrades", func() {
 					g.Expect(m.Version).To(Equal(target), m.Name)
 				}
 			}).WithContext(ctx).WithTimeout(6 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+			Expect(answeredWhenDone).To(HaveLen(3))
+			for member, v := range answeredWhenDone {
+				Expect(v).To(Equal(target), "when status.currentVersion first said %s, member %s answered %q", target, member, v)
+			}
 			after := waitReady(ctx, cluster)
 			Expect(after.Status.CurrentVersion).To(Equal(target))
 			Expect(memberIDs(after)).To(Equal(memberIDs(before)), "the same members, with their data: no membership change")
@@ -346,6 +356,36 @@ func startWriter(ctx context.Context, ns, name string) *writer {
 	EventuallyWithOffset(1, w.count).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).
 		Should(BeNumerically(">=", 3), "the writer's first writes are acknowledged")
 	return w
+}
+
+// memberVersions asks each member pod of a cluster, on its own address, for its status, and
+// returns the etcd version each answered, by pod name ("" for a member that did not answer
+// within 2 s or has no address yet). It asserts nothing.
+func memberVersions(ctx context.Context, ns, name string) map[string]string {
+	cfg := reloadingTLS(ctx, ns, name)
+	var pods corev1.PodList
+	out := map[string]string{}
+	if err := k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"etcd.etcdpilot.io/cluster": name}); err != nil {
+		return out
+	}
+	for _, p := range pods.Items {
+		out[p.Name] = ""
+		if p.Status.PodIP == "" {
+			continue
+		}
+		endpoint := "https://" + net.JoinHostPort(p.Status.PodIP, "2379")
+		cli, err := etcd.New(etcd.Config{Endpoints: []string{endpoint}, TLS: cfg.config, DialTimeout: 2 * time.Second})
+		if err != nil {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if st, err := cli.Status(sctx, endpoint); err == nil {
+			out[p.Name] = st.Version
+		}
+		cancel()
+		_ = cli.Close()
+	}
+	return out
 }
 
 // podEndpoints lists the client addresses of a cluster's member pods that have one on the
