@@ -28,7 +28,7 @@ var _ = Describe("quorum-loss recovery", func() {
 				QuorumLossRecovery: etcdv1alpha1.QuorumLossRecoverySpec{After: &metav1.Duration{Duration: 30 * time.Second}}}}
 		Expect(k8sClient.Create(ctx, c)).To(Succeed())
 		c = waitReady(ctx, c)
-		acked := writeAcknowledged(ctx, ns, "q", "round-1/", 200)
+		acked, floor := writeAcknowledged(ctx, ns, "q", "round-1/", 200)
 
 		survivor, victims := destroyTwo(ctx, c)
 		survivorPod := get(ctx, ns, survivor, &corev1.Pod{})
@@ -58,7 +58,7 @@ var _ = Describe("quorum-loss recovery", func() {
 		patch := client.MergeFrom(got.DeepCopy())
 		got.Annotations = map[string]string{etcdv1alpha1.AnnotationApproveRecovery: rec.ID}
 		Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
-		rec = expectRecovered(ctx, c, acked, "")
+		rec = expectRecovered(ctx, c, acked, "", floor)
 		Expect(rec.Survivor).To(Equal(survivor))
 		Expect(rec.Snapshot).To(Equal("recovery-" + rec.ID + ".db"))
 
@@ -67,11 +67,12 @@ var _ = Describe("quorum-loss recovery", func() {
 		got.Spec.QuorumLossRecovery.Policy = etcdv1alpha1.QuorumLossAutomatic
 		Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
 		c = waitReady(ctx, c)
-		for k, v := range writeAcknowledged(ctx, ns, "q", "round-2/", 200) {
+		round2, floor := writeAcknowledged(ctx, ns, "q", "round-2/", 200)
+		for k, v := range round2 {
 			acked[k] = v
 		}
 		survivor, _ = destroyTwo(ctx, c)
-		rec = expectRecovered(ctx, c, acked, rec.ID)
+		rec = expectRecovered(ctx, c, acked, rec.ID, floor)
 		Expect(rec.Survivor).To(Equal(survivor))
 
 		By("Automatic, every member destroyed: recovered from the newest backup")
@@ -79,31 +80,33 @@ var _ = Describe("quorum-loss recovery", func() {
 		createClaim(ctx, ns, "backups")
 		createBackup(ctx, ns, "before-loss", "q", etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "backups"}},
 			etcdv1alpha1.BackupDeletionPolicyRetain)
-		expectBackupSucceeded(waitBackupFinished(ctx, ns, "before-loss", 3*time.Minute))
+		backup := waitBackupFinished(ctx, ns, "before-loss", 3*time.Minute)
+		expectBackupSucceeded(backup)
 		c = get(ctx, ns, "q", &etcdv1alpha1.EtcdCluster{})
 		for _, m := range c.Status.Members {
 			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: m.Name + "-data", Namespace: ns}}
 			Expect(k8sClient.Delete(ctx, pvc)).To(Succeed())
 			Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: ns}})).To(Succeed())
 		}
-		rec = expectRecovered(ctx, c, acked, rec.ID)
+		rec = expectRecovered(ctx, c, acked, rec.ID, backup.Status.Snapshot.Revision)
 		Expect(rec.Backup).To(Equal("before-loss"))
 	})
 })
 
 // writeAcknowledged writes n keys under prefix through the client Service's members and
-// returns those etcd acknowledged, with their values.
-func writeAcknowledged(ctx context.Context, ns, name, prefix string, n int) map[string]string {
+// returns those etcd acknowledged, with their values, and the revision of the last one.
+func writeAcknowledged(ctx context.Context, ns, name, prefix string, n int) (map[string]string, int64) {
 	cli := etcdV3Client(ctx, ns, name)
 	acked := map[string]string{}
+	var revision int64
 	for i := range n {
 		k, v := fmt.Sprintf("%skey-%04d", prefix, i), fmt.Sprintf("value-%d-%d", i, time.Now().UnixNano())
-		if _, err := cli.Put(ctx, k, v); err == nil {
-			acked[k] = v
+		if put, err := cli.Put(ctx, k, v); err == nil {
+			acked[k], revision = v, put.Header.Revision
 		}
 	}
 	ExpectWithOffset(1, acked).To(HaveLen(n), "a healthy cluster acknowledges every write")
-	return acked
+	return acked, revision
 }
 
 // destroyTwo deletes the claims and pods of two of the three members (the leader among
@@ -129,9 +132,11 @@ func destroyTwo(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (survivor stri
 }
 
 // expectRecovered waits for a recovery other than last to end with the cluster Ready at three members,
-// then checks every acknowledged write and that revisions moved past the bump; it returns
+// then checks every acknowledged write and that revisions were raised: the recovered data
+// held at least revision floor (the last acknowledged write, or the backup's revision), so
+// a write after the recovery lands beyond floor plus a bump that is not zero. It returns
 // the recovery.
-func expectRecovered(ctx context.Context, c *etcdv1alpha1.EtcdCluster, acked map[string]string, last string) *etcdv1alpha1.RecoveryStatus {
+func expectRecovered(ctx context.Context, c *etcdv1alpha1.EtcdCluster, acked map[string]string, last string, floor int64) *etcdv1alpha1.RecoveryStatus {
 	var rec *etcdv1alpha1.RecoveryStatus
 	EventuallyWithOffset(1, func(g Gomega) {
 		got := get(ctx, c.Namespace, c.Name, &etcdv1alpha1.EtcdCluster{})
@@ -155,6 +160,9 @@ func expectRecovered(ctx context.Context, c *etcdv1alpha1.EtcdCluster, acked map
 	ExpectWithOffset(1, got).To(Equal(acked), "every acknowledged write survives")
 	put, err := cli.Put(ctx, "after-recovery", rec.ID)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	ExpectWithOffset(1, put.Header.Revision).To(BeNumerically(">", rec.RevisionBump), "revisions are raised, so watchers re-list")
+	ExpectWithOffset(1, floor).To(BeNumerically(">", 1), "the data held writes before the loss")
+	ExpectWithOffset(1, rec.RevisionBump).To(BeNumerically(">", 0), "the recovery raises revisions")
+	ExpectWithOffset(1, put.Header.Revision).To(BeNumerically(">", floor+rec.RevisionBump),
+		"revisions are raised past those the data held, so watchers re-list")
 	return rec
 }
