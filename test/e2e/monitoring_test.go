@@ -140,8 +140,63 @@ var _ = Describe("Monitoring with a real Prometheus", Label("monitoring"), func(
 
 		By("every metric the rules and the dashboard read exists in this cluster's real scrapes")
 		expectMetricNamesScraped(ctx, scope)
+
+		By("every panel of the cluster's dashboard shows data, queried as Grafana would")
+		expectDashboardPanelsHaveData(ctx, ns, c.Name)
 	})
 })
+
+// expectDashboardPanelsHaveData reads the dashboard the operator made for cluster name in
+// ns and runs each panel's queries in Prometheus, with the variables Grafana would fill in:
+// every panel must show data for some moment of the last 20 minutes, in which this spec took a
+// member down, made backups and rolled the cluster out. A panel whose queries return nothing
+// reads a metric or a label that does not exist, and shows "No data" to every user.
+func expectDashboardPanelsHaveData(ctx context.Context, ns, name string) {
+	cm := get(ctx, ns, name+"-dashboard", &corev1.ConfigMap{})
+	ExpectWithOffset(1, cm.Data).To(HaveLen(1))
+	type panel struct {
+		Title   string `json:"title"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+		Panels []panel `json:"panels"`
+	}
+	var board struct {
+		Panels []panel `json:"panels"`
+	}
+	for _, raw := range cm.Data {
+		ExpectWithOffset(1, json.Unmarshal([]byte(raw), &board)).To(Succeed())
+	}
+	var all []panel
+	var walk func([]panel)
+	walk = func(ps []panel) {
+		for _, p := range ps {
+			if len(p.Targets) > 0 {
+				all = append(all, p)
+			}
+			walk(p.Panels)
+		}
+	}
+	walk(board.Panels)
+	ExpectWithOffset(1, all).NotTo(BeEmpty())
+	grafana := strings.NewReplacer("$namespace", ns, "$cluster", name, "$__rate_interval", "1m", "$__interval", "1m", "$__range", "10m")
+	Eventually(func(g Gomega) {
+		var empty []string
+		for _, p := range all {
+			shows := false
+			for _, t := range p.Targets {
+				if len(promValues(ctx, g, "max_over_time(("+grafana.Replace(t.Expr)+")[20m:30s])")) > 0 {
+					shows = true
+					break
+				}
+			}
+			if !shows {
+				empty = append(empty, p.Title)
+			}
+		}
+		g.Expect(empty).To(BeEmpty(), "panels with no data")
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(10 * time.Second).Should(Succeed())
+}
 
 // setNodeSelector sets the node selector of the cluster's member pods.
 func setNodeSelector(ctx context.Context, ns, name string, selector map[string]string) {
