@@ -607,8 +607,10 @@ scorecard: $(SCORECARD_DEPS) ## Run every scorecard test (or SCORECARD_SELECTOR'
 test-e2e-scorecard: $(SCORECARD_DEPS) ## Run the built-in scorecard tests and those of the levels the CSV claims, so a claimed level cannot regress.
 	@$(SCORECARD_ENV) SCORECARD_SELECTOR="$$(go run ./hack/capabilities selector)" hack/scorecard.sh report
 
+# Level 4 proves monitoring against a real Prometheus, so the run that records the levels
+# brings up make monitoring-up's first (test-e2e-scorecard runs after CI's own).
 .PHONY: capabilities
-capabilities: $(SCORECARD_DEPS) ## Run every scorecard test, set the CSV's capabilities to the highest level earned, regenerate bundle and catalog.
+capabilities: $(SCORECARD_DEPS) monitoring-up ## Run every scorecard test (with the Prometheus of monitoring-up), set the CSV's capabilities to the highest level earned, regenerate bundle and catalog.
 	@$(SCORECARD_ENV) hack/scorecard.sh record
 	@$(MAKE) --no-print-directory bundle catalog
 

@@ -1,12 +1,15 @@
 // Command etcdpilot-scorecard-tests is etcdpilot's custom scorecard test image: one test
 // per capability level, run by operator-sdk scorecard (v1alpha3) in a pod of its own.
 //
-//	etcdpilot-scorecard-tests <test>
+//	etcdpilot-scorecard-tests <test> [NAME=VALUE ...]
 //
 // where <test> is one of level-1-basic-install, level-2-seamless-upgrades,
 // level-3-full-lifecycle, level-4-deep-insights and level-5-auto-pilot. Settings come from
 // the environment: SCORECARD_NAMESPACE (set by scorecard), SCORECARD_BUNDLE_DIR (default
-// /bundle) and SCORECARD_TEST_TIMEOUT (default 10m).
+// /bundle), SCORECARD_TEST_TIMEOUT (default 10m) and SCORECARD_PROMETHEUS_URL (level 4;
+// default http://prometheus.etcdpilot-monitoring.svc:9090). A NAME=VALUE argument sets one
+// of them over the environment: the scorecard configuration gives a test its arguments,
+// not an environment.
 //
 // Scorecard reads the whole pod log as one JSON TestStatus, so the command writes exactly
 // that to its standard output and nothing anywhere else, then exits 0 whatever the
@@ -19,6 +22,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -62,9 +66,17 @@ func run(args []string, stdout io.Writer, lookup func(string) (string, bool), de
 	log.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 
 	var result scapiv1alpha3.TestResult
-	if len(args) != 1 {
+	var err error
+	if len(args) > 0 {
+		lookup, err = levels.WithArguments(args[1:], lookup)
+	}
+	if len(args) == 0 || err != nil {
 		r := report.New(command, deps.Now)
-		r.Broken(fmt.Errorf("usage: %s <test>, where <test> is one of %s", command, strings.Join(levels.Names(), ", ")))
+		msg := fmt.Sprintf("usage: %s <test> [NAME=VALUE ...], where <test> is one of %s", command, strings.Join(levels.Names(), ", "))
+		if err != nil {
+			msg = err.Error() + "; " + msg
+		}
+		r.Broken(errors.New(msg))
 		result = r.Result()
 	} else {
 		result = levels.Run(args[0], lookup, deps)

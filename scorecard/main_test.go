@@ -40,12 +40,21 @@ func TestRun(t *testing.T) {
 		args  []string
 		name  string
 		state scapiv1alpha3.State
+		err   string
 	}{
 		// Reads the bundle first, and there is none at /bundle here.
-		{args: []string{"level-5-auto-pilot"}, name: "level-5-auto-pilot", state: scapiv1alpha3.ErrorState},
-		{args: []string{"level-0"}, name: "level-0", state: scapiv1alpha3.ErrorState},
-		{args: nil, name: command, state: scapiv1alpha3.ErrorState},
-		{args: []string{"level-5-auto-pilot", "extra"}, name: command, state: scapiv1alpha3.ErrorState},
+		{args: []string{"level-5-auto-pilot"}, name: "level-5-auto-pilot", state: scapiv1alpha3.ErrorState, err: "reading the bundle in /bundle"},
+		{args: []string{"level-0"}, name: "level-0", state: scapiv1alpha3.ErrorState, err: `unknown test "level-0"`},
+		{args: nil, name: command, state: scapiv1alpha3.ErrorState, err: "usage: "},
+		{args: []string{"level-5-auto-pilot", "extra"}, name: command, state: scapiv1alpha3.ErrorState,
+			err: `argument "extra" is not NAME=VALUE with NAME one of SCORECARD_NAMESPACE, `},
+		{args: []string{"level-4-deep-insights", "SCORECARD_PROMETHEUS=http://p:9090"}, name: command, state: scapiv1alpha3.ErrorState,
+			err: `argument "SCORECARD_PROMETHEUS=http://p:9090" is not NAME=VALUE`},
+		// A setting given as an argument is read, over the environment.
+		{args: []string{"level-4-deep-insights", "SCORECARD_BUNDLE_DIR=/elsewhere"}, name: "level-4-deep-insights", state: scapiv1alpha3.ErrorState,
+			err: "reading the bundle in /elsewhere"},
+		{args: []string{"level-4-deep-insights", "SCORECARD_PROMETHEUS_URL=prometheus:9090"}, name: "level-4-deep-insights", state: scapiv1alpha3.ErrorState,
+			err: `SCORECARD_PROMETHEUS_URL="prometheus:9090" is not an http or https URL with a host`},
 	}
 	for _, tc := range cases {
 		g := NewWithT(t)
@@ -54,6 +63,7 @@ func TestRun(t *testing.T) {
 		res := decodeOne(g, out.Bytes())
 		g.Expect(res.Name).To(Equal(tc.name))
 		g.Expect(res.State).To(Equal(tc.state))
+		g.Expect(res.Errors).To(ConsistOf(ContainSubstring(tc.err)), tc.args)
 	}
 }
 

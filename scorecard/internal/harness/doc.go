@@ -1,13 +1,16 @@
 // Package harness is what the scorecard tests do to a Kubernetes cluster: create an
 // EtcdCluster, wait for a state of it, resize it, destroy a member, read its events, back
 // it up to a claim, talk to its etcd, read its members' and the operator's metrics and its
-// monitoring objects, and delete everything again.
+// monitoring objects, ask a Prometheus what it scrapes, evaluates and alerts of it, and
+// delete everything again.
 //
 // Every EtcdCluster, EtcdBackup and claim created through an Env is remembered and removed
 // by Env.Cleanup, which the test runner calls after every test, passed or failed, with a
 // budget of its own. The decisions (is the cluster settled, which member to destroy, which
 // keys were lost, does a backup's status describe a usable artifact, which samples a
 // metrics answer holds, was every member defragmented and the leader last, is an error
-// etcd's NOSPACE) are pure functions over the observed objects, tested without a cluster.
-// GETs of metrics endpoints go through Env.HTTP, which tests replace.
+// etcd's NOSPACE, are the cluster's and the operator's targets up in Prometheus, are the
+// cluster's rules loaded and healthy, is an alert active for it) are pure functions over the observed objects, tested without a cluster.
+// GETs of metrics endpoints and of Prometheus's HTTP API go through Env.HTTP, which tests
+// replace.
 package harness

@@ -160,15 +160,29 @@ func (e *Env) MemberPods(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]co
 	return pods, nil
 }
 
-// OperatorMetricsURL finds the operator's metrics Service, the one the bundle ships as svc,
-// in whatever namespace the operator was installed: the Service of svc's name carrying
-// svc's labels, in any namespace. It returns https://<name>.<namespace>.svc:<port>/metrics
-// with the live Service's port named portName. Several such Services (two operators
-// installed) are an error: the test cannot tell which one manages its clusters.
+// OperatorMetricsURL finds the operator's metrics Service (OperatorService) and returns
+// https://<name>.<namespace>.svc:<port>/metrics with the live Service's port named portName.
 func (e *Env) OperatorMetricsURL(ctx context.Context, svc *corev1.Service, portName string) (string, error) {
+	s, err := e.OperatorService(ctx, svc)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range s.Spec.Ports {
+		if p.Name == portName {
+			return fmt.Sprintf("https://%s.%s.svc:%d/metrics", s.Name, s.Namespace, p.Port), nil
+		}
+	}
+	return "", fmt.Errorf("the Service %s/%s has no port named %s", s.Namespace, s.Name, portName)
+}
+
+// OperatorService finds the operator's metrics Service, the one the bundle ships as svc, in
+// whatever namespace the operator was installed: the Service of svc's name carrying svc's
+// labels, in any namespace. Several such Services (two operators installed) are an error:
+// the test cannot tell which one manages its clusters.
+func (e *Env) OperatorService(ctx context.Context, svc *corev1.Service) (*corev1.Service, error) {
 	var list corev1.ServiceList
 	if err := e.Client.List(ctx, &list, client.MatchingLabels(svc.Labels)); err != nil {
-		return "", fmt.Errorf("listing the Services labelled %s in every namespace: %w", labelString(svc.Labels), err)
+		return nil, fmt.Errorf("listing the Services labelled %s in every namespace: %w", labelString(svc.Labels), err)
 	}
 	var found []corev1.Service
 	for _, s := range list.Items {
@@ -178,22 +192,16 @@ func (e *Env) OperatorMetricsURL(ctx context.Context, svc *corev1.Service, portN
 	}
 	switch len(found) {
 	case 0:
-		return "", fmt.Errorf("no Service %s labelled %s in any namespace: is the operator installed?", svc.Name, labelString(svc.Labels))
+		return nil, fmt.Errorf("no Service %s labelled %s in any namespace: is the operator installed?", svc.Name, labelString(svc.Labels))
 	case 1:
+		return &found[0], nil
 	default:
 		var nss []string
 		for _, s := range found {
 			nss = append(nss, s.Namespace)
 		}
-		return "", fmt.Errorf("the Service %s is in several namespaces (%s): more than one operator is installed", svc.Name, strings.Join(nss, ", "))
+		return nil, fmt.Errorf("the Service %s is in several namespaces (%s): more than one operator is installed", svc.Name, strings.Join(nss, ", "))
 	}
-	s := found[0]
-	for _, p := range s.Spec.Ports {
-		if p.Name == portName {
-			return fmt.Sprintf("https://%s.%s.svc:%d/metrics", s.Name, s.Namespace, p.Port), nil
-		}
-	}
-	return "", fmt.Errorf("the Service %s/%s has no port named %s", s.Namespace, s.Name, portName)
 }
 
 func labelString(labels map[string]string) string {
@@ -292,19 +300,20 @@ func parseLabels(s string, labels map[string]string) (string, bool) {
 func Select(samples []Sample, name string, want map[string]string) []Sample {
 	var out []Sample
 	for _, s := range samples {
-		if name != "" && s.Name != name {
-			continue
-		}
-		match := true
-		for k, v := range want {
-			if s.Labels[k] != v {
-				match = false
-				break
-			}
-		}
-		if match {
+		if (name == "" || s.Name == name) && hasLabels(s.Labels, want) {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// hasLabels says whether labels include every label of want, with its value (a label
+// wanted empty matches a label that is absent, as in PromQL).
+func hasLabels(labels, want map[string]string) bool {
+	for k, v := range want {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }

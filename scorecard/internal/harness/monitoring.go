@@ -75,6 +75,17 @@ func (e *Env) CheckMonitoringObjects(ctx context.Context, c *etcdv1alpha1.EtcdCl
 	return nil
 }
 
+// PrometheusRuleUID reads the UID of c's PrometheusRule, which names the file its rules
+// reach Prometheus in (RuleFile).
+func (e *Env) PrometheusRuleUID(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (string, error) {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(monitoring.PrometheusRuleKind)
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: monitoring.PrometheusRuleName(c)}, obj); err != nil {
+		return "", fmt.Errorf("reading PrometheusRule %s: %w", monitoring.PrometheusRuleName(c), err)
+	}
+	return string(obj.UID), nil
+}
+
 // CheckMonitoringObject says what is wrong with obj, the monitoring object want of c: it
 // must be controlled by c (deleted with it) and carry want's labels.
 func CheckMonitoringObject(want MonitoringObject, obj metav1.Object, c *etcdv1alpha1.EtcdCluster) error {

@@ -2,12 +2,14 @@ package levels
 
 import "time"
 
-// SetInsightsWait shortens level 4's waits for the in-process tests; the returned function
-// puts them back.
+// SetInsightsWait shortens level 4's waits (every one of them to wait) for the in-process
+// tests; the returned function puts them back.
 func SetInsightsWait(wait, poll time.Duration) (restore func()) {
-	oldWait, oldPoll := insightsWait, insightsPoll
-	insightsWait, insightsPoll = wait, poll
-	return func() { insightsWait, insightsPoll = oldWait, oldPoll }
+	oldWait, oldPrometheus, oldAlert, oldPoll := insightsWait, prometheusWait, alertWait, insightsPoll
+	insightsWait, prometheusWait, alertWait, insightsPoll = wait, wait, wait, poll
+	return func() {
+		insightsWait, prometheusWait, alertWait, insightsPoll = oldWait, oldPrometheus, oldAlert, oldPoll
+	}
 }
 
 // SetAutoPilotWaits shortens level 5's waits for the in-process tests (work bounds the

@@ -38,7 +38,10 @@ const backupFinalizer = "etcd.etcdpilot.io/delete-artifact"
 //
 // Level 4's insights are options, off by default (an operator without them): its
 // transport answers the GETs of member metrics and of the operator's metrics endpoint, and
-// it keeps monitoring objects and the Monitoring condition. So is level 5's maintenance
+// it keeps monitoring objects and the Monitoring condition. Its transport also reaches the
+// fake Prometheus (fakeprometheus_test.go), whose view of the cluster other options shape:
+// the operator's ServiceMonitor and rules applied, a member target down, the cluster's
+// rules not loaded or broken, an alert that never goes off. So is level 5's maintenance
 // (maintaining): defragmentation by spec.maintenance's thresholds and NOSPACE recovery.
 // Without it, the fake etcd clusters still raise NOSPACE at spec.etcd.quotaBackendBytes,
 // and nothing gets them out. So is level 5's healing: recovery from a lost quorum, and the
@@ -64,6 +67,25 @@ type fakeOperator struct {
 	monitoring bool
 	// crds says whether the Prometheus Operator's CRDs are installed (discovery serves them).
 	crds bool
+	// noAvailableEvent leaves out the ClusterAvailable event when events are recorded.
+	noAvailableEvent bool
+	// operatorMonitored says the operator's ServiceMonitor and PrometheusRule
+	// (config/prometheus) are applied: Prometheus scrapes the operator and evaluates the
+	// operator's alerts.
+	operatorMonitored bool
+	// memberDown makes Prometheus fail to scrape the member pods.
+	memberDown bool
+	// rulesNotLoaded keeps the clusters' PrometheusRules out of Prometheus.
+	rulesNotLoaded bool
+	// ruleBroken makes the first rule of each cluster's group fail its evaluation.
+	ruleBroken bool
+	// alertSilent keeps EtcdBackupFailing inactive whatever the backups do.
+	alertSilent bool
+	// alertStuck keeps EtcdBackupFailing firing once a backup failed, whatever succeeds
+	// after.
+	alertStuck bool
+	// promHost is the fake Prometheus's host:port, which the transport passes through to.
+	promHost string
 	// backupFailure, when set, fails every backup with its reason and message.
 	backupFailure *metav1.Condition
 	// restoreLive makes a broken restore: the restored cluster gets the backed-up
@@ -114,6 +136,10 @@ func insightful(o *fakeOperator) { o.memberMetrics, o.operatorMetrics, o.monitor
 
 // prometheusCRDs installs the Prometheus Operator's CRDs.
 func prometheusCRDs(o *fakeOperator) { o.crds = true }
+
+// monitored is what a Prometheus that proves level 4 has: the Prometheus Operator's CRDs and
+// the operator's ServiceMonitor and rules applied.
+func monitored(o *fakeOperator) { o.crds, o.operatorMonitored = true, true }
 
 // maintaining makes an operator with level 5's maintenance.
 func maintaining(o *fakeOperator) { o.maintaining = true }
@@ -259,6 +285,11 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		_ = o.c.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: c.Name + ".created"},
 			InvolvedObject: corev1.ObjectReference{Kind: "EtcdCluster", Name: c.Name, UID: c.UID},
 			Type:           corev1.EventTypeNormal, Reason: "MemberPodCreated", Count: 1})
+		if !o.noAvailableEvent {
+			_ = o.c.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: c.Name + ".available"},
+				InvolvedObject: corev1.ObjectReference{Kind: "EtcdCluster", Name: c.Name, UID: c.UID},
+				Type:           corev1.EventTypeNormal, Reason: "ClusterAvailable", Count: 1})
+		}
 	}
 	conditions := []metav1.Condition{
 		cond(etcdv1alpha1.ConditionAvailable, metav1.ConditionTrue, etcdv1alpha1.ReasonAsExpected),
@@ -434,8 +465,10 @@ func (o *fakeOperator) reconcileBackup(ctx context.Context, b *etcdv1alpha1.Etcd
 		o.verify(ctx, b)
 		return // finished: a backup is taken once
 	}
-	labels := map[string]string{cluster.LabelName: cluster.AppName, cluster.LabelCluster: b.Spec.ClusterName,
-		cluster.LabelComponent: "backup", resources.LabelBackup: b.Name}
+	// The Job's pod carries the labels the operator gives it (resources.BackupJob): not the
+	// members' selector.
+	labels := cluster.Cluster{Name: b.Spec.ClusterName}.JobSelectorLabels()
+	labels[resources.LabelBackup] = b.Name
 	_ = o.c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: resources.BackupJobName(b.Name), Labels: labels}})
 	succeeded := o.takeBackup(ctx, b)
 	meta.SetStatusCondition(&b.Status.Conditions, *succeeded)
@@ -614,11 +647,14 @@ type roundTripper func(*http.Request) (*http.Response, error)
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // transport answers the GETs of the operator's metrics endpoint and of member pods' metrics
-// ports; any other address is refused, as a dial would be.
+// ports, and passes those of the fake Prometheus on to it; any other address is refused, as
+// a dial would be.
 func (o *fakeOperator) transport() http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		w := httptest.NewRecorder()
 		switch {
+		case req.URL.Host == o.promHost:
+			return http.DefaultTransport.RoundTrip(req)
 		case req.URL.Scheme == "https" && req.URL.Host == operatorMetricsHost && req.URL.Path == "/metrics":
 			o.serveOperatorMetrics(w, req)
 		case req.URL.Scheme == "http" && req.URL.Path == "/metrics" && o.servesMemberMetrics(req.Context(), req.URL.Host):

@@ -17,12 +17,20 @@ import (
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
 )
 
-// insightsWait is how long level 4 gives each check, after the cluster became Available,
-// and insightsPoll how often it looks again within it: events, the operator's gauges and
-// the monitoring objects all follow the status they describe, a little later.
+// insightsWait is how long level 4 gives each check of what follows the cluster's status
+// a little later (the members' and the operator's metrics, the monitoring objects, the
+// events), and insightsPoll how often it looks again within it. prometheusWait bounds each
+// check of what Prometheus shows: a new PodMonitor or PrometheusRule reaches Prometheus
+// through a Secret or a ConfigMap that the kubelet syncs into its pod about once a minute,
+// then a reload (the e2e monitoring spec waits up to 3 minutes for rules). alertWait bounds
+// the wait for the alert to go pending or firing after the fault, and to clear after it is
+// gone: the operator is scraped and the rules evaluated every 10 s by the local cluster's
+// Prometheus, so it takes a few tens of seconds.
 var (
-	insightsWait = time.Minute
-	insightsPoll = 2 * time.Second
+	insightsWait   = time.Minute
+	prometheusWait = 3 * time.Minute
+	alertWait      = 2 * time.Minute
+	insightsPoll   = 2 * time.Second
 )
 
 const (
@@ -30,13 +38,23 @@ const (
 	operatorMetricPrefix = "etcdpilot_"
 	// leaderMetric is 1 on an etcd member that knows a leader.
 	leaderMetric = "etcd_server_has_leader"
+	// eventMemberPodCreated and eventClusterAvailable are the reasons of the events the
+	// operator records when it creates a member's pod and when the cluster becomes
+	// Available (internal/status.Transitions).
+	eventMemberPodCreated = "MemberPodCreated"
+	eventClusterAvailable = "ClusterAvailable"
 )
 
-// deepInsights (level 4): a 1-member cluster, once Available, is observable. Its member
-// serves etcd's metrics on its pod's metrics port; the operator's authorized metrics
-// endpoint describes it; with the Prometheus Operator's CRDs installed, the operator keeps
-// a PodMonitor, a PrometheusRule and a dashboard ConfigMap for it (without them, the
-// Monitoring condition says so); and the operator records events about it. Every check
+// deepInsights (level 4): a 1-member cluster made with every monitoring default, once
+// Available, is observable, and a real Prometheus proves it. The test needs the Prometheus
+// Operator: without its CRDs there is no Prometheus to prove anything against, and it fails
+// before creating anything. Then the member serves etcd's metrics on its pod's metrics
+// port; the operator's authorized metrics endpoint describes the cluster; the operator keeps
+// a PodMonitor, a PrometheusRule and a dashboard ConfigMap for it, with Monitoring=True;
+// Prometheus (Config.PrometheusURL) scrapes the operator and the member, up and labelled as
+// the rules read them, and evaluates the cluster's rules without error; a backup of the
+// cluster that fails raises the shipped alert EtcdBackupFailing, which clears once a backup
+// succeeds; and the operator records the events of the cluster's creation. Every check
 // runs, and each one that fails is named as missing.
 func deepInsights(ctx context.Context, in Input, r *report.Report) {
 	svc, err := bundle.MetricsService(in.Bundle.Objects)
@@ -44,27 +62,27 @@ func deepInsights(ctx context.Context, in Input, r *report.Report) {
 		r.Fail(err.Error())
 		return
 	}
+	crds, err := in.Env.ServesPrometheusOperator()
+	if err != nil {
+		r.Fail(fmt.Sprintf("finding out whether the Prometheus Operator's PodMonitor and PrometheusRule are served: %v", err))
+		return
+	}
+	r.Logf("the Prometheus Operator's PodMonitor and PrometheusRule kinds are served: %t", crds)
+	if !crds {
+		r.Fail("missing: " + prometheusMissing)
+		r.Suggest(prometheusSuggestion)
+		return
+	}
+	prom := in.Env.Prometheus(in.Config.PrometheusURL)
+	r.Logf("Prometheus's API: %s (%s)", in.Config.PrometheusURL, EnvPrometheusURL)
 	c, ok := newCluster(in, r, "sc-l4-", func(c *etcdv1alpha1.EtcdCluster) {
 		c.Spec.Size = 1
-		c.Spec.Monitoring.Mode = etcdv1alpha1.MonitoringAuto
+		c.Spec.Monitoring = etcdv1alpha1.MonitoringSpec{} // every default: mode Auto
 	})
 	if !ok || !runSteps(r, createStep(ctx, in, c), settleStep(ctx, in, c, 1)) {
 		return
 	}
-	insights := []Insight{
-		{What: "etcd's metrics from the member pods", Step: "scrape the member pods' metrics port",
-			Suggestion: "Declare a container port named metrics on every member and serve etcd's /metrics there (--listen-metrics-urls).",
-			check:      func() error { return memberMetrics(ctx, in, r, c) }},
-		{What: "the operator's metrics of the cluster", Step: "scrape the operator's metrics endpoint with the test's token",
-			Suggestion: "Export gauges per EtcdCluster (labels namespace and name) on the operator's metrics endpoint, readable by identities that may get /metrics.",
-			check:      func() error { return operatorMetrics(ctx, in, r, c, svc) }},
-		{What: "the cluster's monitoring objects", Step: "check the PodMonitor, PrometheusRule and dashboard ConfigMap",
-			Suggestion: "Keep a PodMonitor, a PrometheusRule and a dashboard ConfigMap per cluster when the Prometheus Operator's CRDs exist, and say in a Monitoring condition when they do not.",
-			check:      func() error { return monitoringObjects(ctx, in, r, c) }},
-		{What: "Kubernetes events about the EtcdCluster", Step: "look for events about EtcdCluster " + c.Name,
-			Suggestion: "Record events about what the operator does to a cluster.",
-			check:      func() error { return clusterEvents(ctx, in, r, c) }},
-	}
+	insights := deepInsightChecks(ctx, in, r, c, svc, prom)
 	for i := range insights {
 		insights[i].Problem = r.Step(insights[i].Step, insights[i].check)
 		if insights[i].Problem != nil {
@@ -73,6 +91,56 @@ func deepInsights(ctx context.Context, in Input, r *report.Report) {
 	}
 	for _, m := range DeepInsightsMissing(insights) {
 		r.Fail("missing: " + m)
+	}
+}
+
+// deepInsightChecks are level 4's checks of c, in the order they run. Those through
+// Prometheus that need nothing new of it come first: the operator's target and rules are
+// in place before the cluster, while Prometheus loads the cluster's new PodMonitor and
+// PrometheusRule a minute or two after they are made, which the fault's minute mostly
+// covers. The alert needs the operator's series in Prometheus; without them it is not
+// tried.
+func deepInsightChecks(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, svc *corev1.Service, prom *harness.Prometheus) []Insight {
+	var operatorScraped error
+	return []Insight{
+		{What: "etcd's metrics from the member pods", Step: "scrape the member pods' metrics port",
+			Suggestion: "Declare a container port named metrics on every member and serve etcd's /metrics there (--listen-metrics-urls).",
+			check:      func() error { return memberMetrics(ctx, in, r, c) }},
+		{What: "the operator's metrics of the cluster", Step: "scrape the operator's metrics endpoint with the test's token",
+			Suggestion: "Export gauges per EtcdCluster (labels namespace and name) on the operator's metrics endpoint, readable by identities that may get /metrics.",
+			check:      func() error { return operatorMetrics(ctx, in, r, c, svc) }},
+		{What: "the cluster's monitoring objects", Step: "check the PodMonitor, PrometheusRule and dashboard ConfigMap",
+			Suggestion: "Keep a PodMonitor, a PrometheusRule and a dashboard ConfigMap per cluster, controlled by it, and say so in a Monitoring condition.",
+			check:      func() error { return monitoringObjects(ctx, in, r, c) }},
+		{What: "the operator's metrics in Prometheus", Step: "find the operator's target up in Prometheus, and the cluster's series",
+			Suggestion: "Ship a ServiceMonitor for the operator's metrics Service with honorLabels, so that its series keep the cluster's namespace " +
+				"(config/prometheus; `make deploy-monitoring` applies it next to an OLM install), and let Prometheus's token get /metrics (ClusterRole etcdpilot-metrics-reader).",
+			check: func() error {
+				operatorScraped = prometheusOperator(ctx, in, r, c, svc, prom)
+				return operatorScraped
+			}},
+		{What: "an alert for a real fault", Step: "fail a backup of the cluster: " + harness.AlertBackupFailing + " must go off, then clear once a backup succeeds",
+			Suggestion: "Export when the cluster's backups last failed and succeeded, and ship the alert " + harness.AlertBackupFailing +
+				" in the operator's PrometheusRule (config/prometheus), loaded by Prometheus.",
+			check: func() error {
+				if operatorScraped != nil {
+					return errors.New("not tried: Prometheus does not have the operator's series of the cluster, which the alert reads")
+				}
+				return backupFailingAlert(ctx, in, r, c, prom)
+			}},
+		{What: "the members' metrics in Prometheus", Step: "find the member's target of the cluster's PodMonitor up in Prometheus, and its series",
+			Suggestion: "Keep a PodMonitor per cluster that scrapes every member's metrics port and relabels the pod label etcd.etcdpilot.io/cluster into etcd_cluster; " +
+				"let the members' NetworkPolicy admit Prometheus to the metrics port.",
+			check: func() error { return prometheusMembers(ctx, in, r, c, prom) }},
+		{What: "the cluster's alert rules in Prometheus", Step: "find the cluster's rule group loaded in Prometheus, every rule healthy",
+			Suggestion: "Keep a PrometheusRule per cluster whose group etcd is scoped to it and evaluates without error.",
+			check:      func() error { return clusterRules(ctx, in, r, c, prom) }},
+		{What: "Kubernetes events about the EtcdCluster", Step: "look for the events " + eventMemberPodCreated + " and " + eventClusterAvailable + " about EtcdCluster " + c.Name,
+			Suggestion: "Record events about what the operator does to a cluster: " + eventMemberPodCreated + " for each member pod it creates, " +
+				eventClusterAvailable + " when the cluster becomes Available.",
+			check: func() error {
+				return waitEventsWithin(ctx, in, r, c, insightsWait, insightsPoll, eventMemberPodCreated, eventClusterAvailable)
+			}},
 	}
 }
 
@@ -189,37 +257,21 @@ func seriesNames(samples []harness.Sample) string {
 	return orNone(out)
 }
 
-// monitoringObjects checks c's monitoring: with the Prometheus Operator's CRDs served, its
-// PodMonitor, PrometheusRule and dashboard ConfigMap exist, controlled by c, and its
-// Monitoring condition is True; without them, the condition is False with reason
-// PrometheusOperatorMissing, and the objects cannot be checked.
+// monitoringObjects checks c's monitoring objects: its PodMonitor, PrometheusRule and
+// dashboard ConfigMap exist, controlled by c, and its Monitoring condition is True. Level 4
+// runs only where the Prometheus Operator's CRDs are served.
 func monitoringObjects(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) error {
-	crds, err := in.Env.ServesPrometheusOperator()
-	if err != nil {
-		return err
-	}
-	r.Logf("the Prometheus Operator's PodMonitor and PrometheusRule kinds are served: %t", crds)
 	cur := &etcdv1alpha1.EtcdCluster{}
-	err = eventually(ctx, func(ctx context.Context) error {
+	err := eventually(ctx, func(ctx context.Context) error {
 		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), cur); err != nil {
 			return fmt.Errorf("reading EtcdCluster %s: %w", c.Name, err)
 		}
-		var problems []error
-		if crds {
-			problems = append(problems, in.Env.CheckMonitoringObjects(ctx, cur))
-		}
-		problems = append(problems, harness.CheckMonitoringCondition(cur, crds))
-		return joinProblems(problems)
+		return joinProblems([]error{in.Env.CheckMonitoringObjects(ctx, cur), harness.CheckMonitoringCondition(cur, true)})
 	})
 	if err != nil {
 		return err
 	}
-	if crds {
-		r.Logf("%s exist, controlled by EtcdCluster %s; %s", joinObjects(harness.MonitoringObjects(cur)), c.Name, monitoringCondition(cur))
-	} else {
-		r.Logf("%s could not be checked: the Prometheus Operator's CRDs are not installed, and %s says so",
-			joinObjects(harness.MonitoringObjects(cur)), monitoringCondition(cur))
-	}
+	r.Logf("%s exist, controlled by EtcdCluster %s; %s", joinObjects(harness.MonitoringObjects(cur)), c.Name, monitoringCondition(cur))
 	return nil
 }
 
@@ -252,26 +304,6 @@ func monitoringCondition(c *etcdv1alpha1.EtcdCluster) string {
 		}
 	}
 	return "no " + etcdv1alpha1.ConditionMonitoring + " condition"
-}
-
-// clusterEvents waits for events about c and logs them.
-func clusterEvents(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) error {
-	var events []corev1.Event
-	err := eventually(ctx, func(ctx context.Context) error {
-		var err error
-		if events, err = in.Env.EventsFor(ctx, c); err != nil {
-			return err
-		}
-		if len(events) == 0 {
-			return fmt.Errorf("none within %s of it becoming Available", insightsWait)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	r.Logf("events about EtcdCluster %s: %s", c.Name, SummarizeEvents(events))
-	return nil
 }
 
 // SummarizeEvents lists the type and reason of events with how often each occurred, such

@@ -42,17 +42,43 @@ func TestConfigFromEnv(t *testing.T) {
 	g := NewWithT(t)
 	cfg, err := levels.ConfigFromEnv(env(nil))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(cfg).To(Equal(levels.Config{BundleDir: "/bundle", Timeout: 10 * time.Minute}))
+	g.Expect(cfg).To(Equal(levels.Config{BundleDir: "/bundle", Timeout: 10 * time.Minute,
+		PrometheusURL: "http://prometheus.etcdpilot-monitoring.svc:9090"}))
 
 	cfg, err = levels.ConfigFromEnv(env(map[string]string{
-		"SCORECARD_NAMESPACE": "ns", "SCORECARD_BUNDLE_DIR": "/b", "SCORECARD_TEST_TIMEOUT": "15m"}))
+		"SCORECARD_NAMESPACE": "ns", "SCORECARD_BUNDLE_DIR": "/b", "SCORECARD_TEST_TIMEOUT": "15m",
+		"SCORECARD_PROMETHEUS_URL": "https://prometheus-k8s.monitoring.svc:9091/"}))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(cfg).To(Equal(levels.Config{Namespace: "ns", BundleDir: "/b", Timeout: 15 * time.Minute}))
+	g.Expect(cfg).To(Equal(levels.Config{Namespace: "ns", BundleDir: "/b", Timeout: 15 * time.Minute,
+		PrometheusURL: "https://prometheus-k8s.monitoring.svc:9091/"}))
+
+	for _, bad := range []string{"prometheus.etcdpilot-monitoring.svc:9090", "http://", "ftp://p:21", "http://p:x:9090/%zz"} {
+		_, err = levels.ConfigFromEnv(env(map[string]string{"SCORECARD_PROMETHEUS_URL": bad}))
+		g.Expect(err).To(MatchError(HavePrefix(`SCORECARD_PROMETHEUS_URL="`+bad+`" is not`)), bad)
+	}
 
 	_, err = levels.ConfigFromEnv(env(map[string]string{"SCORECARD_TEST_TIMEOUT": "ten"}))
 	g.Expect(err).To(MatchError(ContainSubstring(`SCORECARD_TEST_TIMEOUT="ten" is not a duration`)))
 	_, err = levels.ConfigFromEnv(env(map[string]string{"SCORECARD_TEST_TIMEOUT": "30s"}))
 	g.Expect(err).To(MatchError(ContainSubstring("too short")))
+}
+
+// A setting given as an argument wins over the environment; an argument that is not a
+// setting is refused.
+func TestWithArguments(t *testing.T) {
+	g := NewWithT(t)
+	lookup, err := levels.WithArguments([]string{"SCORECARD_PROMETHEUS_URL=http://p:9090", "SCORECARD_TEST_TIMEOUT="},
+		env(map[string]string{"SCORECARD_PROMETHEUS_URL": "http://q:9090", "SCORECARD_NAMESPACE": "ns"}))
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg, err := levels.ConfigFromEnv(lookup)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg).To(Equal(levels.Config{Namespace: "ns", BundleDir: "/bundle", Timeout: 10 * time.Minute, PrometheusURL: "http://p:9090"}))
+
+	_, err = levels.WithArguments([]string{"--prometheus-url=http://p:9090"}, env(nil))
+	g.Expect(err).To(MatchError(`argument "--prometheus-url=http://p:9090" is not NAME=VALUE with NAME one of ` +
+		`SCORECARD_NAMESPACE, SCORECARD_BUNDLE_DIR, SCORECARD_TEST_TIMEOUT, SCORECARD_PROMETHEUS_URL`))
+	_, err = levels.WithArguments([]string{"SCORECARD_PROMETHEUS_URL"}, env(nil))
+	g.Expect(err).To(HaveOccurred())
 }
 
 func TestBudget(t *testing.T) {
@@ -138,9 +164,10 @@ func TestRunWithoutCluster(t *testing.T) {
 
 // fakeCluster is a fake API server with a fake operator and fake etcd clusters behind it.
 type fakeCluster struct {
-	client   client.Client
-	etcds    *fakeEtcds
-	operator *fakeOperator
+	client     client.Client
+	etcds      *fakeEtcds
+	operator   *fakeOperator
+	prometheus *fakePrometheus
 	// backup says whether discovery lists EtcdBackup.
 	backup bool
 }
@@ -170,7 +197,9 @@ func newFakeCluster(t *testing.T, events bool, funcs interceptor.Funcs, opts ...
 		WithInterceptorFuncs(funcs).Build()
 	etcds := newFakeEtcds()
 	o := startFakeOperator(t, c, ns, etcds, events, opts...)
-	return &fakeCluster{client: c, etcds: etcds, operator: o}
+	p := startFakePrometheus(t, o)
+	o.promHost = p.srv.Listener.Addr().String()
+	return &fakeCluster{client: c, etcds: etcds, operator: o, prometheus: p}
 }
 
 func (f *fakeCluster) deps() levels.Deps {
@@ -200,7 +229,8 @@ func (f *fakeCluster) deps() levels.Deps {
 // real cluster's garbage collector would; so the check waits for that round.
 func (f *fakeCluster) run(t *testing.T, test string) scapiv1alpha3.TestResult {
 	t.Helper()
-	res := levels.Run(test, env(map[string]string{"SCORECARD_NAMESPACE": ns, "SCORECARD_BUNDLE_DIR": bundleDir, "SCORECARD_TEST_TIMEOUT": "1m"}), f.deps())
+	res := levels.Run(test, env(map[string]string{"SCORECARD_NAMESPACE": ns, "SCORECARD_BUNDLE_DIR": bundleDir, "SCORECARD_TEST_TIMEOUT": "1m",
+		"SCORECARD_PROMETHEUS_URL": f.prometheus.srv.URL}), f.deps())
 	NewWithT(t).Eventually(func(g Gomega) {
 		var clusters etcdv1alpha1.EtcdClusterList
 		var backups etcdv1alpha1.EtcdBackupList
@@ -352,10 +382,25 @@ func TestFullLifecycleScalingFails(t *testing.T) {
 	g.Expect(res.Log).To(ContainSubstring("backup and restore not tried: the cluster did not get through scaling and member replacement"))
 }
 
+// l4 matches the name of level 4's cluster.
+const l4 = `sc-l4-[a-z0-9]{5}`
+
 // The steps of level 4 after its cluster is Available, each followed by "done" when it
-// passes.
-var insightSteps = []string{"scrape the member pods' metrics port", "scrape the operator's metrics endpoint with the test's token",
-	"check the PodMonitor, PrometheusRule and dashboard ConfigMap", "look for events about EtcdCluster sc-l4-[a-z0-9]{5}"}
+// passes, and those of its fault.
+var (
+	insightSteps = []string{"scrape the member pods' metrics port", "scrape the operator's metrics endpoint with the test's token",
+		"check the PodMonitor, PrometheusRule and dashboard ConfigMap",
+		"find the operator's target up in Prometheus, and the cluster's series",
+		"fail a backup of the cluster: EtcdBackupFailing must go off, then clear once a backup succeeds",
+		"find the member's target of the cluster's PodMonitor up in Prometheus, and its series",
+		"find the cluster's rule group loaded in Prometheus, every rule healthy",
+		"look for the events MemberPodCreated and ClusterAvailable about EtcdCluster " + l4}
+	faultSteps = []string{"find the rule EtcdBackupFailing loaded and healthy, and inactive for EtcdCluster " + l4,
+		"create EtcdBackup " + l4 + "-doomed to claim " + l4 + "-no-such-claim, which does not exist",
+		"wait until the backup has failed", "wait until EtcdBackupFailing is pending or firing for EtcdCluster " + l4,
+		"create PersistentVolumeClaim " + l4 + "-backups", "create EtcdBackup " + l4 + "-backup",
+		"wait until the backup has succeeded", "wait until EtcdBackupFailing clears for EtcdCluster " + l4}
+)
 
 // runDeepInsights runs level 4 against a fake cluster with short waits.
 func runDeepInsights(t *testing.T, events bool, opts ...fakeOption) scapiv1alpha3.TestResult {
@@ -364,38 +409,57 @@ func runDeepInsights(t *testing.T, events bool, opts ...fakeOption) scapiv1alpha
 	return newFakeCluster(t, events, interceptor.Funcs{}, opts...).run(t, "level-4-deep-insights")
 }
 
+// An operator with every insight, and a Prometheus that sees it all: the test passes.
 func TestDeepInsights(t *testing.T) {
 	g := NewWithT(t)
-	res := runDeepInsights(t, true, insightful, prometheusCRDs)
+	res := runDeepInsights(t, true, insightful, monitored)
 	g.Expect(res.State).To(Equal(scapiv1alpha3.PassState), res.Log)
 	g.Expect(res.Errors).To(BeEmpty())
 	g.Expect(res.Suggestions).To(BeEmpty())
 	for _, line := range []string{
-		`created EtcdCluster scorecard/sc-l4-[a-z0-9]{5}: size 1`,
-		`member sc-l4-[a-z0-9]{5}-0: http://10\.0\.0\.1:2381/metrics answers etcd_server_has_leader 1 \(2 samples, etcd 3\.6\.16\)`,
-		`the operator's metrics endpoint: https://etcdpilot-controller-manager-metrics-service\.etcdpilot-system\.svc:8443/metrics`,
-		`6 series of EtcdCluster scorecard/sc-l4-[a-z0-9]{5} with the test's token: etcdpilot_cluster_condition, etcdpilot_cluster_members`,
 		`the Prometheus Operator's PodMonitor and PrometheusRule kinds are served: true`,
-		`PodMonitor sc-l4-[a-z0-9]{5}-members, PrometheusRule sc-l4-[a-z0-9]{5}-alerts, ConfigMap sc-l4-[a-z0-9]{5}-dashboard exist, ` +
-			`controlled by EtcdCluster sc-l4-[a-z0-9]{5}; Monitoring=True \(Configured: \)`,
-		`events about EtcdCluster sc-l4-[a-z0-9]{5}: Normal MemberPodCreated x1`,
+		`Prometheus's API: http://127\.0\.0\.1:\d+ \(SCORECARD_PROMETHEUS_URL\)`,
+		`created EtcdCluster scorecard/` + l4 + `: size 1`,
+		`member ` + l4 + `-0: http://10\.0\.0\.1:2381/metrics answers etcd_server_has_leader 1 \(2 samples, etcd 3\.6\.16\)`,
+		`the operator's metrics endpoint: https://etcdpilot-controller-manager-metrics-service\.etcdpilot-system\.svc:8443/metrics`,
+		`6 series of EtcdCluster scorecard/` + l4 + ` with the test's token: etcdpilot_cluster_condition, etcdpilot_cluster_members`,
+		`PodMonitor ` + l4 + `-members, PrometheusRule ` + l4 + `-alerts, ConfigMap ` + l4 + `-dashboard exist, ` +
+			`controlled by EtcdCluster ` + l4 + `; Monitoring=True \(Configured: \)`,
+		`targets of the operator's metrics Service etcdpilot-system/etcdpilot-controller-manager-metrics-service: https://10\.0\.9\.9:8443/metrics up; ` +
+			`etcdpilot_cluster_condition\{namespace="scorecard", name="` + l4 + `", condition="Available"\} is 1`,
+		`rule EtcdBackupFailing of group etcdpilot \(/etc/prometheus/rules/prometheus-prometheus-rulefiles-0/etcdpilot-system-etcdpilot-operator-alerts-u1\.yaml\) ` +
+			`is evaluated without error`,
+		`created EtcdBackup scorecard/` + l4 + `-doomed of EtcdCluster ` + l4 + ` to claim ` + l4 + `-no-such-claim`,
+		l4 + `-doomed: Succeeded=False \(DestinationNotFound: PersistentVolumeClaim ` + l4 + `-no-such-claim does not exist\)`,
+		`EtcdBackupFailing firing for EtcdCluster ` + l4 + ` \d+s after its backup failed`,
+		`EtcdBackupFailing cleared for EtcdCluster ` + l4 + ` \d+s after its backup succeeded`,
+		`targets of PodMonitor scorecard/` + l4 + `-members: ` + l4 + `-0 http://10\.0\.0\.1:2381/metrics up; ` +
+			`etcd_server_has_leader\{namespace="scorecard", etcd_cluster="` + l4 + `"\} is 1 for each`,
+		`rule group etcd of /etc/prometheus/rules/prometheus-prometheus-rulefiles-0/scorecard-` + l4 + `-alerts-[-0-9a-f]{36}\.yaml: ` +
+			`\d\d rules, each evaluated without error`,
+		`events about EtcdCluster ` + l4 + `: Normal ClusterAvailable x1, Normal MemberPodCreated x1`,
+		// Newest first: the good backup, its claim, the doomed backup, the cluster.
+		`(?s)deleted EtcdBackup ` + l4 + `-backup .*deleted PersistentVolumeClaim ` + l4 + `-backups .*deleted EtcdBackup ` + l4 + `-doomed .*deleted EtcdCluster ` + l4,
 	} {
 		g.Expect(res.Log).To(MatchRegexp(line), line)
 	}
-	for _, step := range insightSteps {
+	for _, step := range append(insightSteps, faultSteps...) {
 		g.Expect(res.Log).To(MatchRegexp(step+": done in"), step)
 	}
 }
 
-// Without the Prometheus Operator's CRDs there are no objects to check; the Monitoring
-// condition must say why.
+// Without the Prometheus Operator there is no Prometheus to prove monitoring against: the
+// test fails before it creates anything, and says what to install.
 func TestDeepInsightsWithoutPrometheusOperator(t *testing.T) {
 	g := NewWithT(t)
 	res := runDeepInsights(t, true, insightful)
-	g.Expect(res.State).To(Equal(scapiv1alpha3.PassState), res.Log)
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(Equal([]string{"missing: a Prometheus to prove monitoring against (the API server serves no PodMonitor and PrometheusRule " +
+		"of monitoring.coreos.com: the Prometheus Operator is not installed)"}))
+	g.Expect(res.Suggestions).To(ConsistOf(And(ContainSubstring("Install the Prometheus Operator"), ContainSubstring("make monitoring-up"),
+		ContainSubstring("SCORECARD_PROMETHEUS_URL"))))
 	g.Expect(res.Log).To(ContainSubstring("the Prometheus Operator's PodMonitor and PrometheusRule kinds are served: false"))
-	g.Expect(res.Log).To(MatchRegexp(`PodMonitor sc-l4-[a-z0-9]{5}-members, PrometheusRule sc-l4-[a-z0-9]{5}-alerts, ConfigMap sc-l4-[a-z0-9]{5}-dashboard ` +
-		`could not be checked: the Prometheus Operator's CRDs are not installed, and Monitoring=False \(PrometheusOperatorMissing: \) says so`))
+	g.Expect(res.Log).NotTo(ContainSubstring("created EtcdCluster"))
 }
 
 // Each piece missing fails the test, naming it, while the other pieces pass.
@@ -404,38 +468,72 @@ func TestDeepInsightsMissing(t *testing.T) {
 		name   string
 		events bool
 		opts   []fakeOption
-		want   string
+		want   []string
 	}{
-		{name: "no member metrics", events: true, opts: []fakeOption{insightful, prometheusCRDs, func(o *fakeOperator) { o.memberMetrics = false }},
-			want: `^missing: etcd's metrics from the member pods \(pod sc-l4-[a-z0-9]{5}-0 has no container port named metrics\)$`},
-		{name: "operator metrics without the cluster", events: true, opts: []fakeOption{insightful, prometheusCRDs, func(o *fakeOperator) { o.operatorMetrics = false }},
-			want: `^missing: the operator's metrics of the cluster \(https://etcdpilot-controller-manager-metrics-service\.etcdpilot-system\.svc:8443/metrics ` +
-				`answers 1 samples, none of EtcdCluster scorecard/sc-l4-[a-z0-9]{5} \(etcdpilot_\* with namespace="scorecard", name="sc-l4-[a-z0-9]{5}"\)\)$`},
-		{name: "operator metrics refused", events: true, opts: []fakeOption{insightful, prometheusCRDs, func(o *fakeOperator) { o.refuseMetrics = true }},
-			want: `^missing: the operator's metrics of the cluster \(GET https://etcdpilot-controller-manager-metrics-service\.etcdpilot-system\.svc:8443/metrics: ` +
+		{name: "no member metrics", events: true, opts: []fakeOption{insightful, monitored, func(o *fakeOperator) { o.memberMetrics = false }},
+			want: []string{`^missing: etcd's metrics from the member pods \(pod ` + l4 + `-0 has no container port named metrics\)$`}},
+		{name: "operator metrics without the cluster", events: true, opts: []fakeOption{insightful, monitored, func(o *fakeOperator) { o.operatorMetrics = false }},
+			want: []string{`^missing: the operator's metrics of the cluster \(https://etcdpilot-controller-manager-metrics-service\.etcdpilot-system\.svc:8443/metrics ` +
+				`answers 1 samples, none of EtcdCluster scorecard/` + l4 + ` \(etcdpilot_\* with namespace="scorecard", name="` + l4 + `"\)\)$`}},
+		{name: "operator metrics refused", events: true, opts: []fakeOption{insightful, monitored, func(o *fakeOperator) { o.refuseMetrics = true }},
+			want: []string{`^missing: the operator's metrics of the cluster \(GET https://etcdpilot-controller-manager-metrics-service\.etcdpilot-system\.svc:8443/metrics: ` +
 				`403 Forbidden: Forbidden \(user=system:serviceaccount:scorecard:etcdpilot-scorecard.*\) \(the test's ServiceAccount must be bound to a ClusterRole ` +
-				`that may get /metrics: config/scorecard/rbac binds etcdpilot-metrics-reader\)\)$`},
-		{name: "objects missing with the CRDs", events: true, opts: []fakeOption{insightful, prometheusCRDs, func(o *fakeOperator) { o.monitoring = false }},
-			want: `^missing: the cluster's monitoring objects \(reading PodMonitor sc-l4-[a-z0-9]{5}-members: .*not found; ` +
-				`reading PrometheusRule sc-l4-[a-z0-9]{5}-alerts: .*not found; reading ConfigMap sc-l4-[a-z0-9]{5}-dashboard: .*not found; ` +
-				`EtcdCluster sc-l4-[a-z0-9]{5} has no Monitoring condition\)$`},
-		{name: "no condition without the CRDs", events: true, opts: []fakeOption{insightful, func(o *fakeOperator) { o.monitoring = false }},
-			want: `^missing: the cluster's monitoring objects \(EtcdCluster sc-l4-[a-z0-9]{5} has no Monitoring condition\)$`},
-		{name: "no events", opts: []fakeOption{insightful, prometheusCRDs},
-			want: `^missing: Kubernetes events about the EtcdCluster \(none within 300ms of it becoming Available\)$`},
+				`that may get /metrics: config/scorecard/rbac binds etcdpilot-metrics-reader\)\)$`}},
+		// No PodMonitor and no PrometheusRule: Prometheus has nothing of the cluster's
+		// members and rules either.
+		{name: "objects missing", events: true, opts: []fakeOption{insightful, monitored, func(o *fakeOperator) { o.monitoring = false }},
+			want: []string{`^missing: the cluster's monitoring objects \(reading PodMonitor ` + l4 + `-members: .*not found; ` +
+				`reading PrometheusRule ` + l4 + `-alerts: .*not found; reading ConfigMap ` + l4 + `-dashboard: .*not found; ` +
+				`EtcdCluster ` + l4 + ` has no Monitoring condition\)$`,
+				`^missing: the members' metrics in Prometheus \(no target of PodMonitor scorecard/` + l4 + `-members for member pod ` + l4 + `-0 ` +
+					`\(Prometheus scrapes 2 targets\)\)$`,
+				`^missing: the cluster's alert rules in Prometheus \(reading PrometheusRule ` + l4 + `-alerts: .*not found\)$`}},
+		{name: "operator not scraped", events: true, opts: []fakeOption{insightful, prometheusCRDs},
+			want: []string{`^missing: the operator's metrics in Prometheus \(no target of the operator's metrics Service ` +
+				`etcdpilot-system/etcdpilot-controller-manager-metrics-service among the 2 targets Prometheus scrapes: nothing tells it to scrape the operator\)$`,
+				`^missing: an alert for a real fault \(not tried: Prometheus does not have the operator's series of the cluster, which the alert reads\)$`}},
+		{name: "member target down", events: true, opts: []fakeOption{insightful, monitored, func(o *fakeOperator) { o.memberDown = true }},
+			want: []string{`^missing: the members' metrics in Prometheus \(member pod ` + l4 + `-0: target http://10\.0\.0\.1:2381/metrics is down: ` +
+				`Get "http://10\.0\.0\.1:2381/metrics": dial tcp 10\.0\.0\.1:2381: connect: connection refused\)$`}},
+		{name: "rules not loaded", events: true, opts: []fakeOption{insightful, monitored, func(o *fakeOperator) { o.rulesNotLoaded = true }},
+			want: []string{`^missing: the cluster's alert rules in Prometheus \(the rule group etcd of PrometheusRule scorecard/` + l4 + `-alerts ` +
+				`\(file scorecard-` + l4 + `-alerts-[-0-9a-f]{36}\.yaml\) is not loaded \(Prometheus evaluates 2 groups\)\)$`}},
+		{name: "a rule broken", events: true, opts: []fakeOption{insightful, monitored, func(o *fakeOperator) { o.ruleBroken = true }},
+			want: []string{`^missing: the cluster's alert rules in Prometheus \(rule group etcd of /etc/prometheus/rules/prometheus-prometheus-rulefiles-0/` +
+				`scorecard-` + l4 + `-alerts-[-0-9a-f]{36}\.yaml: rule etcdMembersDown is err: found duplicate series for the match group ` +
+				`\{namespace="scorecard"\} on the right hand-side of the operation\)$`}},
+		{name: "the alert never goes off", events: true, opts: []fakeOption{insightful, monitored, func(o *fakeOperator) { o.alertSilent = true }},
+			want: []string{`^missing: an alert for a real fault \(wait until EtcdBackupFailing is pending or firing for EtcdCluster ` + l4 + `: ` +
+				`EtcdBackupFailing for EtcdCluster ` + l4 + ` is inactive \(\{__name__=~"etcdpilot_backup_last_\(failure\|success\)_timestamp_seconds", ` +
+				`namespace="scorecard", name="` + l4 + `"\}: none\)\)$`}},
+		{name: "the alert never clears", events: true, opts: []fakeOption{insightful, monitored, func(o *fakeOperator) { o.alertStuck = true }},
+			want: []string{`^missing: an alert for a real fault \(wait until EtcdBackupFailing clears for EtcdCluster ` + l4 + `: ` +
+				`EtcdBackupFailing for EtcdCluster ` + l4 + ` is firing \(\{__name__=~.*: none\)\)$`}},
+		{name: "no events", opts: []fakeOption{insightful, monitored},
+			want: []string{`^missing: Kubernetes events about the EtcdCluster \(no MemberPodCreated or ClusterAvailable event about EtcdCluster ` + l4 +
+				` \(events: none\)\)$`}},
+		// An event, but not the one of what happened.
+		{name: "no ClusterAvailable event", events: true, opts: []fakeOption{insightful, monitored, func(o *fakeOperator) { o.noAvailableEvent = true }},
+			want: []string{`^missing: Kubernetes events about the EtcdCluster \(no ClusterAvailable event about EtcdCluster ` + l4 +
+				` \(events: Normal MemberPodCreated x1\)\)$`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			res := runDeepInsights(t, tc.events, tc.opts...)
 			g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
-			g.Expect(res.Errors).To(ConsistOf(MatchRegexp(tc.want)))
-			g.Expect(res.Suggestions).To(HaveLen(1))
+			var want []any
+			for _, w := range tc.want {
+				want = append(want, MatchRegexp(w))
+			}
+			g.Expect(res.Errors).To(ConsistOf(want...), res.Log)
+			g.Expect(res.Suggestions).To(HaveLen(len(tc.want)))
 		})
 	}
 }
 
-// An operator without any of it: every piece is named.
+// An operator without any of it, with the Prometheus Operator installed and nothing else:
+// every piece is named, and the alert is not tried.
 func TestDeepInsightsNone(t *testing.T) {
 	g := NewWithT(t)
 	res := runDeepInsights(t, false, prometheusCRDs)
@@ -444,6 +542,10 @@ func TestDeepInsightsNone(t *testing.T) {
 		HavePrefix("missing: etcd's metrics from the member pods"),
 		HavePrefix("missing: the operator's metrics of the cluster"),
 		HavePrefix("missing: the cluster's monitoring objects"),
+		HavePrefix("missing: the operator's metrics in Prometheus"),
+		HavePrefix("missing: an alert for a real fault (not tried"),
+		HavePrefix("missing: the members' metrics in Prometheus"),
+		HavePrefix("missing: the cluster's alert rules in Prometheus"),
 		HavePrefix("missing: Kubernetes events about the EtcdCluster")))
 	g.Expect(res.Log).To(ContainSubstring("clean up: done in"))
 }

@@ -23,6 +23,17 @@ func FullLifecycleMissing(backupServed bool) []string {
 	return []string{backupMissing}
 }
 
+// prometheusMissing is level 4's failure when the API server does not serve the
+// Prometheus Operator's kinds: the test proves monitoring against a real Prometheus, which
+// it cannot have then.
+const prometheusMissing = "a Prometheus to prove monitoring against (the API server serves no PodMonitor and PrometheusRule " +
+	"of monitoring.coreos.com: the Prometheus Operator is not installed)"
+
+// prometheusSuggestion tells how to give level 4 its Prometheus.
+const prometheusSuggestion = "Install the Prometheus Operator and a Prometheus that selects the PodMonitors, ServiceMonitors and PrometheusRules " +
+	"of every namespace (`make monitoring-up` on the local cluster), apply the operator's ServiceMonitor and PrometheusRule " +
+	"(config/prometheus, `make deploy-monitoring`), and give the test Prometheus's URL as " + EnvPrometheusURL + " (default " + DefaultPrometheusURL + ")."
+
 // Insight is one thing level 4 checks on its cluster, and what was found wrong with it.
 type Insight struct {
 	// What names it in the failure: "etcd's metrics from the member pods".

@@ -174,8 +174,13 @@ func putKey(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, key, val
 
 // waitEvents waits for events with the reasons about c, and logs what c's events are.
 func waitEvents(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, reasons ...string) error {
+	return waitEventsWithin(ctx, in, r, c, eventsWait, autoPilotPoll, reasons...)
+}
+
+// waitEventsWithin is waitEvents, looking every poll for at most within.
+func waitEventsWithin(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, within, poll time.Duration, reasons ...string) error {
 	var summary string
-	err := retryFor(ctx, eventsWait, autoPilotPoll, func(ctx context.Context) error {
+	err := retryFor(ctx, within, poll, func(ctx context.Context) error {
 		events, err := in.Env.EventsFor(ctx, c)
 		if err != nil {
 			return err

@@ -25,13 +25,23 @@ type step struct {
 // runSteps runs steps in order, logging each with its duration, and stops at the first
 // that fails; that failure fails the test. It reports whether all passed.
 func runSteps(r *report.Report, steps ...step) bool {
-	for _, s := range steps {
-		if err := r.Step(s.name, s.do); err != nil {
-			r.Fail(fmt.Sprintf("%s: %v", s.name, err))
-			return false
-		}
+	if err := firstFailure(r, steps...); err != nil {
+		r.Fail(err.Error())
+		return false
 	}
 	return true
+}
+
+// firstFailure runs steps in order, logging each with its duration, and returns the first
+// failure, named by its step; the steps after it do not run. It is runSteps for a part of
+// a test whose failure the caller reports.
+func firstFailure(r *report.Report, steps ...step) error {
+	for _, s := range steps {
+		if err := r.Step(s.name, s.do); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return nil
 }
 
 // newCluster returns the EtcdCluster of the CSV's alm-examples, prepared for this test
