@@ -13,7 +13,11 @@
 # does) and removes it again at the end (SCORECARD_KEEP_OPERATOR=true keeps it).
 # The tests run in SCORECARD_NAMESPACE (restricted pod security) as the ServiceAccount of
 # config/scorecard/rbac, whose cluster-wide grants (level 4: finding the operator's metrics
-# Service, reading /metrics) are removed again at the end. Output:
+# Service, reading /metrics) are removed again at the end. With the Prometheus Operator
+# installed, the operator's ServiceMonitor and alert rules (config/prometheus, which the
+# bundle leaves to the user) are applied first, as a user who monitors the operator has
+# them, so that level 4 finds the operator scraped; an operator installed here takes them
+# away again. Output:
 # SCORECARD_OUT/scorecard.json (scorecard -o json) and scorecard.xml (JUnit).
 #
 # Environment: KUBECTL, OPERATOR_SDK, CRANE, SCORECARD_UNTAR_IMAGE, SCORECARD_TESTS_IMAGE (the
@@ -44,7 +48,7 @@ quiet() {
   o=$("$@" 2>&1) || { printf '%s\n' "$o" >&2; return 1; }
 }
 
-installed_here=false
+installed_here=false monitoring_here=false
 work=$(mktemp -d)
 cleanup() {
   local rc=$?
@@ -53,6 +57,9 @@ cleanup() {
   "$KUBECTL" delete namespace "$ns" --ignore-not-found --wait=true --timeout=180s >/dev/null || rc=1
   "$KUBECTL" delete clusterrolebinding,clusterrole -l app.kubernetes.io/part-of=etcdpilot-scorecard --ignore-not-found >/dev/null || rc=1
   if [[ $installed_here == true && ${SCORECARD_KEEP_OPERATOR:-false} != true ]]; then
+    if [[ $monitoring_here == true ]]; then
+      "$KUBECTL" delete -k config/prometheus --ignore-not-found >/dev/null || rc=1
+    fi
     step uninstall-operator quiet olm_uninstall || rc=1
   fi
   rm -rf "$work"
@@ -75,6 +82,16 @@ ensure_operator() {
   fi
   installed_here=true
   quiet olm_install
+}
+
+# The operator's ServiceMonitor and alert rules, where the Prometheus Operator's CRDs exist.
+operator_monitoring() {
+  if ! "$KUBECTL" get crd servicemonitors.monitoring.coreos.com prometheusrules.monitoring.coreos.com >/dev/null 2>&1; then
+    log "the Prometheus Operator is not installed: level 4 will say so"
+    return
+  fi
+  quiet "$KUBECTL" apply --server-side --force-conflicts -k config/prometheus
+  monitoring_here=true
 }
 
 # The bundle scorecard reads, with the capability tests' image pinned to the digest just
@@ -110,6 +127,7 @@ run_scorecard() {
 
 mkdir -p "$out"
 step operator ensure_operator
+step monitoring operator_monitoring
 step bundle bundle_copy
 step namespace quiet test_namespace
 step scorecard run_scorecard
