@@ -42,6 +42,12 @@ func TestTheCAIsRotatedInThreePhasesEachRolledOut(t *testing.T) {
 	g.Expect(got.Status.CARotation).NotTo(BeNil())
 	g.Expect(got.Status.CARotation.Phase).To(BeEmpty())
 	g.Expect(got.Status.CARotation.CANotAfter.Time).To(BeTemporally(">", time.Now().Add(9*365*24*time.Hour)))
+	g.Eventually(func(g Gomega) {
+		expectCertificatesReported(g, ns, "rot", "rot-member-tls", "rot-client-tls")
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	got = get(g, ns, "rot", &etcdv1alpha1.EtcdCluster{})
+	g.Expect(got.Status.TLS.Certificates[0].NotAfter.Time).To(BeTemporally("~", time.Now().Add(365*24*time.Hour), time.Hour),
+		"the operator's member certificate is valid a year")
 	before := podUIDs(g, ns)
 	f.ResetCalls()
 
@@ -96,6 +102,9 @@ func TestTheCAIsRotatedInThreePhasesEachRolledOut(t *testing.T) {
 		g.Expect(pki.VerifyWithCACert(oldCA, secret.Data["tls.crt"], "", x509.ExtKeyUsageClientAuth, time.Now())).NotTo(Succeed(), "%s is issued by the new CA", s)
 	}
 	g.Expect(get(g, ns, "rot-0", &corev1.Pod{}).Annotations).To(HaveKey("etcd.etcdpilot.io/trust-hash"))
+	g.Eventually(func(g Gomega) {
+		expectCertificatesReported(g, ns, "rot", "rot-member-tls", "rot-client-tls")
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed(), "the certificates of the new CA")
 
 	// The same request does not rotate again.
 	restarted := podUIDs(g, ns)

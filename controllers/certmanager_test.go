@@ -75,4 +75,7 @@ func TestCertManagerIssuesTheCertificates(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	got := get(g, ns, "cm", &etcdv1alpha1.EtcdCluster{})
 	g.Expect(got.Status.ClientSecret).To(Equal("cm-client-tls"))
+	g.Eventually(func(g Gomega) {
+		expectCertificatesReported(g, ns, "cm", "cm-member-tls", "cm-client-tls")
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }

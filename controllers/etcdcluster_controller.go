@@ -217,7 +217,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		in.Err = err
 		return reconcile.Result{}, err
 	}
-	in.TLSSeen, in.CARotation = true, tlsState.caStatus()
+	in.TLSSeen, in.CARotation, in.TLS = true, tlsState.caStatus(), tlsState.tlsStatus()
 	if err := r.ensureServices(ctx, c); err != nil {
 		in.Err = err
 		return reconcile.Result{}, err

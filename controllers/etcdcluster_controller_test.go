@@ -87,6 +87,11 @@ func TestBootstrapCreatesOwnedObjectsAndTheSeedOnly(t *testing.T) {
 	g.Expect(authority.Verify(clientSecret.Data["tls.crt"], "", x509.ExtKeyUsageClientAuth, time.Now())).To(Succeed())
 	g.Expect(clientSecret.Data["ca.crt"]).To(Equal(ca.Data["ca.crt"]))
 
+	By("status.tls and the certificate metric say when the certificates it issued expire")
+	g.Eventually(func(g Gomega) {
+		expectCertificatesReported(g, ns, "boot", "boot-member-tls", "boot-client-tls")
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
 	By("services and the disruption budget")
 	peer := get(g, ns, "boot-peer", &corev1.Service{})
 	g.Expect(peer.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,6 +60,41 @@ type tlsState struct {
 	trustHash string
 	// ca is the operator's CA (tls.mode OperatorCA), nil otherwise.
 	ca *caSecret
+	// certificates are the member and the client certificate as their Secrets hold them
+	// after this pass: status.tls.certificates.
+	certificates []etcdv1alpha1.CertificateStatus
+}
+
+// tlsStatus is status.tls: nil when TLS is disabled.
+func (st *tlsState) tlsStatus() *etcdv1alpha1.TLSStatus {
+	if st == nil || len(st.certificates) == 0 {
+		return nil
+	}
+	return &etcdv1alpha1.TLSStatus{Certificates: st.certificates}
+}
+
+// secretCert is the certificate (tls.crt) a Secret holds.
+type secretCert struct {
+	secret string
+	cert   []byte
+}
+
+// certificateStatuses says when each certificate stops being valid for the members, who
+// trust the CAs in trust (pki.ChainNotAfter). A Secret named twice (mode Secrets allows one
+// Secret for both) counts once.
+func certificateStatuses(trust []byte, certs ...secretCert) ([]etcdv1alpha1.CertificateStatus, error) {
+	var out []etcdv1alpha1.CertificateStatus
+	for _, c := range certs {
+		if slices.ContainsFunc(out, func(s etcdv1alpha1.CertificateStatus) bool { return s.Secret == c.secret }) {
+			continue
+		}
+		notAfter, err := pki.ChainNotAfter(trust, c.cert)
+		if err != nil {
+			return nil, fmt.Errorf("TLS secret %s: %w", c.secret, err)
+		}
+		out = append(out, etcdv1alpha1.CertificateStatus{Secret: c.secret, NotAfter: metav1.Time{Time: notAfter}})
+	}
+	return out, nil
 }
 
 // caStatus is status.caRotation: the operator's CA as its Secret says; nil for the other
@@ -128,7 +164,11 @@ func (r *EtcdClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1alpha1.E
 	if err != nil {
 		return nil, err
 	}
-	return &tlsState{config: cfg, trustHash: pki.TrustHash(trust, memberPair.CertPEM), ca: caSec}, nil
+	certs, err := certificateStatuses(trust, secretCert{names.MemberTLSSecret(), memberPair.CertPEM}, secretCert{names.ClientTLSSecret(), clientPair.CertPEM})
+	if err != nil {
+		return nil, err
+	}
+	return &tlsState{config: cfg, trustHash: pki.TrustHash(trust, memberPair.CertPEM), ca: caSec, certificates: certs}, nil
 }
 
 func clientTLSConfig(caPEM []byte, pair pki.KeyPair) (*tls.Config, error) {
@@ -213,7 +253,12 @@ func (r *EtcdClusterReconciler) providedTLS(ctx context.Context, c *etcdv1alpha1
 	if err != nil {
 		return nil, err
 	}
-	return &tlsState{config: cfg, trustHash: pki.TrustHash(member[secretCACert], member[corev1.TLSCertKey])}, nil
+	certs, err := certificateStatuses(member[secretCACert],
+		secretCert{names.MemberTLSSecret(), member[corev1.TLSCertKey]}, secretCert{names.ClientTLSSecret(), clientData[corev1.TLSCertKey]})
+	if err != nil {
+		return nil, err
+	}
+	return &tlsState{config: cfg, trustHash: pki.TrustHash(member[secretCACert], member[corev1.TLSCertKey]), certificates: certs}, nil
 }
 
 // ensureCA loads the cluster's CA, creating it when its Secret does not exist. A CA that

@@ -43,6 +43,23 @@ func issueSecrets(g Gomega, ns, memberSecret, clientSecret, memberCN string, dns
 	}
 }
 
+// expectCertificatesReported checks that status.tls.certificates and the certificate metric
+// of cluster ns/name carry, for each of secrets in order, the NotAfter of the certificate
+// (tls.crt) the Secret holds.
+func expectCertificatesReported(g Gomega, ns, name string, secrets ...string) {
+	c := get(g, ns, name, &etcdv1alpha1.EtcdCluster{})
+	g.Expect(c.Status.TLS).NotTo(BeNil())
+	g.Expect(c.Status.TLS.Certificates).To(HaveLen(len(secrets)))
+	for i, s := range secrets {
+		notAfter, err := pki.NotAfter(get(g, ns, s, &corev1.Secret{}).Data["tls.crt"])
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(c.Status.TLS.Certificates[i].Secret).To(Equal(s))
+		g.Expect(c.Status.TLS.Certificates[i].NotAfter.Time).To(BeTemporally("==", notAfter), s)
+		g.Expect(metricValue(g, "etcdpilot_cluster_certificate_not_after_timestamp_seconds", clusterSeries(ns, name, "secret", s))).
+			To(Equal(float64(notAfter.Unix())), s)
+	}
+}
+
 func userTLSCluster(ns string) *etcdv1alpha1.EtcdCluster {
 	return &etcdv1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "byo", Namespace: ns},
@@ -74,6 +91,8 @@ func TestUserProvidedCertificatesAreUsedAsGiven(t *testing.T) {
 			"the user's certificate names are not the operator's to pin")
 		c := get(g, ns, "byo", &etcdv1alpha1.EtcdCluster{})
 		g.Expect(c.Status.ClientSecret).To(Equal("mine-client"))
+		// The operator cannot renew the user's certificates: it says when they expire.
+		expectCertificatesReported(g, ns, "byo", "mine-member", "mine-client")
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	for _, own := range []string{"byo-ca", "byo-member-tls", "byo-client-tls"} {
@@ -96,6 +115,7 @@ func TestUserCertificateThatDoesNotCoverTheMembersIsRefused(t *testing.T) {
 		g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonReconcileFailed))
 		g.Expect(degraded.Message).To(ContainSubstring("TLS secret mine-member cannot serve as the member certificate"))
 		g.Expect(degraded.Message).To(ContainSubstring("byo-0.byo-peer." + ns + ".svc"))
+		g.Expect(c.Status.TLS).To(BeNil(), "a refused certificate is not reported")
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	err := k8sClient.Get(ctx, keyOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "byo-0", Namespace: ns}}), &corev1.Pod{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no member starts with a certificate that cannot work")

@@ -978,6 +978,13 @@ type EtcdClusterStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="CA Rotation"
 	CARotation *CARotationStatus `json:"caRotation,omitempty"`
 
+	// tls is the certificates the members and the clients use, as the operator last read
+	// them from their Secrets (every TLS mode but Disabled): when each stops being valid.
+	// A pass that could not read the Secrets, or refused them, leaves it as it was.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="TLS Certificates"
+	TLS *TLSStatus `json:"tls,omitempty"`
+
 	// maintenance is what the operator's maintenance (spec.maintenance) decided in its
 	// last pass, and when the last scheduled defragmentation run completed.
 	// +optional
@@ -1175,6 +1182,30 @@ type CARotationStatus struct {
 	// caNotAfter is when the CA that issues the cluster's certificates expires.
 	// +optional
 	CANotAfter *metav1.Time `json:"caNotAfter,omitempty"`
+}
+
+// TLSStatus is the certificates the members and the clients use.
+type TLSStatus struct {
+	// certificates are the member certificate (in tls.crt of the member Secret, which every
+	// member serves clients and peers with) and the client certificate (of the client
+	// Secret, status.clientSecret), one entry for each Secret.
+	// +listType=map
+	// +listMapKey=secret
+	// +optional
+	Certificates []CertificateStatus `json:"certificates,omitempty"`
+}
+
+// CertificateStatus is a certificate in a TLS Secret and when it stops being valid.
+type CertificateStatus struct {
+	// secret is the name of the Secret, in the cluster's namespace.
+	Secret string `json:"secret"`
+
+	// notAfter is when the certificate (tls.crt) stops being valid: when it expires, or
+	// when the CA in the member Secret's ca.crt that issued it expires, whichever comes
+	// first. The operator renews the certificates it issues (tls.mode OperatorCA) 30 days
+	// before, and asks cert-manager to renew (CertManager) 30 days before too; in mode
+	// Secrets, renewing them is yours.
+	NotAfter metav1.Time `json:"notAfter"`
 }
 
 // UpgradeStatus records an etcd version upgrade.

@@ -1,9 +1,9 @@
 // Package metrics holds the operator's metrics about the EtcdClusters it manages, served
 // with controller-runtime's on the operator's metrics endpoint. Every series is labelled by
 // the cluster's namespace and name; per-member series add the member (at most seven per
-// cluster), and the few label values besides (condition types, Progressing reasons, action
-// kinds) come from fixed lists, so the number of series grows with the clusters and nothing
-// else.
+// cluster), the certificate series the Secret (two per cluster), and the few label values
+// besides (condition types, Progressing reasons, action kinds) come from fixed lists, so the
+// number of series grows with the clusters and nothing else.
 //
 // The values are those of the status the operator computed in the same pass: what it
 // observed, never what it assumes. A pass that could not observe the members leaves the
@@ -40,7 +40,7 @@ type Clusters struct {
 	condition, progressing, degraded                    *prometheus.GaugeVec
 	memberHealthy, memberLeader, memberDBSize           *prometheus.GaugeVec
 	memberDBSizeInUse, memberAlarm, memberLastDefrag    *prometheus.GaugeVec
-	caNotAfter, lastSuccess                             *prometheus.GaugeVec
+	caNotAfter, certNotAfter, lastSuccess               *prometheus.GaugeVec
 	actions, maintenance                                *prometheus.CounterVec
 	backupLastSuccess, backupDuration, backupSize       *prometheus.GaugeVec
 	scheduleInterval                                    *prometheus.GaugeVec
@@ -81,6 +81,9 @@ func New(reg prometheus.Registerer) *Clusters {
 		memberDBSize: gauge("member_db_size_bytes", "Size of the member's database file as the member reported it.", memberLabels...),
 		caNotAfter: gauge("cluster_ca_not_after_timestamp_seconds",
 			"When the CA the operator created for the cluster expires (TLS mode OperatorCA); the operator rotates it a year before.", clusterLabels...),
+		certNotAfter: gauge("cluster_certificate_not_after_timestamp_seconds",
+			"When the certificate of each TLS Secret the members and clients use (label secret: the member and the client Secret) stops being valid: its expiry, or its CA's when that comes first; every TLS mode but Disabled. The operator renews its own, and has cert-manager renew, 30 days before.",
+			append(clusterLabels, "secret")...),
 		lastSuccess: gauge("cluster_last_successful_reconcile_timestamp_seconds",
 			"When a reconcile of the EtcdCluster last ended without error: an alert can trust its age more than a condition.", clusterLabels...),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "cluster_actions_total",
@@ -310,6 +313,12 @@ func (m *Clusters) Record(p Pass) {
 	if r := c.Status.CARotation; r != nil && r.CANotAfter != nil {
 		m.caNotAfter.With(l).Set(float64(r.CANotAfter.Unix()))
 	}
+	m.certNotAfter.DeletePartialMatch(l)
+	if t := c.Status.TLS; t != nil {
+		for _, cert := range t.Certificates {
+			m.certNotAfter.With(withLabel(l, "secret", cert.Secret)).Set(float64(cert.NotAfter.Unix()))
+		}
+	}
 	// The counters alerts read with increase() exist at 0 from a cluster's first pass:
 	// increase() cannot see the increment that creates a series.
 	m.actions.With(withLabel(l, "action", string(membership.RemoveMember))).Add(0)
@@ -389,7 +398,7 @@ func (m *Clusters) Forget(namespace, name string) {
 	for _, g := range []*prometheus.GaugeVec{m.desired, m.members, m.ready, m.healthy, m.learners, m.updated,
 		m.quorumMargin, m.hasLeader, m.condition, m.progressing, m.degraded, m.memberHealthy, m.memberLeader, m.memberDBSize,
 		m.memberDBSizeInUse, m.memberAlarm,
-		m.caNotAfter, m.lastSuccess, m.backupLastSuccess, m.backupDuration, m.backupSize, m.backupLastVerified,
+		m.caNotAfter, m.certNotAfter, m.lastSuccess, m.backupLastSuccess, m.backupDuration, m.backupSize, m.backupLastVerified,
 		m.backupLastFailure, m.backupLastVerificationFailure} {
 		g.DeletePartialMatch(l)
 	}

@@ -138,6 +138,40 @@ func TestRecordDropsGoneMembersAndEndedProgress(t *testing.T) {
 	g.Expect(testutil.ToFloat64(m.quorumMargin.WithLabelValues("ns", "main"))).To(Equal(0.0), "one voter, healthy: its own quorum")
 }
 
+// withCertificates gives the cluster's status.tls: each Secret and its certificate's end.
+func withCertificates(c *etcdv1alpha1.EtcdCluster, secretEnds ...any) *etcdv1alpha1.EtcdCluster {
+	c.Status.TLS = &etcdv1alpha1.TLSStatus{}
+	for i := 0; i+1 < len(secretEnds); i += 2 {
+		c.Status.TLS.Certificates = append(c.Status.TLS.Certificates, etcdv1alpha1.CertificateStatus{
+			Secret: secretEnds[i].(string), NotAfter: metav1.Time{Time: secretEnds[i+1].(time.Time)}})
+	}
+	return c
+}
+
+// One series per certificate Secret, from status.tls: a pass that did not read the Secrets
+// keeps the status, so the series; Secrets the status no longer names lose theirs.
+func TestRecordCertificateExpiryPerSecret(t *testing.T) {
+	g := NewWithT(t)
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	member, client := now.AddDate(0, 0, 20), now.AddDate(1, 0, 0)
+	c := withCertificates(cluster(), "main-member-tls", member, "main-client-tls", client)
+	m.Record(Pass{Cluster: c, Now: now})
+	g.Expect(testutil.ToFloat64(m.certNotAfter.WithLabelValues("ns", "main", "main-member-tls"))).To(Equal(float64(member.Unix())))
+	g.Expect(testutil.ToFloat64(m.certNotAfter.WithLabelValues("ns", "main", "main-client-tls"))).To(Equal(float64(client.Unix())))
+
+	renewed := now.AddDate(1, 0, 0)
+	withCertificates(c, "main-member-tls", renewed, "mine-client", client)
+	m.Record(Pass{Cluster: c, Now: now})
+	g.Expect(gather(t, reg, "cluster_certificate_not_after_timestamp_seconds")).To(Equal("cluster_certificate_not_after_timestamp_seconds=|| "))
+	g.Expect(testutil.ToFloat64(m.certNotAfter.WithLabelValues("ns", "main", "main-member-tls"))).To(Equal(float64(renewed.Unix())))
+	g.Expect(testutil.ToFloat64(m.certNotAfter.WithLabelValues("ns", "main", "mine-client"))).To(Equal(float64(client.Unix())))
+
+	c.Status.TLS = nil
+	m.Record(Pass{Cluster: c, Now: now})
+	g.Expect(testutil.CollectAndCount(m.certNotAfter)).To(BeZero(), "TLS disabled: no certificate, no series")
+}
+
 func TestQuorumMarginBelowZeroWhenLost(t *testing.T) {
 	g := NewWithT(t)
 	m := New(prometheus.NewRegistry())
@@ -159,7 +193,8 @@ func TestForgetRemovesEverySeries(t *testing.T) {
 	m := New(reg)
 	other := cluster(healthy("other-0"))
 	other.Name = "other"
-	m.Record(Pass{Cluster: cluster(healthy("main-0")), Seen: true, Action: membership.Action{Kind: membership.AddLearner}, Acted: true, Succeeded: true, Now: now})
+	main := withCertificates(cluster(healthy("main-0")), "main-member-tls", now)
+	m.Record(Pass{Cluster: main, Seen: true, Action: membership.Action{Kind: membership.AddLearner}, Acted: true, Succeeded: true, Now: now})
 	m.Record(Pass{Cluster: other, Seen: true, Succeeded: true, Now: now})
 	m.Forget("ns", "main")
 	families, err := reg.Gather()

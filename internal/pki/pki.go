@@ -194,6 +194,29 @@ func NotAfter(certPEM []byte) (time.Time, error) {
 	return cert.NotAfter, nil
 }
 
+// ChainNotAfter is when the leaf certificate leafPEM stops being valid for whoever trusts
+// the CA certificates in caCertPEM: the earlier of its own NotAfter and that of the CA
+// among them that signed it. A user's or cert-manager's CA may expire before its leaves
+// (the operator's leaves end with their CA). When several of them signed it (the same key
+// in a renewed CA certificate), the one that lasts longest counts; when none did (it is
+// refused elsewhere), its own NotAfter does.
+func ChainNotAfter(caCertPEM, leafPEM []byte) (time.Time, error) {
+	leaf, err := parseCertPEM(leafPEM)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var issuer time.Time
+	for _, ca := range certsOf(caCertPEM) {
+		if leaf.CheckSignatureFrom(ca) == nil && ca.NotAfter.After(issuer) {
+			issuer = ca.NotAfter
+		}
+	}
+	if !issuer.IsZero() && issuer.Before(leaf.NotAfter) {
+		return issuer, nil
+	}
+	return leaf.NotAfter, nil
+}
+
 // Leaf is what a leaf certificate the operator issued must be: its usage, and for a serving
 // certificate the names it must cover.
 type Leaf struct {

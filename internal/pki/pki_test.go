@@ -537,6 +537,57 @@ func TestVerifyWithCACert(t *testing.T) {
 	g.Expect(pki.VerifyWithCACert(bundle, leaf.CertPEM, "a.p.ns.svc", x509.ExtKeyUsageServerAuth, now)).To(Succeed())
 }
 
+// outlivingLeaf signs, with the CA of caPair, a leaf certificate valid until notAfter, later
+// than the CA if need be: what a CA that does not cut its leaves to its own lifetime issues.
+func outlivingLeaf(g Gomega, caPair pki.KeyPair, notAfter time.Time) []byte {
+	block, _ := pem.Decode(caPair.KeyPEM)
+	caKey, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	g.Expect(err).NotTo(HaveOccurred())
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	template := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "long"},
+		NotBefore: now.Add(-time.Hour), NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, template, parseCert(g, caPair.CertPEM), key.Public(), caKey)
+	g.Expect(err).NotTo(HaveOccurred())
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func TestChainNotAfter(t *testing.T) {
+	g := NewWithT(t)
+	caPair, err := pki.NewCA("user CA", 30*24*time.Hour, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	ca, err := pki.LoadCA(caPair)
+	g.Expect(err).NotTo(HaveOccurred())
+	caEnd := now.Add(30 * 24 * time.Hour)
+	leaf, err := ca.IssueClient("me", 10*24*time.Hour, now)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	end, err := pki.ChainNotAfter(caPair.CertPEM, leaf.CertPEM)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(end).To(BeTemporally("==", now.Add(10*24*time.Hour)), "the leaf ends first")
+
+	long := outlivingLeaf(g, caPair, now.Add(leafValidity))
+	end, err = pki.ChainNotAfter(caPair.CertPEM, long)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(end).To(BeTemporally("==", caEnd), "a leaf that outlives its CA stops being valid with it")
+
+	// In a bundle of two CAs (one being rotated), the CA that signed the leaf counts.
+	other, err := pki.NewCA("other CA", caValidity, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	bundle := append(append([]byte{}, other.CertPEM...), caPair.CertPEM...)
+	end, err = pki.ChainNotAfter(bundle, long)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(end).To(BeTemporally("==", caEnd))
+
+	// A leaf no CA of the bundle signed counts alone.
+	end, err = pki.ChainNotAfter(other.CertPEM, long)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(end).To(BeTemporally("==", now.Add(leafValidity)))
+
+	_, err = pki.ChainNotAfter(caPair.CertPEM, []byte("junk"))
+	g.Expect(err).To(HaveOccurred())
+}
+
 // The operator keeps a leaf certificate unless ReissueReason names why not.
 func TestReissueReason(t *testing.T) {
 	g := NewWithT(t)

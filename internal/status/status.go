@@ -62,10 +62,12 @@ type Input struct {
 	// Err is the error that ended the reconcile, if any.
 	Err error
 	// TLSSeen is true when this reconcile read the cluster's TLS material: CARotation is then
-	// the operator's CA as its Secret says (nil in the other TLS modes). Otherwise the status
-	// keeps the last one.
+	// the operator's CA as its Secret says (nil in the other TLS modes), and TLS the member
+	// and client certificates as their Secrets hold them after this pass (nil when TLS is
+	// disabled). Otherwise the status keeps the last ones.
 	TLSSeen    bool
 	CARotation *etcdv1alpha1.CARotationStatus
+	TLS        *etcdv1alpha1.TLSStatus
 	// Monitoring is the Monitoring condition this reconcile found (status, reason and
 	// message); nil when it did not look, and the last one stays.
 	Monitoring *metav1.Condition
@@ -110,6 +112,7 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	}
 	if in.TLSSeen {
 		out.CARotation = in.CARotation
+		out.TLS = in.TLS.DeepCopy()
 	}
 	set := func(cond metav1.Condition) {
 		cond.ObservedGeneration = c.Generation

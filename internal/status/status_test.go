@@ -690,6 +690,37 @@ func TestACARotationIsProgressingUntilItsLastPhaseEnds(t *testing.T) {
 	g.Expect(cond(g, restart, etcdv1alpha1.ConditionProgressing).Reason).To(Equal(etcdv1alpha1.ReasonRollingOut))
 }
 
+// status.tls is what the TLS step read from the certificate Secrets: kept by a pass that did
+// not read them (or refused them, or waits for cert-manager), cleared without TLS.
+func TestCertificateExpiryIsWhatTheSecretsLastSaid(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(3)
+	end := metav1.NewTime(time.Date(2027, 11, 25, 6, 0, 0, 0, time.UTC))
+	read := &etcdv1alpha1.TLSStatus{Certificates: []etcdv1alpha1.CertificateStatus{
+		{Secret: "e-member-tls", NotAfter: end}, {Secret: "e-client-tls", NotAfter: metav1.NewTime(end.AddDate(0, 1, 0))}}}
+	steady := membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"}
+	s := compute(status.Input{Cluster: c, Seen: true, Observed: membership.Observed{Members: members(true, true, true)},
+		Action: steady, TLSSeen: true, TLS: read})
+	g.Expect(s.TLS).To(Equal(read))
+	read.Certificates[0].NotAfter = metav1.NewTime(end.AddDate(1, 0, 0))
+	g.Expect(s.TLS.Certificates[0].NotAfter).To(Equal(end), "the status holds its own copy")
+
+	c.Status = s
+	for why, in := range map[string]status.Input{
+		"the pass failed before it read the Secrets": {Cluster: c, Err: errors.New("TLS secret mine-member cannot serve as the member certificate")},
+		"cert-manager has not issued the Secrets":    {Cluster: c, Action: membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForCertificates}},
+	} {
+		g.Expect(compute(in).TLS).To(Equal(s.TLS), why+": kept")
+	}
+
+	renewed := &etcdv1alpha1.TLSStatus{Certificates: []etcdv1alpha1.CertificateStatus{
+		{Secret: "e-member-tls", NotAfter: metav1.NewTime(end.AddDate(1, 0, 0))}, {Secret: "e-client-tls", NotAfter: metav1.NewTime(end.AddDate(0, 1, 0))}}}
+	g.Expect(compute(status.Input{Cluster: c, TLSSeen: true, TLS: renewed}).TLS).To(Equal(renewed),
+		"read in a pass that did not observe the members: still what the Secrets hold")
+	g.Expect(compute(status.Input{Cluster: c, Seen: true, Observed: membership.Observed{Members: members(true, true, true)},
+		Action: steady, TLSSeen: true}).TLS).To(BeNil(), "TLS disabled: no certificates")
+}
+
 func TestMembersShowTheirSpaceLagAndAlarms(t *testing.T) {
 	g := NewWithT(t)
 	ms := members(true, true, false)
