@@ -22,6 +22,7 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/autoscale"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/internal/status"
 	"github.com/etcdpilot/etcdpilot/internal/tuning"
 )
 
@@ -118,7 +119,8 @@ func readPeerRoundTrip(ctx context.Context, pod *corev1.Pod) (tuning.Histogram, 
 // tune is the raft timing step of a pass with no membership change to make, for a cluster
 // in etcd.timingProfile Auto: it reads every healthy member's peer round trips (at most
 // every scrapeEvery), and decides the timing from the window (internal/tuning). The
-// decision goes to status.raftTiming, from which the member pods are built
+// decision goes to status.raftTiming (status.AutoRaftTiming, which changes it only with the
+// decision, so that a steady cluster costs no write), from which the member pods are built
 // (resources.Effective): a change is rolled out by the next passes, one member at a time.
 //
 // requeue is set to when the next read is due: Auto clusters are passed more often than
@@ -160,10 +162,8 @@ func (r *EtcdClusterReconciler) tune(ctx context.Context, c *etcdv1alpha1.EtcdCl
 	}
 	d := tuning.Decide(tuning.Input{Current: current, Observed: st.window.Observed(now), Window: window,
 		SinceChange: sinceChange, ProbeRoundTrips: probe})
-	out := raftTimingOf(d, last)
+	out := status.AutoRaftTiming(d, last, now)
 	if d.Changed {
-		// Whole seconds, as the status stores it.
-		out.LastChangeTime = &metav1.Time{Time: now.Truncate(time.Second)}
 		st.decided = out
 		// The members restart with the new timing: their counters start again, and the
 		// round trips measured under the old timing say nothing of the new.
@@ -194,24 +194,6 @@ func (r *EtcdClusterReconciler) readRoundTrips(ctx context.Context, obs *observa
 		}
 		window.Add(m.Name, now, h)
 	}
-}
-
-// raftTimingOf is status.raftTiming for decision d, keeping the last change's time.
-func raftTimingOf(d tuning.Decision, last *etcdv1alpha1.RaftTimingStatus) *etcdv1alpha1.RaftTimingStatus {
-	out := &etcdv1alpha1.RaftTimingStatus{
-		Profile:                 etcdv1alpha1.TimingAuto,
-		HeartbeatIntervalMillis: d.Target.HeartbeatMillis,
-		ElectionTimeoutMillis:   d.Target.ElectionMillis,
-		Reason:                  string(d.Reason),
-		Message:                 d.Message,
-	}
-	if d.MeasuredP99 > 0 {
-		out.MeasuredRoundTripMillis = ptr.To(int32((d.MeasuredP99 + time.Millisecond - 1) / time.Millisecond))
-	}
-	if last != nil && last.Profile == etcdv1alpha1.TimingAuto && last.LastChangeTime != nil {
-		out.LastChangeTime = last.LastChangeTime
-	}
-	return out
 }
 
 // autoscaleStorage is the storage autoscaling step of a pass with no membership change to

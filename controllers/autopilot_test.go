@@ -32,12 +32,21 @@ type fakeRoundTrips struct {
 	mu   sync.Mutex
 	rtt  map[string]float64 // seconds, by namespace
 	hist map[string]tuning.Histogram
+	// reads counts the reads by namespace.
+	reads map[string]int
 }
 
 func (f *fakeRoundTrips) set(ns string, seconds float64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rtt[ns] = seconds
+}
+
+// readsOf is how many reads of members of ns were made.
+func (f *fakeRoundTrips) readsOf(ns string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reads[ns]
 }
 
 // bounds are etcd's buckets of etcd_network_peer_round_trip_time_seconds.
@@ -61,6 +70,10 @@ func (f *fakeRoundTrips) read(_ context.Context, pod *corev1.Pod) (tuning.Histog
 	if h.Counts == nil {
 		h = tuning.Histogram{Bounds: append(append([]float64{}, bounds...), math.Inf(1)), Counts: make([]uint64, len(bounds)+1)}
 	}
+	if f.reads == nil {
+		f.reads = map[string]int{}
+	}
+	f.reads[pod.Namespace]++
 	// Two peers, two observations each.
 	for i, b := range h.Bounds {
 		if rtt <= b {
@@ -119,6 +132,16 @@ func TestATimingProfileSetsTheMembersFlags(t *testing.T) {
 	}
 }
 
+// autoCluster makes a Ready cluster name in ns with Auto timing over a 1m window, whose
+// members' probes take probe seconds.
+func autoCluster(g Gomega, ns, name string, probe float64) {
+	roundTrips.set(ns, probe)
+	readyCluster(g, ns, name, func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingAuto
+		c.Spec.Etcd.AutoTimingWindow = &metav1.Duration{Duration: time.Minute}
+	})
+}
+
 // Auto timing: a round trip of 0.4 s raises the heartbeat to cover it and the election
 // timeout to ten times that, rolled out to every member; the status shows the measurement.
 // The raise is 550 ms: etcd's buckets double, and the decision takes their upper bounds.
@@ -127,11 +150,7 @@ func TestAutoTimingRaisesTheTimingToTheMeasuredRoundTrip(t *testing.T) {
 	ns := newNamespace(t)
 	// The probes take 1.2 s from the start, three round trips of 0.4 s over TLS (each in
 	// the bucket up to 1.6384 s: 0.546 s a round trip): a raise needs a whole window (1m).
-	roundTrips.set(ns, 1.2)
-	readyCluster(g, ns, "auto", func(c *etcdv1alpha1.EtcdCluster) {
-		c.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingAuto
-		c.Spec.Etcd.AutoTimingWindow = &metav1.Duration{Duration: time.Minute}
-	})
+	autoCluster(g, ns, "auto", 1.2)
 	got := get(g, ns, "auto", &etcdv1alpha1.EtcdCluster{})
 	g.Expect(got.Status.RaftTiming.HeartbeatIntervalMillis).To(Equal(int32(100)), "etcd's defaults until measured")
 	g.Expect(got.Status.RaftTiming.ElectionTimeoutMillis).To(Equal(int32(1000)))
@@ -165,6 +184,37 @@ func TestAutoTimingRaisesTheTimingToTheMeasuredRoundTrip(t *testing.T) {
 		}
 	}).WithTimeout(3 * timeout).WithPolling(interval).Should(Succeed())
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).Should(ContainElement("RaftTimingChanged"))
+}
+
+// Auto timing at steady state costs no write: once a window is measured, the passes keep
+// reading the round trips every 10 s, and when the p99 moves up a bucket (noise: the same
+// timing, the same reason) the EtcdCluster stays as it is.
+func TestAutoTimingWritesNothingAtSteadyState(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	// Probes of 20 ms: etcd's bucket up to 25.6 ms, a round trip of 9 ms over TLS.
+	autoCluster(g, ns, "steady", 0.02)
+	// More than a window read (eight reads of each member, one every 10 s) and decided on.
+	g.Eventually(func(g Gomega) {
+		g.Expect(roundTrips.readsOf(ns)).To(BeNumerically(">=", 3*8))
+		st := get(g, ns, "steady", &etcdv1alpha1.EtcdCluster{}).Status.RaftTiming
+		g.Expect(st).NotTo(BeNil())
+		g.Expect(st.Reason).To(Equal(string(tuning.ReasonWithinBand)), st.Message)
+		g.Expect(st.MeasuredRoundTripMillis).To(HaveValue(Equal(int32(9))))
+	}).WithTimeout(4 * timeout).WithPolling(time.Second).Should(Succeed())
+	got := get(g, ns, "steady", &etcdv1alpha1.EtcdCluster{})
+	g.Expect(got.Status.RaftTiming.HeartbeatIntervalMillis).To(Equal(int32(100)))
+	// Probes of 40 ms from now on: the p99 moves to the next bucket (51.2 ms, 18 ms a round
+	// trip) at the next read, and still asks for etcd's defaults.
+	roundTrips.set(ns, 0.04)
+	reads := roundTrips.readsOf(ns)
+	g.Consistently(func(g Gomega) {
+		now := get(g, ns, "steady", &etcdv1alpha1.EtcdCluster{})
+		g.Expect(now.ResourceVersion).To(Equal(got.ResourceVersion), "written at steady state: status.raftTiming %+v, was %+v",
+			now.Status.RaftTiming, got.Status.RaftTiming)
+	}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+	// Two reads or more of each member: the passes went on reading throughout.
+	g.Expect(roundTrips.readsOf(ns) - reads).To(BeNumerically(">=", 6))
 }
 
 // Storage autoscaling: a database past 75 % of the quota gets a larger quota, rolled out

@@ -2,12 +2,14 @@ package status
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/internal/tuning"
 )
 
 // Reasons of status.raftTiming for the profiles that need no measurement.
@@ -17,6 +19,49 @@ const (
 	// RaftTimingReasonProfile: a fixed profile (Standard, Slower).
 	RaftTimingReasonProfile = "Profile"
 )
+
+// AutoRaftTiming is status.raftTiming for d, the tuning decision of a pass with profile
+// Auto, given last, the status.raftTiming in force, at now. A change is stamped with now
+// (whole seconds, as the status stores it). Otherwise the last change's time stays, and so
+// does last as a whole, message and measured round trip included, unless d differs from it
+// in the timing, in the reason, or in the measured round trip by more than one of etcd's
+// buckets (tuning.Moved): d's message carries figures that change with every read (how
+// many round trips over how long), and the status changes with the decision, not with
+// each read.
+func AutoRaftTiming(d tuning.Decision, last *etcdv1alpha1.RaftTimingStatus, now time.Time) *etcdv1alpha1.RaftTimingStatus {
+	out := &etcdv1alpha1.RaftTimingStatus{
+		Profile:                 etcdv1alpha1.TimingAuto,
+		HeartbeatIntervalMillis: d.Target.HeartbeatMillis,
+		ElectionTimeoutMillis:   d.Target.ElectionMillis,
+		Reason:                  string(d.Reason),
+		Message:                 d.Message,
+	}
+	measured := tuning.RoundTripMillis(d.MeasuredP99)
+	if measured > 0 {
+		out.MeasuredRoundTripMillis = &measured
+	}
+	if d.Changed {
+		out.LastChangeTime = &metav1.Time{Time: now.Truncate(time.Second)}
+		return out
+	}
+	if last == nil || last.Profile != etcdv1alpha1.TimingAuto {
+		return out
+	}
+	out.LastChangeTime = last.LastChangeTime
+	if last.HeartbeatIntervalMillis == out.HeartbeatIntervalMillis && last.ElectionTimeoutMillis == out.ElectionTimeoutMillis &&
+		last.Reason == out.Reason && !tuning.Moved(millis(last.MeasuredRoundTripMillis), measured) {
+		return last
+	}
+	return out
+}
+
+// millis is a reported round trip; zero for none.
+func millis(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
 
 // raftTimingStatus is status.raftTiming: with profile Auto what this pass's tuning step
 // decided (decided; nil when it did not run, and the last stays, unless the profile just

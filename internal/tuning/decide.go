@@ -112,7 +112,10 @@ type Decision struct {
 	Target Timing
 	// Changed says Target differs from Current: the members are to be rolled out with it.
 	Changed bool
-	// Reason and Message say why, for a condition and for events.
+	// Reason and Message say why, for a condition and for events. Message carries the
+	// figures of this reading (the p99, how many round trips over how long), which change
+	// with every read: status.raftTiming keeps a message while the decision and the
+	// measured round trip hold (Moved).
 	Reason  Reason
 	Message string
 	// MeasuredP99 is the p99 of the observed round trips (divided by ProbeRoundTrips);
@@ -139,9 +142,10 @@ func Decide(in Input) Decision {
 	p99, ok := Quantile(obs.Measured, DecisionQuantile)
 	if n < in.MinObservations || !ok {
 		if obs.Covered < in.Window {
+			// No count or span read so far: the message stays the same over the reads that
+			// fill the window (status.raftTiming keeps a message while the decision holds).
 			return keep(cur, 0, ReasonMeasuring, fmt.Sprintf(
-				"measuring peer round trips: %d over %s of the %s window; keeping %s",
-				n, span(obs.Covered), span(in.Window), cur))
+				"measuring peer round trips until a %s window is covered; keeping %s", span(in.Window), cur))
 		}
 		return keep(cur, 0, ReasonTooFewSamples, fmt.Sprintf(
 			"%d peer round trips measured over the last %s, %d needed; keeping %s",
@@ -171,9 +175,10 @@ func Decide(in Input) Decision {
 			"%s, asking for %s; %s waits for %s of measurements: keeping %s",
 			measured, target, verb, span(needed), cur))
 	case in.SinceChange < in.Window:
+		// Not the time since the change, which grows with every read.
 		return keep(cur, p99, ReasonRecentlyChanged, fmt.Sprintf(
-			"%s, asking for %s; the timing changed %s ago, and %s waits until %s have passed: keeping %s",
-			measured, target, span(in.SinceChange), verb, span(in.Window), cur))
+			"%s, asking for %s; the timing changed within the last %s, and %s waits a whole window after a change: keeping %s",
+			measured, target, span(in.Window), verb, cur))
 	}
 	if raise {
 		least, latest, ok := sustained(obs.Parts)

@@ -463,7 +463,7 @@ func TestDecideMessages(t *testing.T) {
 		"keeping heartbeat 500ms, election timeout 2500ms"))
 
 	d = tuning.Decide(with(measured(tuning.Standard, 150*ms), func(in *tuning.Input) { in.SinceChange = 3 * time.Minute }))
-	g.Expect(d.Message).To(ContainSubstring("the timing changed 3m ago, and raising waits until 10m have passed"))
+	g.Expect(d.Message).To(ContainSubstring("the timing changed within the last 10m, and raising waits a whole window after a change"))
 
 	d = tuning.Decide(with(measured(tuning.Standard, 150*ms), func(in *tuning.Input) { in.Observed = tuning.Observation{Covered: 10 * time.Minute} }))
 	g.Expect(d.Message).To(Equal("0 peer round trips measured over the last 10m, 6 needed; keeping heartbeat 100ms, election timeout 1000ms"))
@@ -471,7 +471,7 @@ func TestDecideMessages(t *testing.T) {
 	d = tuning.Decide(with(measured(tuning.Standard, 150*ms), func(in *tuning.Input) {
 		in.Observed = steady(30*time.Second, many(2, ms)...)
 	}))
-	g.Expect(d.Message).To(Equal("measuring peer round trips: 2 over 30s of the 10m window; keeping heartbeat 100ms, election timeout 1000ms"))
+	g.Expect(d.Message).To(Equal("measuring peer round trips until a 10m window is covered; keeping heartbeat 100ms, election timeout 1000ms"))
 }
 
 // TestDecideProperties checks Decide on random inputs: the target is always within the

@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -56,4 +57,32 @@ func ForRoundTrip(rtt time.Duration) Timing {
 // String writes t for a person.
 func (t Timing) String() string {
 	return fmt.Sprintf("heartbeat %dms, election timeout %dms", t.HeartbeatMillis, t.ElectionMillis)
+}
+
+// RoundTripMillis is a measured round trip as status.raftTiming reports it: in whole
+// milliseconds, rounded up; zero for none (a round trip of zero or less).
+func RoundTripMillis(rtt time.Duration) int32 {
+	if rtt <= 0 {
+		return 0
+	}
+	ms := rtt / time.Millisecond
+	if rtt%time.Millisecond != 0 {
+		ms++
+	}
+	return int32(min(ms, math.MaxInt32))
+}
+
+// Moved says whether a round trip measured now (RoundTripMillis; zero for none) has moved
+// far enough from the one reported to be reported afresh: by more than a factor of two
+// either way, or from none to some or back. The p99 is the upper bound of one of etcd's
+// buckets, which double, so noise that carries it across one bound and back moves it by a
+// factor of two exactly: reporting that would change the status with every read of a
+// cluster whose decision stays the same. A shift of two buckets or more is reported. The
+// rounding to whole milliseconds makes a move of one bucket at most a factor of two as
+// well: ⌈x⌉ ≤ 2⌈x/2⌉ and ⌈2x⌉ ≤ 2⌈x⌉.
+func Moved(reported, measured int32) bool {
+	if reported <= 0 || measured <= 0 {
+		return (reported > 0) != (measured > 0)
+	}
+	return int64(measured) > 2*int64(reported) || int64(reported) > 2*int64(measured)
 }

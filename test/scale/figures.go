@@ -8,11 +8,13 @@ import (
 	"bufio"
 	"bytes"
 	"math"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // writeVerbs are the values of apiserver_request_total's verb label that change state.
@@ -208,3 +210,37 @@ func Per1000(v float64, n int) float64 {
 	}
 	return v * 1000 / float64(n)
 }
+
+// ChangedFields names the fields of two values of one struct type that differ
+// (equality.Semantic), by their JSON names: which parts of an object's status an update
+// changed. It is empty when they are the same or are not structs of one type.
+func ChangedFields(old, updated any) []string {
+	a, b := reflect.ValueOf(old), reflect.ValueOf(updated)
+	if a.Kind() != reflect.Struct || a.Type() != b.Type() {
+		return nil
+	}
+	var out []string
+	for i := range a.NumField() {
+		f := a.Type().Field(i)
+		if !f.IsExported() || equality.Semantic.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// Counts counts things by name.
+type Counts map[string]float64
+
+// Since returns the counts made after before was taken, keeping those that grew.
+func (c Counts) Since(before Counts) Counts {
+	return Counts(Writes(c).Since(Writes(before)))
+}
+
+// String lists the counts, most first, as "name: count"; "none" when there are none.
+func (c Counts) String() string { return Writes(c).String() }

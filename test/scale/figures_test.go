@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 )
 
@@ -75,4 +76,31 @@ func TestPer1000(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(Per1000(3, 100)).To(Equal(30.0))
 	g.Expect(math.IsNaN(Per1000(3, 0))).To(BeTrue())
+}
+
+func TestChangedFieldsNamesWhatDiffersByItsJSONName(t *testing.T) {
+	g := NewWithT(t)
+	type inner struct{ A int }
+	type status struct {
+		Plain  string             `json:"plain,omitempty"`
+		Quota  *resource.Quantity `json:"quota,omitempty"`
+		Inner  *inner             `json:"inner"`
+		NoTag  []string
+		hidden int
+	}
+	old := status{Plain: "a", Quota: ptr.To(resource.MustParse("1Gi")), Inner: &inner{1}, hidden: 1}
+	g.Expect(ChangedFields(old, old)).To(BeEmpty())
+	same := status{Plain: "a", Quota: ptr.To(resource.MustParse("1024Mi")), Inner: &inner{1}, hidden: 2}
+	g.Expect(ChangedFields(old, same)).To(BeEmpty(), "equal quantities written differently, and unexported fields, are no change")
+	g.Expect(ChangedFields(old, status{Plain: "b", Quota: old.Quota, Inner: &inner{2}, NoTag: []string{"x"}})).To(Equal([]string{"plain", "inner", "NoTag"}))
+	g.Expect(ChangedFields(old, 3)).To(BeNil())
+	g.Expect(ChangedFields(1, 2)).To(BeNil())
+}
+
+func TestCountsSinceAndString(t *testing.T) {
+	g := NewWithT(t)
+	after := Counts{"raftTiming": 3, "storage": 1}
+	g.Expect(after.Since(Counts{"raftTiming": 1, "storage": 1})).To(Equal(Counts{"raftTiming": 2}))
+	g.Expect(after.String()).To(Equal("raftTiming: 3, storage: 1"))
+	g.Expect(Counts{}.String()).To(Equal("none"))
 }

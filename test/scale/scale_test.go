@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,7 +22,9 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -31,6 +34,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/controllers"
 	"github.com/etcdpilot/etcdpilot/internal/metrics"
+	"github.com/etcdpilot/etcdpilot/internal/tuning"
 	"github.com/etcdpilot/etcdpilot/internal/versions"
 )
 
@@ -50,11 +54,15 @@ type settings struct {
 	// profiles, when set, is a directory for a CPU profile of the window and a heap profile
 	// after it.
 	profiles string
+	// autopilot turns every self-tuning feature on in every cluster (autopilotSpec), with
+	// timingWindow as etcd.autoTimingWindow.
+	autopilot    bool
+	timingWindow time.Duration
 }
 
 func settingsFromEnv(b *testing.B) settings {
 	b.Helper()
-	s := settings{clusters: 1000, members: 3, perNamespace: 10, window: time.Minute, readyTimeout: 40 * time.Minute}
+	s := settings{clusters: 1000, members: 3, perNamespace: 10, window: time.Minute, readyTimeout: 40 * time.Minute, timingWindow: time.Minute}
 	for name, p := range map[string]*int{"SCALE_CLUSTERS": &s.clusters, "SCALE_MEMBERS": &s.members, "SCALE_CLUSTERS_PER_NAMESPACE": &s.perNamespace} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -64,7 +72,7 @@ func settingsFromEnv(b *testing.B) settings {
 			*p = n
 		}
 	}
-	for name, p := range map[string]*time.Duration{"SCALE_WINDOW": &s.window, "SCALE_READY_TIMEOUT": &s.readyTimeout} {
+	for name, p := range map[string]*time.Duration{"SCALE_WINDOW": &s.window, "SCALE_READY_TIMEOUT": &s.readyTimeout, "SCALE_TIMING_WINDOW": &s.timingWindow} {
 		if v := os.Getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
@@ -75,7 +83,29 @@ func settingsFromEnv(b *testing.B) settings {
 	}
 	s.log = os.Getenv("SCALE_LOG") != ""
 	s.profiles = os.Getenv("SCALE_PROFILES")
+	switch v := os.Getenv("SCALE_AUTOPILOT"); v {
+	case "", "1", "on", "true":
+		s.autopilot = true
+	case "0", "off", "false":
+	default:
+		b.Fatalf("SCALE_AUTOPILOT=%q: want on or off", v)
+	}
 	return s
+}
+
+// autopilotSpec turns on every feature that changes a cluster by itself: raft timing Auto
+// over timingWindow (SCALE_TIMING_WINDOW, by default 1m, the API's least: every cluster has
+// read a whole window before the steady window starts, and its round trips are read every
+// 10 s, the most often any cluster's are, which makes its passes three times as frequent
+// as a steady cluster's), storage autoscaling Auto, the consistency check (Replace,
+// every 10m: the default) and defragmentation Auto (the default), each said outright so
+// that a change of a default does not turn one off here.
+func autopilotSpec(spec *etcdv1alpha1.EtcdClusterSpec, timingWindow time.Duration) {
+	spec.Etcd.TimingProfile = etcdv1alpha1.TimingAuto
+	spec.Etcd.AutoTimingWindow = &metav1.Duration{Duration: timingWindow}
+	spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingAuto}
+	spec.ConsistencyCheck.Mode = etcdv1alpha1.ConsistencyCheckReplace
+	spec.Maintenance.Defragmentation.Mode = etcdv1alpha1.DefragmentationAuto
 }
 
 // snapshot is what is read before and after a stretch of time.
@@ -89,10 +119,12 @@ type snapshot struct {
 
 // BenchmarkScale runs the EtcdCluster controller in this process against envtest, with a
 // fake etcd per cluster and a stand-in kubelet, creates SCALE_CLUSTERS EtcdClusters
-// (default 1000) of SCALE_MEMBERS members (default 3), waits until every one is Ready, then
-// measures a steady-state window of SCALE_WINDOW (default 1m): writes to the API server, p99
-// reconcile time, memory, CPU, and member status calls, each next to its floor or target.
-// Run it once (-benchtime=1x): `make bench-scale`.
+// (default 1000) of SCALE_MEMBERS members (default 3), with every self-tuning feature on
+// unless SCALE_AUTOPILOT=off (autopilotSpec), waits until every one is Ready (and, with
+// them, has decided its raft timing on a whole window), then measures a steady-state window
+// of SCALE_WINDOW (default 1m): writes to the API server, p99 reconcile time, memory, CPU,
+// and member status calls, each next to its floor or target. Run it once (-benchtime=1x):
+// `make bench-scale`.
 func BenchmarkScale(b *testing.B) {
 	s := settingsFromEnv(b)
 	if b.N > 1 {
@@ -107,7 +139,7 @@ func BenchmarkScale(b *testing.B) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mgr, members, kube := startOperator(ctx, b, cfg)
+	mgr, members, kube, updates := startOperator(ctx, b, cfg)
 	floorRSS, floorHeap := memory()
 	b.Logf("floor (no clusters): RSS %.1f MiB, heap in use %.1f MiB", mib(floorRSS), mib(floorHeap))
 
@@ -118,15 +150,22 @@ func BenchmarkScale(b *testing.B) {
 	ready := take(ctx, b, admin, kube)
 	toReady := ready.at.Sub(start)
 	b.Logf("bootstrap: %d clusters Ready in %s; writes to the API server: %s", s.clusters, toReady.Round(time.Second), ready.writes.Since(bootstrap.writes))
-	// One steady pass of every cluster after the last became Ready, before the window.
-	time.Sleep(steadyPollInterval + 5*time.Second)
+	// One steady pass of every cluster after the last became Ready, before the window; with
+	// Auto timing, a whole timing window read and a read more.
+	settle := steadyPollInterval + 5*time.Second
+	if s.autopilot {
+		waitTuned(ctx, b, mgr.GetCache(), s, start)
+		b.Logf("every cluster decided its raft timing on measured round trips %s after the first create", time.Since(start).Round(time.Second))
+		settle = max(settle, s.timingWindow+10*time.Second)
+	}
+	time.Sleep(settle)
 	members.takeStatusCalls()
 
-	before := take(ctx, b, admin, kube)
+	before, updatesBefore := take(ctx, b, admin, kube), updates.take()
 	stopProfile := startCPUProfile(b, s.profiles)
 	time.Sleep(s.window)
 	stopProfile()
-	after := take(ctx, b, admin, kube)
+	after, updatesAfter := take(ctx, b, admin, kube), updates.take()
 	statusCalls := members.takeStatusCalls()
 	rss, heap := memory()
 	writeHeapProfile(b, s.profiles)
@@ -139,6 +178,8 @@ func BenchmarkScale(b *testing.B) {
 	ownWrites := perMin(writes.Total() - writes.Total("leases"))
 	operatorWrites := perMin(writes.Total("leases")) - kubeletWrites
 	b.Logf("steady window (%s): writes to the API server by resource: %s", s.window, writes)
+	b.Logf("steady window (%s): EtcdCluster updates seen by the operator's cache, by the status field they changed: %s",
+		s.window, updatesAfter.Since(updatesBefore))
 	steady := after.reconcile.Since(before.reconcile)
 	boot := ready.reconcile.Since(bootstrap.reconcile)
 	p99Target := steadyPollInterval.Seconds() / float64(s.clusters)
@@ -150,9 +191,12 @@ func BenchmarkScale(b *testing.B) {
 
 	b.ReportMetric(float64(s.clusters), "clusters")
 	b.ReportMetric(float64(s.members), "members/cluster")
+	b.ReportMetric(map[bool]float64{false: 0, true: 1}[s.autopilot], "autopilot")
 	b.ReportMetric(toReady.Seconds(), "s-to-all-ready")
 	b.ReportMetric(operatorWrites, "operator-writes/min")
 	b.ReportMetric(0, "writes-target/min")
+	// The floor is 0, so the ratio is to the passes: the share of passes that wrote.
+	b.ReportMetric(operatorWrites/max(perMin(steady.Count), 1), "operator-writes/pass")
 	b.ReportMetric(ownWrites, "apiserver-own-writes/min")
 	b.ReportMetric(kubeletWrites, "kubelet-writes/min")
 	b.ReportMetric(steady.Quantile(0.99)*1000, "p99-reconcile-steady-ms")
@@ -218,8 +262,9 @@ func adminMetricsConfig(cfg *rest.Config) *rest.Config {
 }
 
 // startOperator runs the EtcdCluster controller as main.go does (same cache options, no
-// client-side rate limit), with the fake etcd fleet and the stand-in kubelet.
-func startOperator(ctx context.Context, b *testing.B, cfg *rest.Config) (ctrl.Manager, *fleet, *kubelet) {
+// client-side rate limit), with the fake etcd fleet (members and their round trips) and the
+// stand-in kubelet, and counts the EtcdCluster updates its cache sees.
+func startOperator(ctx context.Context, b *testing.B, cfg *rest.Config) (ctrl.Manager, *fleet, *kubelet, *statusUpdates) {
 	b.Helper()
 	scheme := kruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -237,12 +282,16 @@ func startOperator(ctx context.Context, b *testing.B, cfg *rest.Config) (ctrl.Ma
 	if err := (&controllers.EtcdClusterReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("etcdpilot"),
 		EtcdImages: versions.Images{Repository: "registry.example/etcd"}, ClusterDomain: "cluster.local",
-		NewEtcdClient: members.factory, Metrics: metrics.New(ctrlmetrics.Registry),
+		NewEtcdClient: members.factory, PeerRoundTrip: members.roundTrips, Metrics: metrics.New(ctrlmetrics.Registry),
 	}).SetupWithManager(mgr); err != nil {
 		b.Fatal(err)
 	}
 	kube := newKubelet(mgr.GetClient(), mgr.GetClient())
 	if err := kube.start(ctx, mgr.GetCache()); err != nil {
+		b.Fatal(err)
+	}
+	updates := &statusUpdates{counts: Counts{}}
+	if err := updates.start(ctx, mgr.GetCache()); err != nil {
 		b.Fatal(err)
 	}
 	go func() {
@@ -255,7 +304,7 @@ func startOperator(ctx context.Context, b *testing.B, cfg *rest.Config) (ctrl.Ma
 	}
 	// The controller's own watches start with it; give them a moment to list.
 	time.Sleep(2 * time.Second)
-	return mgr, members, kube
+	return mgr, members, kube, updates
 }
 
 // createClusters creates the namespaces and the EtcdClusters, a few at a time.
@@ -276,6 +325,9 @@ func createClusters(ctx context.Context, b *testing.B, c client.Client, members 
 				}
 				ec := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%04d", i), Namespace: ns},
 					Spec: etcdv1alpha1.EtcdClusterSpec{Size: int32(s.members)}}
+				if s.autopilot {
+					autopilotSpec(&ec.Spec, s.timingWindow)
+				}
 				members.add(ec, s.members)
 				if err := createRetrying(ctx, c, ec); err != nil {
 					errs <- err
@@ -342,6 +394,83 @@ func waitReady(ctx context.Context, b *testing.B, r client.Reader, s settings, s
 		}
 		time.Sleep(2 * time.Second)
 	}
+}
+
+// waitTuned waits until every EtcdCluster's raft timing rests on measured round trips (its
+// reason is no longer Measuring), reading the operator's cache: the change of reason is a
+// status write, which belongs before the steady window.
+func waitTuned(ctx context.Context, b *testing.B, r client.Reader, s settings, start time.Time) {
+	b.Helper()
+	deadline := time.Now().Add(max(s.readyTimeout, 5*s.timingWindow))
+	lastLog := time.Now()
+	for {
+		var list etcdv1alpha1.EtcdClusterList
+		if err := r.List(ctx, &list); err != nil {
+			b.Fatal(err)
+		}
+		reasons := map[string]int{}
+		measuring := 0
+		for i := range list.Items {
+			reason := "none"
+			if st := list.Items[i].Status.RaftTiming; st != nil {
+				reason = st.Reason
+			}
+			reasons[reason]++
+			if reason == "none" || reason == string(tuning.ReasonMeasuring) {
+				measuring++
+			}
+		}
+		if measuring == 0 && len(list.Items) == s.clusters {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d clusters still measuring their raft timing; by reason: %v", measuring, s.clusters, reasons)
+		}
+		if time.Since(lastLog) > 30*time.Second {
+			b.Logf("%s: raft timing by reason: %v", time.Since(start).Round(time.Second), reasons)
+			lastLog = time.Now()
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// statusUpdates counts the EtcdCluster updates the operator's cache sees, by the status
+// field each changed ("none" for an update that changed no status field): what the
+// operator's status writes are made of.
+type statusUpdates struct {
+	mu     sync.Mutex
+	counts Counts
+}
+
+func (u *statusUpdates) start(ctx context.Context, informers cache.Informers) error {
+	inf, err := informers.GetInformer(ctx, &etcdv1alpha1.EtcdCluster{})
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
+		o, ok1 := oldObj.(*etcdv1alpha1.EtcdCluster)
+		n, ok2 := newObj.(*etcdv1alpha1.EtcdCluster)
+		if !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion {
+			return
+		}
+		fields := ChangedFields(o.Status, n.Status)
+		if len(fields) == 0 {
+			fields = []string{"none"}
+		}
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		for _, f := range fields {
+			u.counts[f]++
+		}
+	}})
+	return err
+}
+
+// take returns the counts so far.
+func (u *statusUpdates) take() Counts {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return maps.Clone(u.counts)
 }
 
 // take reads the API server's write counters, the controller's reconcile times, this

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,14 +25,32 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/etcd/fake"
+	"github.com/etcdpilot/etcdpilot/internal/tuning"
+	"github.com/etcdpilot/etcdpilot/internal/versions"
 )
 
 // fleet stands in for the etcd members of every cluster: one fake etcd per EtcdCluster, its
-// members started and healthy, the first leading.
+// members started and healthy, the first leading, each an idle member holding some data.
 type fleet struct {
 	mu        sync.RWMutex
 	byCluster map[types.NamespacedName]*fake.Client
+
+	// The members' peer round trips (roundTrips): each member's histogram, by pod, and the
+	// peers each member has.
+	rttMu sync.Mutex
+	peers int
+	rtts  map[types.NamespacedName]*tuning.Histogram
+	rand  *rand.Rand
 }
+
+// What an idle member reports (held): a database of 24 MiB, 20 MiB of it in use (17 %
+// free: below what defragmentation waits for), at revision 1000; the same on every member,
+// so that their hashes agree.
+const (
+	idleDBSize      = 24 << 20
+	idleDBSizeInUse = 20 << 20
+	idleRevision    = 1000
+)
 
 // add makes the fake etcd of c, with members members.
 func (f *fleet) add(c *etcdv1alpha1.EtcdCluster, members int) {
@@ -46,6 +68,9 @@ func (f *fleet) add(c *etcdv1alpha1.EtcdCluster, members int) {
 		f.byCluster = map[types.NamespacedName]*fake.Client{}
 	}
 	f.byCluster[client.ObjectKeyFromObject(c)] = fc
+	f.rttMu.Lock()
+	defer f.rttMu.Unlock()
+	f.peers = members - 1
 }
 
 // factory routes by the first member URL (https://<member>.<cluster>-peer.<ns>.svc:2379).
@@ -68,7 +93,78 @@ func (f *fleet) factory(cfg etcd.Config) (etcd.Client, error) {
 	if !ok {
 		return nil, fmt.Errorf("no fake etcd for %s", key)
 	}
-	return fc.Factory()(cfg)
+	c, err := fc.Factory()(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return idle{c}, nil
+}
+
+// idle is a fake etcd whose members report idleDBSize, idleDBSizeInUse and idleRevision:
+// with a revision, the consistency check has one to hash the members at, and storage
+// autoscaling some data to measure. They run the default release (the clusters name none),
+// unless the fake says otherwise: a member counts as updated once it answers with it.
+type idle struct{ etcd.Client }
+
+func (c idle) Status(ctx context.Context, endpoint string) (etcd.MemberStatus, error) {
+	st, err := c.Client.Status(ctx, endpoint)
+	if err == nil {
+		st.DBSize, st.DBSizeInUse, st.Revision = idleDBSize, idleDBSizeInUse, idleRevision
+		if st.Version == "" {
+			st.Version = versions.Default()
+		}
+	}
+	return st, err
+}
+
+// The members' peer round trips, as etcd's probers record them on a LAN between TLS
+// members: probes of rttBase give or take a quarter (1.8 to 3 ms, etcd's bucket up to
+// 3.2 ms), and one in rttSpikeOneIn of rttSpike (the next bucket, up to 6.4 ms), so that the
+// p99 over a window wavers across a bucket's bound as a real one does.
+const (
+	rttBase       = 2400 * time.Microsecond
+	rttSpike      = 5 * time.Millisecond
+	rttSpikeOneIn = 150
+)
+
+// rttBounds are etcd's buckets of etcd_network_peer_round_trip_time_seconds:
+// ExponentialBuckets(0.0001, 2, 16), then +Inf.
+var rttBounds = func() []float64 {
+	var out []float64
+	for b := 0.0001; len(out) < 16; b *= 2 {
+		out = append(out, b)
+	}
+	return append(out, math.Inf(1))
+}()
+
+// roundTrips stands in for a member's metrics port (controllers.PeerRoundTripReader): each
+// read adds to the member's histogram a probe of each of etcd's two probers to each peer.
+func (f *fleet) roundTrips(_ context.Context, pod *corev1.Pod) (tuning.Histogram, error) {
+	f.rttMu.Lock()
+	defer f.rttMu.Unlock()
+	if f.rtts == nil {
+		f.rtts = map[types.NamespacedName]*tuning.Histogram{}
+		f.rand = rand.New(rand.NewPCG(1, 2))
+	}
+	key := client.ObjectKeyFromObject(pod)
+	h := f.rtts[key]
+	if h == nil {
+		h = &tuning.Histogram{Bounds: rttBounds, Counts: make([]uint64, len(rttBounds))}
+		f.rtts[key] = h
+	}
+	for range 2 * f.peers {
+		rtt := rttBase*3/4 + time.Duration(f.rand.Int64N(int64(rttBase/2)))
+		if f.rand.IntN(rttSpikeOneIn) == 0 {
+			rtt = rttSpike
+		}
+		for i, b := range h.Bounds {
+			if rtt.Seconds() <= b {
+				h.Counts[i]++
+			}
+		}
+		h.Sum += rtt.Seconds()
+	}
+	return tuning.Histogram{Bounds: h.Bounds, Counts: slices.Clone(h.Counts), Sum: h.Sum}, nil
 }
 
 // takeStatusCalls returns how many member status calls the fakes served since the last
