@@ -198,21 +198,20 @@ func (r *EtcdClusterReconciler) readRoundTrips(ctx context.Context, obs *observa
 
 // autoscaleStorage is the storage autoscaling step of a pass with no membership change to
 // make (storage.autoscaling Auto): it adds the largest member's database size to the
-// cluster's history and plans (internal/autoscale) whether to raise the quota or grow the
-// volumes. The decision goes to status.storage, from which the member pods and claims are
-// built (resources.Effective): the next passes roll the quota out one member at a time, or
-// expand the claims one at a time. The StorageClass is read only when the volumes would
-// have to grow.
+// cluster's history (autoscale.Used: the file, or the size in use of a member maintenance
+// is defragmenting, storageMembers) and plans (internal/autoscale) whether to raise the
+// quota or grow the volumes. The decision goes to status.storage, from which the member
+// pods and claims are built (resources.Effective): the next passes roll the quota out one
+// member at a time, or expand the claims one at a time. The StorageClass is read only when
+// the volumes would have to grow.
 func (r *EtcdClusterReconciler) autoscaleStorage(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) *etcdv1alpha1.StorageStatus {
 	if !resources.AutoscalingEnabled(c) {
 		return nil
 	}
 	now := r.now()
 	spec := resources.Effective(c)
-	var used int64
-	for _, d := range obs.details {
-		used = max(used, autoscale.Used(d.DBSize, d.DBSizeInUse))
-	}
+	members := storageMembers(c, obs, now)
+	used := autoscale.Used(members...)
 	st := r.autopilot.get(client.ObjectKeyFromObject(c))
 	if len(obs.details) > 0 {
 		st.sizes.Add(autoscale.Sample{At: now, Bytes: used})
@@ -229,12 +228,12 @@ func (r *EtcdClusterReconciler) autoscaleStorage(ctx context.Context, c *etcdv1a
 		}
 	}
 	trend, trendOK := autoscale.Trend(st.sizes.Samples())
-	d := autoscale.Plan(p, used, trend, trendOK)
+	d := autoscale.Plan(p, members, trend, trendOK)
 	if d.Kind != autoscale.None && p.MaxVolumeBytes > p.VolumeBytes {
 		// Growing the claims is possible: whether the class allows it decides between
 		// growing them first and raising the quota only as far as they allow.
 		p.VolumeExpandable = r.storageClassExpands(ctx, obs)
-		d = autoscale.Plan(p, used, trend, trendOK)
+		d = autoscale.Plan(p, members, trend, trendOK)
 	}
 	out := &etcdv1alpha1.StorageStatus{
 		QuotaBackendBytes: resource.NewQuantity(p.QuotaBytes, resource.BinarySI),

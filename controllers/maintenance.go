@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/autoscale"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/maintenance"
@@ -108,6 +109,26 @@ func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, c *etcdv1al
 		r.event(c, corev1.EventTypeNormal, "NoSpaceDisarmed", "Maintenance", "%s", a.Message)
 	}
 	return nil
+}
+
+// storageMembers is what storage autoscaling weighs of the members that answered this
+// pass (autoscale.Member): their databases' sizes, and whether maintenance defragments
+// them in this pass or the next ones (maintenance.Defragmenting), so that the quota is
+// raised for a file at the threshold only when no defragmentation brings it back under.
+// Maintenance plans from the same observation earlier in the pass, so a member it
+// defragmented in this pass counts as defragmenting. A policy that cannot be read (a bad
+// schedule) counts no member as defragmenting: maintenance does nothing then.
+func storageMembers(c *etcdv1alpha1.EtcdCluster, obs *observation, now time.Time) []autoscale.Member {
+	var defragmenting map[string]bool
+	if policy, err := maintenance.PolicyFor(c, now); err == nil {
+		defragmenting = maintenance.Defragmenting(policy, maintenanceObserved(c, obs, now))
+	}
+	out := make([]autoscale.Member, 0, len(obs.details))
+	for _, name := range sortedKeys(obs.details) {
+		d := obs.details[name]
+		out = append(out, autoscale.Member{Name: name, DBSize: d.DBSize, DBSizeInUse: d.DBSizeInUse, Defragmenting: defragmenting[name]})
+	}
+	return out
 }
 
 // maintenanceObserved is what maintenance.Plan needs of this pass's observation.

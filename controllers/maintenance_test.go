@@ -70,6 +70,26 @@ func eventReasons(g Gomega, ns string) []string {
 	return out
 }
 
+// expectDefragmented expects every member of got defragmented from a file of before bytes
+// to one of after.
+func expectDefragmented(g Gomega, got *etcdv1alpha1.EtcdCluster, before, after int64) {
+	for _, m := range got.Status.Members {
+		g.Expect(m.LastDefragmentation).NotTo(BeNil(), "member %s", m.Name)
+		g.Expect(m.LastDefragmentation.SizeBefore).To(Equal(before))
+		g.Expect(m.LastDefragmentation.SizeAfter).To(Equal(after))
+	}
+}
+
+// leaderLast is the Defragment calls of the three members of cluster name, member 1 leading
+// (setSizes) and every member giving back as much: the followers by name, the leader last.
+func leaderLast(ns, name string) []string {
+	return []string{
+		"Defragment " + memberURL(ns, name, 1, 2379),
+		"Defragment " + memberURL(ns, name, 2, 2379),
+		"Defragment " + memberURL(ns, name, 0, 2379),
+	}
+}
+
 func TestAFragmentedClusterIsDefragmentedOneMemberAtATimeLeaderLast(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
@@ -79,20 +99,13 @@ func TestAFragmentedClusterIsDefragmentedOneMemberAtATimeLeaderLast(t *testing.T
 
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "frag", &etcdv1alpha1.EtcdCluster{})
-		for _, m := range got.Status.Members {
-			g.Expect(m.LastDefragmentation).NotTo(BeNil(), "member %s", m.Name)
-			g.Expect(m.LastDefragmentation.SizeBefore).To(Equal(400 * mi))
-			g.Expect(m.LastDefragmentation.SizeAfter).To(Equal(100 * mi))
-		}
+		expectDefragmented(g, got, 400*mi, 100*mi)
 		g.Expect(got.Status.Maintenance).NotTo(BeNil())
 		g.Expect(got.Status.Maintenance.Reason).To(Equal("BelowThresholds"))
 	}).WithTimeout(time.Minute).WithPolling(interval).Should(Succeed())
 
-	g.Expect(calls(f, fake.Defragment)).To(Equal([]string{
-		"Defragment " + memberURL(ns, "frag", 1, 2379),
-		"Defragment " + memberURL(ns, "frag", 2, 2379),
-		"Defragment " + memberURL(ns, "frag", 0, 2379),
-	}), "followers first (by name when they give back as much), the leader last, each once")
+	g.Expect(calls(f, fake.Defragment)).To(Equal(leaderLast(ns, "frag")),
+		"followers first (by name when they give back as much), the leader last, each once")
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventReasons(g, ns)).To(ContainElements("MemberDefragmented", "MemberDefragmented", "MemberDefragmented"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
@@ -233,4 +246,39 @@ func TestNoSpaceRecoveryCanBeLeftToAHuman(t *testing.T) {
 	}).WithTimeout(time.Minute).WithPolling(interval).Should(Succeed())
 	g.Consistently(func() []string { return calls(f, fake.Compact, fake.Defragment, fake.AlarmDisarm) }).
 		WithTimeout(3 * time.Second).WithPolling(interval).Should(BeEmpty())
+}
+
+// Quota pressure with storage autoscaling on, under a 24Mi quota (threshold 18Mi): files of
+// 20Mi with 12Mi in use are defragmented, the leader last, and the quota stays; the same
+// files back at 20Mi within 10 minutes of their defragmentation get the larger quota, with
+// no defragmentation. Maintenance and autoscaling decide in the same pass from the same
+// observation (controllers.storageMembers).
+func TestQuotaPressureIsDefragmentedBeforeTheQuotaIsRaised(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	f := readyCluster(g, ns, "pressure", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Etcd.QuotaBackendBytes = ptr.To(resource.MustParse("24Mi"))
+		c.Spec.Storage.Autoscaling = &etcdv1alpha1.StorageAutoscalingSpec{Mode: etcdv1alpha1.StorageAutoscalingAuto}
+	})
+	f.ResetCalls()
+	setSizes(g, f, ns, "pressure", 20*mi, 12*mi)
+
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "pressure", &etcdv1alpha1.EtcdCluster{})
+		expectDefragmented(g, got, 20*mi, 12*mi)
+		g.Expect(got.Status.Storage).NotTo(BeNil())
+		g.Expect(got.Status.Storage.Reason).To(Equal("BelowThreshold"))
+	}).WithTimeout(time.Minute).WithPolling(interval).Should(Succeed())
+	g.Expect(calls(f, fake.Defragment)).To(Equal(leaderLast(ns, "pressure")))
+	got := get(g, ns, "pressure", &etcdv1alpha1.EtcdCluster{})
+	g.Expect(got.Status.Storage.QuotaBackendBytes.String()).To(Equal("24Mi"), "the defragmentations were enough")
+	g.Expect(eventReasons(g, ns)).NotTo(ContainElement("QuotaRaised"))
+
+	setSizes(g, f, ns, "pressure", 20*mi, 12*mi)
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "pressure", &etcdv1alpha1.EtcdCluster{})
+		g.Expect(got.Status.Storage.QuotaBackendBytes.String()).To(Equal("64Mi"))
+		g.Expect(got.Status.Storage.Reason).To(Equal("NearQuota"))
+	}).WithTimeout(time.Minute).WithPolling(interval).Should(Succeed())
+	g.Expect(calls(f, fake.Defragment)).To(HaveLen(3), "no member defragmented again within 10 minutes")
 }

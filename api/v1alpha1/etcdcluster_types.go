@@ -207,8 +207,10 @@ type DefragmentationMode string
 
 const (
 	// DefragmentationAuto defragments a member once enough of its database file is free
-	// pages (DefragmentationSpec's thresholds), or, when its file nears the quota, as soon
-	// as 32Mi can be given back.
+	// pages (DefragmentationSpec's thresholds), or, when its file is at 75% of the quota,
+	// as soon as the smaller of 32Mi and 5% of the quota can be given back; with storage
+	// autoscaling on, only when that brings the file that far under 75%, and otherwise the
+	// quota is raised.
 	DefragmentationAuto DefragmentationMode = "Auto"
 	// DefragmentationSchedule defragments every member with at least 1Mi to give back at
 	// the times of DefragmentationSpec's schedule.
@@ -869,19 +871,20 @@ const (
 
 // StorageAutoscalingSpec lets the operator give the members more room before they run out.
 //
-// With mode Auto the operator watches the largest member's data (its database's size in
-// use; the free pages are for defragmentation to give back): once it is at 75% of the quota
-// in force, or growing fast enough to reach it within 6 hours (a trend over the last 4
-// hours), the quota is raised by half, or until the data fills half of it, or to what lasts
-// 12 hours at the trend, whichever is most (in steps of 64Mi), one member restarted at a
-// time. A quota must leave room on the volume: twice the quota (a defragmentation or a
-// snapshot from the leader writes a second copy of the database) plus 512Mi for the
-// write-ahead log must fit in 90% of it. When the next quota does not fit and the claims'
-// StorageClass allows expansion, the claims are grown first (in whole Gi, up to maxSize),
-// one at a time. Nothing is ever made smaller. The quota and volume size in force are in
-// status.storage; they are at least etcd.quotaBackendBytes and storage.size. When a ceiling
-// stops the growth while the data is past the threshold, the cluster is
-// Degraded/StorageCeilingReached. Setting the mode back to Disabled returns to
+// With mode Auto the operator watches each member's database file, which etcd refuses
+// writes on: once one is at 75% of the quota in force, or the largest grows fast enough to
+// reach it within 6 hours (a trend over the last 4 hours), the quota is raised, unless
+// maintenance defragments that member first down to data in use under 75% (its free pages
+// are for defragmentation to give back). Then the quota rises by half, or until the file
+// fills half of it, or to what lasts 12 hours at the trend, whichever is most (in steps of
+// 64Mi), one member restarted at a time. A quota must leave room on the volume: twice the
+// quota (a defragmentation or a snapshot from the leader writes a second copy of the
+// database) plus 512Mi for the write-ahead log must fit in 90% of it. When the next quota
+// does not fit and the claims' StorageClass allows expansion, the claims are grown first
+// (in whole Gi, up to maxSize), one at a time. Nothing is ever made smaller. The quota and
+// volume size in force are in status.storage; they are at least etcd.quotaBackendBytes and
+// storage.size. When a ceiling stops the growth while a file is past the threshold, the
+// cluster is Degraded/StorageCeilingReached. Setting the mode back to Disabled returns to
 // etcd.quotaBackendBytes and storage.size: copy status.storage's values there first to keep
 // them.
 type StorageAutoscalingSpec struct {
@@ -1147,8 +1150,9 @@ type StorageStatus struct {
 	// +optional
 	LastChangeTime *metav1.Time `json:"lastChangeTime,omitempty"`
 	// reason is what the last pass decided, in one word: BelowThreshold (nothing to do),
-	// NearQuota or FullSoon (why the quota was raised or the volumes grown), QuotaCeiling,
-	// VolumeCeiling or VolumeNotExpandable (nothing more can grow).
+	// DefragmentationPending (a file at the threshold is defragmented first), NearQuota or
+	// FullSoon (why the quota was raised or the volumes grown), QuotaCeiling, VolumeCeiling
+	// or VolumeNotExpandable (nothing more can grow).
 	Reason string `json:"reason,omitempty"`
 	// message says the same for people, with the sizes and the growth trend.
 	Message string `json:"message,omitempty"`

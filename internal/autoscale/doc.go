@@ -11,13 +11,21 @@
 // # When
 //
 // etcd refuses writes (the NOSPACE alarm) once a member's database file would pass the
-// quota. The file holds free pages as well as data, but those are for maintenance to give
-// back: the operator defragments a member whose file nears the quota (internal/maintenance).
-// Only the data itself needs a larger quota, so Plan measures the largest member's size in
-// use (Used), never the file: raising the quota for free pages would ratchet it up for
-// room a defragmentation returns, and nothing here ever shrinks.
+// quota, so Plan measures the file. The file holds free pages as well as data in use, and
+// runs ahead of the data by them: by 16 to 25 % with values of 256 KiB under a 24 MiB
+// quota, enough to meet NOSPACE before the data in use reaches 75 % of the quota. Free
+// pages are for a defragmentation to give back, and a quota raised for them would ratchet
+// up for room a defragmentation returns (nothing here ever shrinks). So a member that
+// maintenance (internal/maintenance) is defragmenting, in this pass or the next ones, counts
+// by the size in use its file shrinks to; every other member counts by its file (Used).
+// Maintenance defragments a file at the threshold (its quota-pressure trigger is the same
+// 75 %) when that brings the file far enough under it; a member whose data in use is
+// itself near the threshold, or that cannot be defragmented now (defragmentation Disabled,
+// a scheduled run not due, defragmented less than 10 minutes ago), keeps counting by its
+// file, and the quota rises. While a defragmentation is to come for a file at the
+// threshold, Plan says so (ReasonDefragmentationPending).
 //
-// Plan acts when the data is at ThresholdPercent of the quota (75 % by default: the
+// Plan acts when the largest Used is at ThresholdPercent of the quota (75 % by default: the
 // warning tier of OpenShift's etcdDatabaseQuotaLowSpace alerts, which warn at 75 % and page
 // at 85 %), or when its growth trend says the quota is reached within FullWithin (6 hours by
 // default: before the etcd mixin's etcdExcessiveDatabaseGrowth alert, which warns when
@@ -26,14 +34,15 @@
 //
 // # The trend
 //
-// Trend is the least-squares slope of the size in use over the History, as Prometheus's
+// Trend is the least-squares slope of Used over the History, as Prometheus's
 // predict_linear computes it, and over the same 4 hours as the mixin's alert (TrendWindow).
 // The window must be long: etcd compacts its history every hour or more often (periodic
 // auto-compaction compacts every hour, or every retention period when that is shorter),
 // so the size in use is a sawtooth that climbs for up to an hour and drops at each
-// compaction. Over one tooth the slope is the write rate, not the growth; over n teeth a
-// least-squares fit leaves about 1/n² of it. Trend therefore wants MinTrendSpan (2 hours)
-// of samples, and reports growth only: a flat or shrinking database has no trend.
+// compaction, and a file drops at each defragmentation. Over one tooth the slope is the
+// write rate, not the growth; over n teeth a least-squares fit leaves about 1/n² of it.
+// Trend therefore wants MinTrendSpan (2 hours) of samples, and reports growth only: a
+// flat or shrinking database has no trend.
 //
 // # How much
 //

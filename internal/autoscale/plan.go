@@ -16,8 +16,10 @@ const (
 // The defaults of a Policy and the fixed figures of the sizing. The package comment says
 // where each comes from.
 const (
-	// DefaultThresholdPercent is the share of the quota the data may fill before the quota
-	// is raised: the warning tier of OpenShift's quota alerts.
+	// DefaultThresholdPercent is the share of the quota a member's database file may fill
+	// before the quota is raised: the warning tier of OpenShift's quota alerts. It is
+	// maintenance's quota-pressure trigger too (internal/maintenance.PressurePercent), so
+	// that a file at it is defragmented or gets a larger quota.
 	DefaultThresholdPercent int32 = 75
 	// DefaultFullWithin is how soon the growth trend may reach the quota before the quota is
 	// raised: ahead of the etcd mixin's 4-hour growth alert.
@@ -70,8 +72,8 @@ type Policy struct {
 	// VolumeExpandable says that the claims' StorageClass allows volume expansion
 	// (allowVolumeExpansion).
 	VolumeExpandable bool
-	// ThresholdPercent is the share of the quota the data may fill before the quota is
-	// raised. Outside 1 to 99 means DefaultThresholdPercent.
+	// ThresholdPercent is the share of the quota a member's Used may fill before the quota
+	// is raised. Outside 1 to 99 means DefaultThresholdPercent.
 	ThresholdPercent int32
 	// FullWithin is how soon the trend may reach the quota before the quota is raised.
 	// Zero or less means DefaultFullWithin.
@@ -101,10 +103,14 @@ type Reason string
 // The reasons of a Decision. A RaiseQuota or GrowVolume gives what made it due
 // (ReasonNearQuota or ReasonFullSoon); an AtCeiling gives the ceiling.
 const (
-	// ReasonBelowThreshold (None): the data is below the threshold and not growing fast
-	// enough to reach the quota within FullWithin.
+	// ReasonBelowThreshold (None): every member's Used is below the threshold and not
+	// growing fast enough to reach the quota within FullWithin.
 	ReasonBelowThreshold Reason = "BelowThreshold"
-	// ReasonNearQuota: the data is at the threshold of the quota or past it.
+	// ReasonDefragmentationPending (None): a member's database file is at the threshold,
+	// and maintenance defragments it down to a size in use below the threshold: the quota
+	// waits for that.
+	ReasonDefragmentationPending Reason = "DefragmentationPending"
+	// ReasonNearQuota: a member's Used is at the threshold of the quota or past it.
 	ReasonNearQuota Reason = "NearQuota"
 	// ReasonFullSoon: the trend reaches the quota within FullWithin.
 	ReasonFullSoon Reason = "FullSoon"
@@ -130,14 +136,40 @@ type Decision struct {
 	Message string
 }
 
-// Used is the size of a member's data: the size in use of its database file, or the whole
-// file when the member did not report the size in use (a conservative stand-in: it counts
-// the free pages too). Samples and Plan take the largest Used of the members.
-func Used(dbSize, dbSizeInUse int64) int64 {
-	if dbSizeInUse > 0 {
-		return dbSizeInUse
+// Member is what Plan weighs of one member's database.
+type Member struct {
+	// Name names the member in messages.
+	Name string
+	// DBSize is the size of the member's database file: what etcd holds against the quota,
+	// free pages included.
+	DBSize int64
+	// DBSizeInUse is the part of the file in use; zero or less when the member did not
+	// report it.
+	DBSizeInUse int64
+	// Defragmenting says that maintenance defragments the member in this pass or the next
+	// ones (internal/maintenance.Defragmenting), which shrinks its file to the size in use.
+	Defragmenting bool
+}
+
+// Used is the room the members' databases take against the quota: the largest of their
+// files, a member that maintenance is defragmenting counted by the size in use its file
+// shrinks to (by its file when it did not report the size in use). Samples and Plan weigh
+// it. The file is what etcd refuses writes on (NOSPACE once it reaches the quota), and it
+// runs ahead of the data in use by the free pages it holds; only a defragmentation gives
+// them back.
+func Used(members ...Member) int64 {
+	var used int64
+	for _, m := range members {
+		used = max(used, m.used())
 	}
-	return max(dbSize, 0)
+	return used
+}
+
+func (m Member) used() int64 {
+	if m.Defragmenting && m.DBSizeInUse > 0 {
+		return m.DBSizeInUse
+	}
+	return max(m.DBSize, m.DBSizeInUse, 0)
 }
 
 // QuotaFitsVolume says whether a volume of volumeBytes has room for a quota of quotaBytes:
@@ -164,17 +196,26 @@ func MaxQuotaFor(volumeBytes int64) int64 {
 	return room / 200
 }
 
-// Plan returns the one next step of storage autoscaling: usedBytes is the largest member's
-// Used now, and trend, trendOK the Trend of the History, in bytes an hour (ignored unless
-// trendOK and growing).
-func Plan(p Policy, usedBytes int64, trend float64, trendOK bool) Decision {
+// Plan returns the one next step of storage autoscaling for the members as they are now
+// (their Used), and trend, trendOK the Trend of the History, in bytes an hour (ignored
+// unless trendOK and growing). A member whose file is at the threshold while maintenance
+// defragments it down to a size in use below the threshold raises nothing: Plan waits
+// for the defragmentation (ReasonDefragmentationPending), and raises the quota once the
+// file is at the threshold with no defragmentation to come.
+func Plan(p Policy, members []Member, trend float64, trendOK bool) Decision {
 	p = p.withDefaults()
-	u := usage{used: clamp(usedBytes), quota: p.QuotaBytes}
+	u := usage{used: clamp(Used(members...)), quota: p.QuotaBytes}
 	if trendOK && trend > 0 && !math.IsInf(trend, 1) {
 		u.perHour = trend
 	}
 	reason, due := p.due(u)
 	if !due {
+		if m, ok := p.awaited(members); ok {
+			return Decision{Kind: None, Reason: ReasonDefragmentationPending, Message: fmt.Sprintf(
+				"member %s's database file is %s, %d %% of the %s quota, past the %d %% threshold: maintenance "+
+					"defragments it down to the %s in use first, and the quota rises only if that is not enough",
+				m.Name, size(clamp(m.DBSize)), percent(clamp(m.DBSize), p.QuotaBytes), size(p.QuotaBytes), p.ThresholdPercent, size(m.DBSizeInUse))}
+		}
 		return Decision{Kind: None, Reason: ReasonBelowThreshold, Message: fmt.Sprintf(
 			"%s: below the %d %% threshold, and not full within %s", p.state(u), p.ThresholdPercent, within(p.FullWithin))}
 	}
@@ -224,8 +265,29 @@ func (p Policy) withDefaults() Policy {
 	return p
 }
 
-// usage is the data against the quota in force, and its growth: perHour is zero without a
-// growth trend.
+// awaited is the member with the largest database file at the threshold among those
+// maintenance is defragmenting, if any: the first by name of a tie.
+func (p Policy) awaited(members []Member) (Member, bool) {
+	var best Member
+	found := false
+	for _, m := range members {
+		if !m.Defragmenting || !p.atThreshold(clamp(m.DBSize), p.QuotaBytes) {
+			continue
+		}
+		if !found || m.DBSize > best.DBSize || m.DBSize == best.DBSize && m.Name < best.Name {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+// atThreshold says whether n is at ThresholdPercent of quota or past it.
+func (p Policy) atThreshold(n, quota int64) bool {
+	return n*100 >= int64(p.ThresholdPercent)*quota
+}
+
+// usage is the members' Used against the quota in force, and its growth: perHour is zero
+// without a growth trend.
 type usage struct {
 	used, quota int64
 	perHour     float64
@@ -242,7 +304,7 @@ func (u usage) hoursLeft() float64 {
 // due says whether the quota must rise, and why: the threshold first, as the firmer figure.
 func (p Policy) due(u usage) (Reason, bool) {
 	switch {
-	case u.used*100 >= int64(p.ThresholdPercent)*u.quota:
+	case p.atThreshold(u.used, u.quota):
 		return ReasonNearQuota, true
 	case u.hoursLeft() <= p.FullWithin.Hours():
 		return ReasonFullSoon, true
@@ -250,7 +312,7 @@ func (p Policy) due(u usage) (Reason, bool) {
 	return "", false
 }
 
-// wanted is the next quota: the largest of GrowthPercent more; the quota of which the data
+// wanted is the next quota: the largest of GrowthPercent more; the quota of which Used
 // fills two thirds of the threshold (half the quota at the default 75 %: far enough under
 // any threshold that a raise is not due again at once); and RunwayFactor times FullWithin
 // at the trend. It is rounded up to QuotaStep and capped at the ceiling (capped then true).
@@ -319,10 +381,10 @@ func atCeiling(reason Reason, message string) Decision {
 	return Decision{Kind: AtCeiling, Reason: reason, Message: message}
 }
 
-// state is the data against the quota, and its growth, for a person.
+// state is the members' Used against the quota, and its growth, for a person.
 func (p Policy) state(u usage) string {
-	s := fmt.Sprintf("the largest member holds %s of data, %d %% of the %s quota",
-		size(u.used), u.used*100/u.quota, size(u.quota))
+	s := fmt.Sprintf("the largest database is %s, %d %% of the %s quota",
+		size(u.used), percent(u.used, u.quota), size(u.quota))
 	if u.perHour > 0 {
 		s += fmt.Sprintf(", growing by %s an hour (full in %s)", sizeOf(u.perHour), hours(u.hoursLeft()))
 	}
@@ -356,6 +418,9 @@ func within(d time.Duration) string {
 }
 
 func size(n int64) string { return sizeOf(float64(n)) }
+
+// percent is n in whole percent of quota, rounded down.
+func percent(n, quota int64) int64 { return n * 100 / quota }
 
 // sizeOf writes a size in bytes for a person: GiB from 1 GiB up, MiB below, with at most
 // two decimals.

@@ -124,12 +124,17 @@ func TestPlan(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got := autoscale.Plan(tc.policy, tc.used, tc.trend, tc.trendOK)
+			got := autoscale.Plan(tc.policy, data(tc.used), tc.trend, tc.trendOK)
 			g.Expect(got.Message).NotTo(BeEmpty())
 			got.Message = ""
 			g.Expect(got).To(Equal(tc.want))
 		})
 	}
+}
+
+// data is one member whose database file is used bytes, all in use.
+func data(used int64) []autoscale.Member {
+	return []autoscale.Member{{Name: "e-0", DBSize: used, DBSizeInUse: used}}
 }
 
 func none() autoscale.Decision {
@@ -158,47 +163,47 @@ func TestPlanMessages(t *testing.T) {
 		want    string
 	}{
 		{name: "below", policy: base, used: gib, trend: float64(10 * mib), trendOK: true,
-			want: "the largest member holds 1 GiB of data, 50 % of the 2 GiB quota, growing by 10 MiB an hour " +
+			want: "the largest database is 1 GiB, 50 % of the 2 GiB quota, growing by 10 MiB an hour " +
 				"(full in about 4 days): below the 75 % threshold, and not full within 6 hours"},
 		{name: "raise at the threshold", policy: base, used: 1536 * mib,
-			want: "raising the quota from 2 GiB to 3 GiB: the largest member holds 1.5 GiB of data, 75 % of the 2 GiB quota"},
+			want: "raising the quota from 2 GiB to 3 GiB: the largest database is 1.5 GiB, 75 % of the 2 GiB quota"},
 		{name: "raise on the trend", policy: base, used: gib, trend: float64(200 * mib), trendOK: true,
-			want: "raising the quota from 2 GiB to 3.38 GiB: the largest member holds 1 GiB of data, 50 % of the 2 GiB quota, " +
+			want: "raising the quota from 2 GiB to 3.38 GiB: the largest database is 1 GiB, 50 % of the 2 GiB quota, " +
 				"growing by 200 MiB an hour (full in about 5 hours)"},
 		{name: "raise to the quota ceiling", policy: with(base, func(p *autoscale.Policy) { p.MaxQuotaBytes = 2560 * mib }), used: 1600 * mib,
-			want: "raising the quota from 2 GiB to 2.5 GiB, its ceiling: the largest member holds 1.56 GiB of data, 78 % of the 2 GiB quota"},
+			want: "raising the quota from 2 GiB to 2.5 GiB, its ceiling: the largest database is 1.56 GiB, 78 % of the 2 GiB quota"},
 		{name: "raise as far as the volumes allow", policy: with(small(gib), func(p *autoscale.Policy) { p.VolumeExpandable = false }), used: 800 * mib,
 			want: "raising the quota from 1 GiB to 1.5 GiB, as far as the volumes of 4 GiB allow: " +
-				"the largest member holds 800 MiB of data, 78 % of the 1 GiB quota"},
+				"the largest database is 800 MiB, 78 % of the 1 GiB quota"},
 		{name: "grow", policy: small(2 * gib), used: 1600 * mib,
 			want: "growing the volumes from 4 GiB to 8 GiB, so that the quota can rise from 2 GiB to 3.13 GiB: " +
-				"the largest member holds 1.56 GiB of data, 78 % of the 2 GiB quota"},
+				"the largest database is 1.56 GiB, 78 % of the 2 GiB quota"},
 		{name: "grow to a ceiling that is not enough", policy: with(small(2*gib), func(p *autoscale.Policy) { p.MaxVolumeBytes = 6 * gib }), used: 1600 * mib,
 			want: "growing the volumes from 4 GiB to 6 GiB, so that the quota can rise from 2 GiB to 2.44 GiB: " +
-				"the largest member holds 1.56 GiB of data, 78 % of the 2 GiB quota"},
+				"the largest database is 1.56 GiB, 78 % of the 2 GiB quota"},
 		{name: "quota ceiling", policy: with(base, func(p *autoscale.Policy) { p.MaxQuotaBytes = 2 * gib }), used: 1600 * mib,
-			want: "the quota of 2 GiB has reached its ceiling of 2 GiB, and the largest member holds 1.56 GiB of data, " +
+			want: "the quota of 2 GiB has reached its ceiling of 2 GiB, and the largest database is 1.56 GiB, " +
 				"78 % of the 2 GiB quota: raise storage.autoscaling.maxQuotaBackendBytes (up to 8 GiB), or delete data"},
 		{name: "etcd's maximum", policy: autoscale.Policy{QuotaBytes: 8 * gib, VolumeBytes: 20 * gib}, used: 7 * gib, trend: float64(100 * mib), trendOK: true,
-			want: "the quota of 8 GiB is at etcd's recommended maximum of 8 GiB, and the largest member holds 7 GiB of data, " +
+			want: "the quota of 8 GiB is at etcd's recommended maximum of 8 GiB, and the largest database is 7 GiB, " +
 				"87 % of the 8 GiB quota, growing by 100 MiB an hour (full in about 10 hours): " +
 				"delete data, or keep less history (etcd.autoCompactionRetention)"},
 		{name: "not expandable", policy: with(small(2*gib), func(p *autoscale.Policy) { p.VolumeExpandable = false }), used: 1600 * mib,
-			want: "the quota of 2 GiB should rise to 3.13 GiB, which needs volumes of 7.5 GiB or more, and the largest member " +
-				"holds 1.56 GiB of data, 78 % of the 2 GiB quota, but the StorageClass of the volumes of 4 GiB does not allow " +
+			want: "the quota of 2 GiB should rise to 3.13 GiB, which needs volumes of 7.5 GiB or more, and the largest database " +
+				"is 1.56 GiB, 78 % of the 2 GiB quota, but the StorageClass of the volumes of 4 GiB does not allow " +
 				"volume expansion: set allowVolumeExpansion on the class if its provisioner supports it, or delete data"},
 		{name: "volume ceiling", policy: with(small(2*gib), func(p *autoscale.Policy) { p.MaxVolumeBytes = 4 * gib }), used: 1600 * mib,
-			want: "the quota of 2 GiB should rise to 3.13 GiB, which needs volumes of 7.5 GiB or more, and the largest member " +
-				"holds 1.56 GiB of data, 78 % of the 2 GiB quota, but the volumes of 4 GiB are at their ceiling: " +
+			want: "the quota of 2 GiB should rise to 3.13 GiB, which needs volumes of 7.5 GiB or more, and the largest database " +
+				"is 1.56 GiB, 78 % of the 2 GiB quota, but the volumes of 4 GiB are at their ceiling: " +
 				"raise storage.autoscaling.maxSize to 8 GiB or more, or delete data"},
 		{name: "full in less than an hour", policy: with(base, func(p *autoscale.Policy) { p.VolumeExpandable = false }), used: 1900 * mib, trend: float64(gib), trendOK: true,
-			want: "raising the quota from 2 GiB to 4.25 GiB, as far as the volumes of 10 GiB allow: the largest member holds " +
-				"1.86 GiB of data, 92 % of the 2 GiB quota, growing by 1 GiB an hour (full in less than an hour)"},
+			want: "raising the quota from 2 GiB to 4.25 GiB, as far as the volumes of 10 GiB allow: the largest database is " +
+				"1.86 GiB, 92 % of the 2 GiB quota, growing by 1 GiB an hour (full in less than an hour)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(autoscale.Plan(tc.policy, tc.used, tc.trend, tc.trendOK).Message).To(Equal(tc.want))
+			g.Expect(autoscale.Plan(tc.policy, data(tc.used), tc.trend, tc.trendOK).Message).To(Equal(tc.want))
 		})
 	}
 }
@@ -241,10 +246,67 @@ func TestVolumeRule(t *testing.T) {
 
 func TestUsed(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(autoscale.Used(300*mib, 100*mib)).To(Equal(100*mib), "the size in use, not the free pages")
-	g.Expect(autoscale.Used(300*mib, 0)).To(Equal(300*mib), "the file when the size in use is not reported")
-	g.Expect(autoscale.Used(0, 0)).To(BeZero())
-	g.Expect(autoscale.Used(-1, 0)).To(BeZero())
+	g.Expect(autoscale.Used(autoscale.Member{DBSize: 300 * mib, DBSizeInUse: 100 * mib})).To(Equal(300*mib),
+		"the file: its free pages count against the quota too")
+	g.Expect(autoscale.Used(autoscale.Member{DBSize: 300 * mib, DBSizeInUse: 100 * mib, Defragmenting: true})).To(Equal(100*mib),
+		"what a defragmentation shrinks the file to")
+	g.Expect(autoscale.Used(autoscale.Member{DBSize: 300 * mib, Defragmenting: true})).To(Equal(300*mib),
+		"the file when the size in use is not reported")
+	g.Expect(autoscale.Used(
+		autoscale.Member{DBSize: 300 * mib, DBSizeInUse: 100 * mib, Defragmenting: true},
+		autoscale.Member{DBSize: 200 * mib, DBSizeInUse: 150 * mib},
+	)).To(Equal(200*mib), "the largest")
+	g.Expect(autoscale.Used()).To(BeZero())
+	g.Expect(autoscale.Used(autoscale.Member{DBSize: -1})).To(BeZero())
+}
+
+// The threshold is on the database file, which etcd refuses writes on: a 24 MiB quota,
+// whose threshold is 18 MiB, with values of 256 KiB that leave the file well ahead of the
+// data in use.
+func TestPlanOnTheDatabaseFile(t *testing.T) {
+	quota := autoscale.Policy{QuotaBytes: 24 * mib}
+	member := func(name string, file, inUse int64, defragmenting bool) autoscale.Member {
+		return autoscale.Member{Name: name, DBSize: file * mib, DBSizeInUse: inUse * mib, Defragmenting: defragmenting}
+	}
+	cases := []struct {
+		name    string
+		members []autoscale.Member
+		want    autoscale.Decision
+	}{
+		{name: "file at the threshold, in use well below, no defragmentation to come: raised",
+			members: []autoscale.Member{member("e-0", 20, 12, false)},
+			want:    raise(64*mib, autoscale.ReasonNearQuota)},
+		{name: "file at the threshold, in use well below, defragmenting: the quota waits",
+			members: []autoscale.Member{member("e-0", 20, 12, true)},
+			want:    autoscale.Decision{Kind: autoscale.None, Reason: autoscale.ReasonDefragmentationPending}},
+		{name: "defragmenting, in use at the threshold: raised",
+			members: []autoscale.Member{member("e-0", 20, 18, true)},
+			want:    raise(64*mib, autoscale.ReasonNearQuota)},
+		{name: "defragmenting, the file below the threshold: nothing to wait for",
+			members: []autoscale.Member{member("e-0", 17, 12, true)},
+			want:    none()},
+		{name: "a file a byte under the threshold: below",
+			members: []autoscale.Member{{Name: "e-0", DBSize: 18*mib - 1, DBSizeInUse: 12 * mib}},
+			want:    none()},
+		{name: "one member defragmenting, another at the threshold with none to come: raised",
+			members: []autoscale.Member{member("e-0", 20, 12, true), member("e-1", 18, 12, false)},
+			want:    raise(64*mib, autoscale.ReasonNearQuota)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got := autoscale.Plan(quota, tc.members, 0, false)
+			g.Expect(got.Message).NotTo(BeEmpty())
+			got.Message = ""
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
+
+	g := NewWithT(t)
+	d := autoscale.Plan(quota, []autoscale.Member{member("e-0", 19, 12, true), member("e-2", 20, 13, true), member("e-1", 20, 11, true)}, 0, false)
+	g.Expect(d.Message).To(Equal("member e-1's database file is 20 MiB, 83 % of the 24 MiB quota, past the 75 % threshold: "+
+		"maintenance defragments it down to the 11 MiB in use first, and the quota rises only if that is not enough"),
+		"the largest file, the first name of a tie")
 }
 
 // TestPlanProperties checks, over generated policies and figures, what must hold whatever
@@ -257,20 +319,25 @@ func TestPlanProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 45))
 	seen := map[string]int{}
 	for i := range 20000 {
-		p, used, trend, ok := generate(r)
-		d := autoscale.Plan(p, used, trend, ok)
+		p, members, trend, ok := generate(r)
+		d := autoscale.Plan(p, members, trend, ok)
 		seen[string(d.Kind)]++
 		seen[string(d.Reason)]++
 		e := effective(p)
 		g.Expect(d.Message).NotTo(BeEmpty(), "case %d", i)
 
+		used := usedOf(members)
 		due := isDue(e, used, trend, ok)
-		g.Expect(d.Kind == autoscale.None).To(Equal(!due), "case %d: due %v, decided %+v for %+v, used %d, trend %v %v", i, due, d, p, used, trend, ok)
+		g.Expect(d.Kind == autoscale.None).To(Equal(!due), "case %d: due %v, decided %+v for %+v, members %+v, trend %v %v", i, due, d, p, members, trend, ok)
 
 		switch d.Kind {
 		case autoscale.None:
 			g.Expect(d.To).To(BeZero())
-			g.Expect(d.Reason).To(Equal(autoscale.ReasonBelowThreshold))
+			if awaited(e, members) {
+				g.Expect(d.Reason).To(Equal(autoscale.ReasonDefragmentationPending), "case %d", i)
+			} else {
+				g.Expect(d.Reason).To(Equal(autoscale.ReasonBelowThreshold), "case %d", i)
+			}
 		case autoscale.RaiseQuota:
 			checkRaise(g, i, e, d)
 		case autoscale.GrowVolume:
@@ -281,7 +348,7 @@ func TestPlanProperties(t *testing.T) {
 			g.Expect(d.To).To(BeNumerically("<=", e.MaxVolumeBytes), "case %d: past the volume ceiling", i)
 			// The next pass, on the grown volumes, raises the quota.
 			grown := with(p, func(p *autoscale.Policy) { p.VolumeBytes = d.To })
-			next := autoscale.Plan(grown, used, trend, ok)
+			next := autoscale.Plan(grown, members, trend, ok)
 			g.Expect(next.Kind).To(Equal(autoscale.RaiseQuota), "case %d: grew to %d, then %+v", i, d.To, next)
 			checkRaise(g, i, effective(grown), next)
 		case autoscale.AtCeiling:
@@ -313,12 +380,12 @@ func TestPlanProperties(t *testing.T) {
 				g.Expect(d.To).To(BeNumerically(">", v))
 				p.VolumeBytes, v = d.To, d.To
 			}
-			d = autoscale.Plan(p, used, trend, ok)
+			d = autoscale.Plan(p, members, trend, ok)
 		}
 		seen["settled after "+string(rune('0'+steps))]++
 	}
 	for _, k := range []string{"None", "RaiseQuota", "GrowVolume", "AtCeiling",
-		"BelowThreshold", "NearQuota", "FullSoon", "QuotaCeiling", "VolumeCeiling", "VolumeNotExpandable",
+		"BelowThreshold", "DefragmentationPending", "NearQuota", "FullSoon", "QuotaCeiling", "VolumeCeiling", "VolumeNotExpandable",
 		"settled after 0", "settled after 1", "settled after 2"} {
 		g.Expect(seen[k]).To(BeNumerically(">", 0), "no generated case gave %s", k)
 	}
@@ -352,6 +419,30 @@ func effective(p autoscale.Policy) autoscale.Policy {
 	return p
 }
 
+// usedOf is Used, computed apart from it: the largest file, the size in use of a member
+// defragmenting when it reported one.
+func usedOf(members []autoscale.Member) int64 {
+	var used int64
+	for _, m := range members {
+		n := m.DBSize
+		if m.Defragmenting && m.DBSizeInUse > 0 {
+			n = m.DBSizeInUse
+		}
+		used = max(used, n)
+	}
+	return used
+}
+
+// awaited says whether a member maintenance defragments has its file at the threshold.
+func awaited(e autoscale.Policy, members []autoscale.Member) bool {
+	for _, m := range members {
+		if m.Defragmenting && m.DBSize*100 >= int64(e.ThresholdPercent)*e.QuotaBytes {
+			return true
+		}
+	}
+	return false
+}
+
 // isDue is when the package comment says the quota must rise, computed apart from Plan.
 func isDue(e autoscale.Policy, used int64, trend float64, ok bool) bool {
 	if used*100 >= int64(e.ThresholdPercent)*e.QuotaBytes {
@@ -363,7 +454,7 @@ func isDue(e autoscale.Policy, used int64, trend float64, ok bool) bool {
 	return float64(e.QuotaBytes-used)/trend <= e.FullWithin.Hours()
 }
 
-func generate(r *rand.Rand) (autoscale.Policy, int64, float64, bool) {
+func generate(r *rand.Rand) (autoscale.Policy, []autoscale.Member, float64, bool) {
 	pick := func(vs ...int64) int64 { return vs[r.IntN(len(vs))] }
 	p := autoscale.Policy{
 		QuotaBytes:       pick(0, 24*mib, gib, 2*gib, 3*gib, 8*gib, 16*mib+r.Int64N(8*gib-16*mib)),
@@ -375,9 +466,17 @@ func generate(r *rand.Rand) (autoscale.Policy, int64, float64, bool) {
 	p.ThresholdPercent = int32(pick(0, 75, 50, 1+r.Int64N(99), 150))
 	p.FullWithin = time.Duration(pick(0, int64(time.Hour), r.Int64N(int64(24*time.Hour))))
 	e := effective(p)
-	used := r.Int64N(e.QuotaBytes + e.QuotaBytes/4)
-	if r.IntN(5) == 0 {
-		used = int64(e.ThresholdPercent) * e.QuotaBytes / 100 // at the threshold, or a byte under
+	members := make([]autoscale.Member, 1+r.IntN(3))
+	for j := range members {
+		file := r.Int64N(e.QuotaBytes + e.QuotaBytes/4)
+		if r.IntN(5) == 0 {
+			file = int64(e.ThresholdPercent) * e.QuotaBytes / 100 // at the threshold, or a byte under
+		}
+		m := autoscale.Member{Name: string(rune('a' + j)), DBSize: file, DBSizeInUse: file - r.Int64N(file/2+1), Defragmenting: r.IntN(3) == 0}
+		if r.IntN(8) == 0 {
+			m.DBSizeInUse = 0
+		}
+		members[j] = m
 	}
 	var trend float64
 	ok := r.IntN(3) != 0
@@ -389,7 +488,7 @@ func generate(r *rand.Rand) (autoscale.Policy, int64, float64, bool) {
 	default:
 		trend = r.Float64() * float64(gib)
 	}
-	return p, used, trend, ok
+	return p, members, trend, ok
 }
 
 // TestPlanGrowingCluster follows a cluster whose data grows by 100 MiB an hour for 80
@@ -409,7 +508,7 @@ func TestPlanGrowingCluster(t *testing.T) {
 		used := 500*mib + int64(float64(100*mib)*now.Sub(start).Hours())
 		h.Add(autoscale.Sample{At: now, Bytes: used})
 		trend, ok := autoscale.Trend(h.Samples())
-		d := autoscale.Plan(p, used, trend, ok)
+		d := autoscale.Plan(p, data(used), trend, ok)
 		switch d.Kind {
 		case autoscale.RaiseQuota:
 			g.Expect(autoscale.QuotaFitsVolume(d.To, p.VolumeBytes)).To(BeTrue())

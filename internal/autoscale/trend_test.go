@@ -107,7 +107,7 @@ func TestTrendCompactionSawtooth(t *testing.T) {
 			g.Expect(four/float64(mib)).To(BeNumerically("<=", writes/16+1), "phase %v over 4 hours", phase)
 		}
 		// Even the largest of these leaves 1 GiB of a 2 GiB quota days away, not hours.
-		g.Expect(autoscale.Plan(autoscale.Policy{QuotaBytes: 2 * gib}, gib+writes*mib, two, two > 0).Kind).To(Equal(autoscale.None))
+		g.Expect(autoscale.Plan(autoscale.Policy{QuotaBytes: 2 * gib}, data(gib+writes*mib), two, two > 0).Kind).To(Equal(autoscale.None))
 	}
 }
 

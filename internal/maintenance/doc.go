@@ -19,4 +19,11 @@
 // alarm once every member is well below the quota. When every member is already
 // defragmented and one is still close to the quota, the data itself does not fit and Plan
 // says so; raising the quota is for a person, or for another part of the operator.
+//
+// Before NOSPACE, a file at PressurePercent of the quota (the storage autoscaler's
+// threshold, 75 %) is under quota pressure. With storage autoscaling able to raise the
+// quota, the two share the work: Plan defragments such a member when that brings its file
+// PressureReclaimable under the trigger, and the autoscaler, told which members Plan is
+// defragmenting (Defragmenting), waits for those and raises the quota for the others.
+// Either way a file at the trigger gets one of the two.
 package maintenance

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/etcdpilot/etcdpilot/internal/autoscale"
 )
 
 // MiB is a mebibyte, in bytes.
@@ -19,8 +21,15 @@ const MiB int64 = 1 << 20
 // that, the pause of a defragmentation buys too little.
 //
 // Under quota pressure (a file at PressurePercent of the quota or more) a smaller gain is
-// worth it, since the alternative is the NOSPACE alarm: PressureMinReclaimableBytes.
-// cozystack's defragmentation policy uses the same two figures (80 % of the quota, 32 MiB).
+// worth it, since the alternative is the NOSPACE alarm: PressureReclaimable, the smaller of
+// PressureMinReclaimableBytes (cozystack's defragmentation policy defragments at 80 % of
+// the quota with 32 MiB to give back) and PressureMinReclaimablePercent of the quota, so
+// that a small quota, whose file never holds 32 MiB of free pages, is defragmented too. Less
+// than that would bring the file back to the trigger after a few writes. PressurePercent is
+// the storage autoscaler's threshold (internal/autoscale), so that a file at it is either
+// defragmented or given a larger quota: with the autoscaler on (Policy.QuotaAutoscaled), a
+// member is defragmented under pressure only when that brings its file PressureReclaimable
+// under the trigger, and is left to a quota raise otherwise.
 //
 // DisarmBelowPercent is how far under the quota every member must be before a NOSPACE
 // alarm is disarmed; disarming any closer would let the cluster run into the alarm again
@@ -32,8 +41,9 @@ const MiB int64 = 1 << 20
 const (
 	DefaultMinFragmentationPercent int32 = 45
 	DefaultMinReclaimableBytes           = 100 * MiB
-	PressurePercent                      = 80
+	PressurePercent                      = int64(autoscale.DefaultThresholdPercent)
 	PressureMinReclaimableBytes          = 32 * MiB
+	PressureMinReclaimablePercent        = 5
 	DisarmBelowPercent                   = 90
 	DefragmentedBelowBytes               = 1 * MiB
 	// DefaultQuotaBytes is etcd's own quota when --quota-backend-bytes is not set (2 GiB).
@@ -76,6 +86,13 @@ type Policy struct {
 	// ScheduledRunDue says, in Schedule, that a run is due: the caller computes it from
 	// the schedule and the time the last run completed (a None with ReasonRunComplete).
 	ScheduledRunDue bool
+	// QuotaAutoscaled says that storage autoscaling raises the quota of a member whose
+	// file is at PressurePercent (internal/autoscale) and that the quota is below its
+	// ceiling. Plan then defragments under quota pressure only a member whose size in use
+	// is PressureReclaimable or more under PressurePercent, so that the defragmented file
+	// stays under the trigger for a while; a member with more data than that needs the
+	// larger quota, and Plan leaves it to the autoscaler.
+	QuotaAutoscaled bool
 	// RecoverFromNoSpace lets Plan recover from a NOSPACE alarm whatever the Mode, so that
 	// even Disabled (which a user picks to run defragmentations by hand, at hours of their
 	// choosing) does not leave the cluster refusing writes; the caller sets it true unless
@@ -172,6 +189,7 @@ const (
 	ReasonRevisionUnknown   Reason = "RevisionUnknown"
 	ReasonFragmented        Reason = "Fragmented"
 	ReasonQuotaPressure     Reason = "QuotaPressure"
+	ReasonQuotaRaiseDue     Reason = "QuotaRaiseDue"
 	ReasonScheduled         Reason = "Scheduled"
 	ReasonNoSpaceCompact    Reason = "NoSpaceCompact"
 	ReasonNoSpaceDefrag     Reason = "NoSpaceDefragment"
@@ -236,6 +254,38 @@ func Plan(p Policy, o Observed) Action {
 		return scheduled(members)
 	}
 	return p.auto(members)
+}
+
+// Defragmenting names the members Plan defragments, in this pass or the passes after it,
+// as long as nothing changes but what Plan does: a Compact, a Defragment (which shrinks
+// the member's file to its size in use) or a Disarm, each taken as done. The storage
+// autoscaler (internal/autoscale.Member) counts a member Plan defragments by its size in
+// use, so that the quota is raised for a file at the trigger only when no defragmentation
+// brings it back under.
+func Defragmenting(p Policy, o Observed) map[string]bool {
+	out := map[string]bool{}
+	o.Members = append([]Member(nil), o.Members...)
+	// Each step below leaves one fewer step to take: one compaction, one disarm, and each
+	// member defragmented once at most.
+	for range len(o.Members) + 3 {
+		a := Plan(p, o)
+		switch a.Kind {
+		case Compact:
+			o.CompactedRevision = a.Revision
+		case Defragment:
+			out[a.Member] = true
+			for i, m := range o.Members {
+				if m.ID == a.MemberID {
+					o.Members[i].DBSize, o.Members[i].RecentlyDefragmented = m.DBSizeInUse, true
+				}
+			}
+		case Disarm:
+			o.Alarms = nil
+		default:
+			return out
+		}
+	}
+	return out
 }
 
 func (p Policy) withDefaults() Policy {
@@ -343,9 +393,19 @@ func (p Policy) auto(members []Member) Action {
 		return defragment(m, ReasonQuotaPressure, fmt.Sprintf(
 			"defragmenting member %s, at %d %% of the quota of %s or more", m.Name, PressurePercent, size(p.QuotaBytes)))
 	}
+	if m, ok := p.leftToAutoscaling(members); ok {
+		why := fmt.Sprintf("with %s in use, a defragmentation would not bring it %s under that",
+			size(m.DBSizeInUse), size(p.pressureReclaimable()))
+		if m.RecentlyDefragmented {
+			why = fmt.Sprintf("it was defragmented less than %d minutes ago", int(MinInterval.Minutes()))
+		}
+		return none(ReasonQuotaRaiseDue, fmt.Sprintf(
+			"member %s is at %d %% of the quota of %s or more and %s: storage autoscaling raises the quota instead",
+			m.Name, PressurePercent, size(p.QuotaBytes), why))
+	}
 	return none(ReasonBelowThresholds, fmt.Sprintf(
-		"every member below the thresholds (%d %% fragmented and %s to reclaim, or %s near the quota)",
-		p.MinFragmentationPercent, size(p.MinReclaimableBytes), size(PressureMinReclaimableBytes)))
+		"every member below the thresholds (%d %% fragmented and %s to reclaim, or %s to reclaim at %d %% of the quota)",
+		p.MinFragmentationPercent, size(p.MinReclaimableBytes), size(p.pressureReclaimable()), PressurePercent))
 }
 
 func (p Policy) fragmented(m Member) bool {
@@ -353,8 +413,48 @@ func (p Policy) fragmented(m Member) bool {
 		reclaimable(m) >= p.MinReclaimableBytes
 }
 
+// underPressure says whether m is due for a defragmentation under quota pressure: its file
+// at the trigger, and PressureReclaimable to give back; with the quota autoscaled, its
+// size in use PressureReclaimable under the trigger (which implies as much to give back).
 func (p Policy) underPressure(m Member) bool {
-	return !below(m.DBSize, PressurePercent, p.QuotaBytes) && reclaimable(m) >= PressureMinReclaimableBytes
+	if !p.atTrigger(m) || m.DBSizeInUse <= 0 {
+		return false
+	}
+	if p.QuotaAutoscaled {
+		return (m.DBSizeInUse+p.pressureReclaimable())*100 <= PressurePercent*p.QuotaBytes
+	}
+	return reclaimable(m) >= p.pressureReclaimable()
+}
+
+// leftToAutoscaling is the first member, by name, whose file is at the trigger and which
+// auto does not defragment, when the quota is autoscaled: the autoscaler raises the quota
+// for it.
+func (p Policy) leftToAutoscaling(members []Member) (Member, bool) {
+	if !p.QuotaAutoscaled {
+		return Member{}, false
+	}
+	for _, m := range members {
+		if !m.Learner && p.atTrigger(m) {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// atTrigger says whether m's file is at PressurePercent of the quota or past it.
+func (p Policy) atTrigger(m Member) bool { return !below(m.DBSize, PressurePercent, p.QuotaBytes) }
+
+func (p Policy) pressureReclaimable() int64 { return PressureReclaimable(p.QuotaBytes) }
+
+// PressureReclaimable is the least a defragmentation under quota pressure gives back, for
+// a quota of quotaBytes (zero or less: DefaultQuotaBytes): the smaller of
+// PressureMinReclaimableBytes and PressureMinReclaimablePercent of the quota, and at
+// least DefragmentedBelowBytes.
+func PressureReclaimable(quotaBytes int64) int64 {
+	if quotaBytes <= 0 {
+		quotaBytes = DefaultQuotaBytes
+	}
+	return max(min(PressureMinReclaimableBytes, quotaBytes*PressureMinReclaimablePercent/100), DefragmentedBelowBytes)
 }
 
 // next is the member to defragment first among those due: a follower before the leader,

@@ -16,6 +16,9 @@ const quota = 1000 * mib
 
 var auto = maintenance.Policy{Mode: maintenance.Auto, QuotaBytes: quota, RecoverFromNoSpace: true}
 
+// autoscaled is auto with storage autoscaling able to raise the quota.
+var autoscaled = with(auto, func(p *maintenance.Policy) { p.QuotaAutoscaled = true })
+
 // member is a healthy follower whose file is size MiB with inUse MiB in use.
 func member(name string, id uint64, size, inUse int64) maintenance.Member {
 	return maintenance.Member{Name: name, ID: id, Reachable: true, Healthy: true, DBSize: size * mib, DBSizeInUse: inUse * mib}
@@ -23,6 +26,9 @@ func member(name string, id uint64, size, inUse int64) maintenance.Member {
 
 // clean is a healthy follower with nothing to reclaim.
 func clean(name string, id uint64) maintenance.Member { return member(name, id, 50, 50) }
+
+// clean24 is clean under a quota of 24 MiB: 5 MiB, all in use.
+func clean24(name string, id uint64) maintenance.Member { return member(name, id, 5, 5) }
 
 func leader(m maintenance.Member) maintenance.Member {
 	m.Leader = true
@@ -159,21 +165,21 @@ func TestPlan(t *testing.T) {
 			want: defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
 		},
 		{
-			name:   "auto: at exactly 80 % of the quota, 32 MiB to reclaim is due",
+			name:   "auto: at exactly 75 % of the quota, 32 MiB to reclaim is due",
 			policy: auto,
-			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 800, 768), clean("e-2", 3)),
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 750, 718), clean("e-2", 3)),
 			want:   defrag("e-1", 2, maintenance.ReasonQuotaPressure),
 		},
 		{
-			name:   "auto: at 80 % of the quota, a byte short of 32 MiB is not due",
+			name:   "auto: at 75 % of the quota, a byte short of 32 MiB is not due",
 			policy: auto,
-			obs:    cluster(leader(clean("e-0", 1)), bytes(clean("e-1", 2), 800*mib, 768*mib+1), clean("e-2", 3)),
+			obs:    cluster(leader(clean("e-0", 1)), bytes(clean("e-1", 2), 750*mib, 718*mib+1), clean("e-2", 3)),
 			want:   none(maintenance.ReasonBelowThresholds),
 		},
 		{
-			name:   "auto: a byte under 80 % of the quota is no pressure",
+			name:   "auto: a byte under 75 % of the quota is no pressure",
 			policy: auto,
-			obs:    cluster(leader(clean("e-0", 1)), bytes(clean("e-1", 2), 800*mib-1, 768*mib-1), clean("e-2", 3)),
+			obs:    cluster(leader(clean("e-0", 1)), bytes(clean("e-1", 2), 750*mib-1, 718*mib-1), clean("e-2", 3)),
 			want:   none(maintenance.ReasonBelowThresholds),
 		},
 		{
@@ -181,6 +187,50 @@ func TestPlan(t *testing.T) {
 			policy: with(auto, func(p *maintenance.Policy) { p.QuotaBytes = 0 }),
 			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 800, 768), clean("e-2", 3)),
 			want:   none(maintenance.ReasonBelowThresholds),
+		},
+		{
+			name:   "auto: a small quota's pressure asks for 5 % of it to reclaim, under 32 MiB",
+			policy: with(auto, func(p *maintenance.Policy) { p.QuotaBytes = 24 * mib }),
+			obs:    cluster(leader(clean24("e-0", 1)), bytes(clean("e-1", 2), 18*mib, 18*mib-24*mib/20), clean24("e-2", 3)),
+			want:   defrag("e-1", 2, maintenance.ReasonQuotaPressure),
+		},
+		{
+			name:   "auto: a small quota's pressure, a byte short of 5 % of it to reclaim, is not due",
+			policy: with(auto, func(p *maintenance.Policy) { p.QuotaBytes = 24 * mib }),
+			obs:    cluster(leader(clean24("e-0", 1)), bytes(clean("e-1", 2), 18*mib, 18*mib-24*mib/20+1), clean24("e-2", 3)),
+			want:   none(maintenance.ReasonBelowThresholds),
+		},
+		// Quota pressure with the quota autoscaled (quota 1000 MiB: the trigger at 750 MiB,
+		// 32 MiB to reclaim).
+		{
+			name:   "autoscaled: in use 32 MiB under the trigger is defragmented",
+			policy: autoscaled,
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 760, 718), clean("e-2", 3)),
+			want:   defrag("e-1", 2, maintenance.ReasonQuotaPressure),
+		},
+		{
+			name:   "autoscaled: in use a byte closer to the trigger is left to the quota raise",
+			policy: autoscaled,
+			obs:    cluster(leader(clean("e-0", 1)), bytes(clean("e-1", 2), 760*mib, 718*mib+1), clean("e-2", 3)),
+			want:   none(maintenance.ReasonQuotaRaiseDue),
+		},
+		{
+			name:   "autoscaled: in use at the trigger, however much to reclaim, is left to the quota raise",
+			policy: autoscaled,
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 900, 760), clean("e-2", 3)),
+			want:   none(maintenance.ReasonQuotaRaiseDue),
+		},
+		{
+			name:   "autoscaled: a member at the trigger defragmented less than MinInterval ago is left to the quota raise",
+			policy: autoscaled,
+			obs:    cluster(leader(clean("e-0", 1)), recent(member("e-1", 2, 800, 400)), clean("e-2", 3)),
+			want:   none(maintenance.ReasonQuotaRaiseDue),
+		},
+		{
+			name:   "autoscaled: a fragmented member is defragmented as without autoscaling",
+			policy: autoscaled,
+			obs:    cluster(leader(clean("e-0", 1)), member("e-1", 2, 400, 200), clean("e-2", 3)),
+			want:   defrag("e-1", 2, maintenance.ReasonFragmented),
 		},
 		{
 			name:   "auto: the follower with the most to reclaim first, whichever threshold it passes",
@@ -489,7 +539,7 @@ func TestPlanProperties(t *testing.T) {
 	g := NewWithT(t)
 	r := rand.New(rand.NewPCG(17, 45))
 	seen := map[string]int{}
-	for i := range 5000 {
+	for i := range 20000 {
 		p, o := generate(r)
 		a := maintenance.Plan(p, o)
 		seen[string(a.Kind)]++
@@ -528,7 +578,7 @@ func TestPlanProperties(t *testing.T) {
 	}
 	// The generated cases reach every kind of action, and the leader.
 	for _, k := range []string{"None", "Compact", "Defragment", "Disarm", "CannotRecover", "leader",
-		"CorruptAlarm", "QuotaPressure", "Fragmented", "Scheduled", "RunComplete"} {
+		"CorruptAlarm", "QuotaPressure", "QuotaRaiseDue", "Fragmented", "Scheduled", "RunComplete"} {
 		g.Expect(seen[k]).To(BeNumerically(">", 0), "no generated case gave %s", k)
 	}
 }
@@ -540,6 +590,7 @@ func generate(r *rand.Rand) (maintenance.Policy, maintenance.Observed) {
 		QuotaBytes:         quota,
 		ScheduledRunDue:    r.IntN(2) == 0,
 		RecoverFromNoSpace: r.IntN(4) != 0,
+		QuotaAutoscaled:    r.IntN(2) == 0,
 	}
 	var o maintenance.Observed
 	n := 1 + r.IntN(5)

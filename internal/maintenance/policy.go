@@ -6,13 +6,15 @@ import (
 	"time"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/autoscale"
 	"github.com/etcdpilot/etcdpilot/internal/backup"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 )
 
 // PolicyFor reads the Policy of cluster c at now from its spec.maintenance (fields left
-// empty, as in a cluster stored before they existed, take their defaults) and, for mode
+// empty, as in a cluster stored before they existed, take their defaults), whether storage
+// autoscaling can still raise its quota (below the ceiling of the quota), and, for mode
 // Schedule, whether a run is due: a scheduled time passed since the last run completed
 // (status.maintenance.lastScheduledRun), or since the cluster was created when none has.
 // It fails only on a schedule the API's validation should have refused.
@@ -28,6 +30,10 @@ func PolicyFor(c *etcdv1alpha1.EtcdCluster, now time.Time) (Policy, error) {
 	}
 	if q := resources.Effective(c).Etcd.QuotaBackendBytes; q != nil {
 		p.QuotaBytes = q.Value()
+	}
+	if resources.AutoscalingEnabled(c) {
+		quota := p.withDefaults().QuotaBytes
+		p.QuotaAutoscaled = quota < min(resources.MaxQuotaBytes(c), autoscale.EtcdMaxQuotaBytes)
 	}
 	switch spec.Defragmentation.Mode {
 	case etcdv1alpha1.DefragmentationDisabled:
