@@ -284,13 +284,14 @@ func seenVersions(ms, last []etcdv1alpha1.MemberStatus, pods map[string]membersh
 }
 
 // updatedMembers counts the members whose pods run the desired release and the current
-// spec and that answered with that release in this pass: a pod made at the new release
-// whose etcd has not started yet is not updated.
+// spec and that answered in this pass with that release (or with none: a status that
+// carries no version is judged by the pod's): a pod made at the new release whose etcd has
+// not started yet is not updated.
 func updatedMembers(o membership.Observed, details map[string]Detail) int {
 	n := 0
 	for _, m := range o.Members {
 		d, answered := details[m.Name]
-		if o.UpToDate(m.Name) && answered && d.Version == o.Upgrade.Desired() {
+		if o.UpToDate(m.Name) && answered && (d.Version == "" || d.Version == o.Upgrade.Desired()) {
 			n++
 		}
 	}
