@@ -76,8 +76,9 @@ var _ = Describe("autopilot", func() {
 				}
 			}
 		}
-		// Only just past the threshold: the operator acts on the data in use, etcd refuses
-		// writes on the file's size, and the file holds free pages as well. Writing on to a
+		// Only just past the threshold: the operator raises the quota once the data in use
+		// reaches it (a file that is there with less in use is defragmented first), etcd
+		// refuses writes on the file's size, and the file holds free pages as well. Writing on to a
 		// fixed count could reach the quota before any operator could have raised it (CI
 		// once saw a follower raise NOSPACE after the last write of a fixed 19 MiB).
 		threshold := int64(24<<20) * 75 / 100
