@@ -1,6 +1,7 @@
 // Package harness is what the scorecard tests do to a Kubernetes cluster: create an
 // EtcdCluster, wait for a state of it, resize it, destroy a member, read its events, back
-// it up to a claim, talk to its etcd, read its members' and the operator's metrics and its
+// it up to a claim, talk to its etcd (through the client Service, or to one member alone
+// for its status and its own data), read its members' and the operator's metrics and its
 // monitoring objects, ask a Prometheus what it scrapes, evaluates and alerts of it, and
 // delete everything again.
 //
@@ -10,7 +11,10 @@
 // keys were lost, does a backup's status describe a usable artifact, which samples a
 // metrics answer holds, was every member defragmented and the leader last, is an error
 // etcd's NOSPACE, are the cluster's and the operator's targets up in Prometheus, are the
-// cluster's rules loaded and healthy, is an alert active for it) are pure functions over the observed objects, tested without a cluster.
+// cluster's rules loaded and healthy, is an alert active for it, do the members' sampled
+// versions show one restarted at a time and health-gated, how long were writes
+// unacknowledged, do the members read alone show a divergence, which member does an event
+// blame) are pure functions over the observed objects, tested without a cluster.
 // GETs of metrics endpoints and of Prometheus's HTTP API go through Env.HTTP, which tests
 // replace.
 package harness

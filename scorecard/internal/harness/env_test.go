@@ -66,7 +66,9 @@ func TestPrepare(t *testing.T) {
 	g.Expect(example.Spec.DeletionPolicy).To(Equal(etcdv1alpha1.DeletionPolicyRetain))
 }
 
-func TestClientEndpointAndConnect(t *testing.T) {
+// clientSecret is a client Secret c-client-tls, with a certificate of a new CA.
+func clientSecret(t *testing.T) *corev1.Secret {
+	t.Helper()
 	g := NewWithT(t)
 	now := time.Now()
 	caPair, err := pki.NewCA("test CA", time.Hour, now)
@@ -75,11 +77,15 @@ func TestClientEndpointAndConnect(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	clientPair, err := ca.IssueClient("etcdpilot", time.Hour, now)
 	g.Expect(err).NotTo(HaveOccurred())
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-client-tls"},
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-client-tls"},
 		Data: map[string][]byte{"ca.crt": ca.CertPEM(), "tls.crt": clientPair.CertPEM, "tls.key": clientPair.KeyPEM}}
+}
 
+func TestClientEndpointAndConnect(t *testing.T) {
+	g := NewWithT(t)
+	secret := clientSecret(t)
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
-	_, err = harness.ClientEndpoint(c)
+	_, err := harness.ClientEndpoint(c)
 	g.Expect(err).To(MatchError(ContainSubstring("no status.clientService")))
 
 	c.Status.ClientService, c.Status.ClientSecret = "c-client", "c-client-tls"

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sort"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,11 +25,22 @@ func ClientEndpoint(c *etcdv1alpha1.EtcdCluster) (string, error) {
 	if c.Status.ClientService == "" {
 		return "", fmt.Errorf("EtcdCluster %s has no status.clientService", c.Name)
 	}
-	scheme := "https"
+	return fmt.Sprintf("%s://%s.%s.svc:%d", clientScheme(c), c.Status.ClientService, c.Namespace, cluster.ClientPort), nil
+}
+
+// MemberEndpoint is the URL of one member of c on its own, through the headless peer
+// Service: https://<member>.<peer service>.<namespace>.svc:2379, or http as ClientEndpoint.
+// The member certificate covers it (a wildcard under the peer Service).
+func MemberEndpoint(c *etcdv1alpha1.EtcdCluster, member string) string {
+	return fmt.Sprintf("%s://%s:%d", clientScheme(c), cluster.For(c).MemberHost(member), cluster.ClientPort)
+}
+
+// clientScheme is https, or http when TLS is disabled (no client Secret).
+func clientScheme(c *etcdv1alpha1.EtcdCluster) string {
 	if c.Status.ClientSecret == "" {
-		scheme = "http"
+		return "http"
 	}
-	return fmt.Sprintf("%s://%s.%s.svc:%d", scheme, c.Status.ClientService, c.Namespace, cluster.ClientPort), nil
+	return "https"
 }
 
 // TLSConfig is the client configuration from a client Secret's data: the certificate and
@@ -56,17 +69,70 @@ func (e *Env) Connect(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (etcd.Cl
 	if err != nil {
 		return nil, err
 	}
-	cfg := etcd.Config{Endpoints: []string{endpoint}}
-	if c.Status.ClientSecret != "" {
-		secret := &corev1.Secret{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Status.ClientSecret}, secret); err != nil {
-			return nil, fmt.Errorf("reading the client Secret %s: %w", c.Status.ClientSecret, err)
-		}
-		if cfg.TLS, err = TLSConfig(secret.Data); err != nil {
-			return nil, fmt.Errorf("client Secret %s: %w", c.Status.ClientSecret, err)
-		}
+	cfg, err := e.clientConfig(ctx, c, endpoint)
+	if err != nil {
+		return nil, err
 	}
 	return e.newEtcdClient(cfg)
+}
+
+// clientConfig is the configuration of a client of endpoint, one of c's, with the client
+// certificate of status.clientSecret.
+func (e *Env) clientConfig(ctx context.Context, c *etcdv1alpha1.EtcdCluster, endpoint string) (etcd.Config, error) {
+	cfg := etcd.Config{Endpoints: []string{endpoint}}
+	if c.Status.ClientSecret == "" {
+		return cfg, nil
+	}
+	secret := &corev1.Secret{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Status.ClientSecret}, secret); err != nil {
+		return cfg, fmt.Errorf("reading the client Secret %s: %w", c.Status.ClientSecret, err)
+	}
+	var err error
+	if cfg.TLS, err = TLSConfig(secret.Data); err != nil {
+		return cfg, fmt.Errorf("client Secret %s: %w", c.Status.ClientSecret, err)
+	}
+	return cfg, nil
+}
+
+// ReadFromMember reads key from member's own data: a serializable read on that member
+// alone, which answers from what the member holds, without asking the leader. A member
+// whose data differs from the others' serves its own value; a linearizable read (Get, through
+// the client Service) serves the majority's.
+func (e *Env) ReadFromMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, member, key string) (value string, found bool, err error) {
+	cfg, err := e.clientConfig(ctx, c, MemberEndpoint(c, member))
+	if err != nil {
+		return "", false, err
+	}
+	read := e.ReadLocal
+	if read == nil {
+		read = readLocal
+	}
+	value, found, err = read(ctx, cfg, key)
+	if err != nil {
+		return "", false, fmt.Errorf("reading %s from member %s alone: %w", key, member, err)
+	}
+	return value, found, nil
+}
+
+// readLocal is the serializable read of ReadFromMember, with clientv3: internal/etcd's
+// Client reads linearizably only, as the operator needs.
+func readLocal(ctx context.Context, cfg etcd.Config, key string) (string, bool, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, TLS: cfg.TLS,
+		DialTimeout: etcd.DefaultDialTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		return "", false, err
+	}
+	defer func() { _ = cli.Close() }() // the read is done by then
+	ctx, cancel := context.WithTimeout(ctx, etcd.CallTimeout)
+	defer cancel()
+	resp, err := cli.Get(ctx, key, clientv3.WithSerializable())
+	if err != nil {
+		return "", false, err
+	}
+	if len(resp.Kvs) == 0 {
+		return "", false, nil
+	}
+	return string(resp.Kvs[0].Value), true, nil
 }
 
 // WriteKeys writes n keys under prefix and returns them with their values.

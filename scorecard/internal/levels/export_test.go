@@ -21,3 +21,15 @@ func SetAutoPilotWaits(work, events, poll time.Duration) (restore func()) {
 		maintenanceWait, healWait, eventsWait, autoPilotPoll = oldMaintenance, oldHeal, oldEvents, oldPoll
 	}
 }
+
+// SetUpgradeTiming quickens level 2 for the in-process tests: the writer writes every
+// write, the members are sampled every sample (every sampleRestarting once one restarts),
+// and writes may go unacknowledged for unavailable in all. The returned function puts them
+// back.
+func SetUpgradeTiming(write, sample, sampleRestarting, unavailable time.Duration) (restore func()) {
+	oldWrite, oldSample, oldRestarting, oldLimit := writeEvery, sampleEvery, sampleEveryRestarting, unavailableLimit
+	writeEvery, sampleEvery, sampleEveryRestarting, unavailableLimit = write, sample, sampleRestarting, unavailable
+	return func() {
+		writeEvery, sampleEvery, sampleEveryRestarting, unavailableLimit = oldWrite, oldSample, oldRestarting, oldLimit
+	}
+}

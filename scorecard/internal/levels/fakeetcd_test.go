@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/url"
+	"strings"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
@@ -25,7 +28,9 @@ type fakeEtcds struct {
 // far as level 5 needs them: a rewritten value stays in the history until it is compacted;
 // every member's file grows to hold what is in use and shrinks only when the member is
 // defragmented; a file past the quota raises NOSPACE, after which writes are refused until
-// the alarm is disarmed.
+// the alarm is disarmed. It also holds what each member's own etcd answers, as far as
+// levels 2 and 5 ask one member alone: the release it runs, whether it is restarting, and
+// the values a test pod rewrote in its file.
 type fakeDB struct {
 	keys     map[string]string
 	revision int64
@@ -36,10 +41,32 @@ type fakeDB struct {
 	files   map[string]int64
 	quota   int64 // 0: none
 	noSpace bool
+	// members are the members' own etcd, by member name.
+	members map[string]*fakeMember
+	// writesFailUntil: writes time out until then, as while the client reconnects.
+	writesFailUntil time.Time
+	// nextRestart: the operator restarts no member for an upgrade before then.
+	nextRestart time.Time
 }
 
+// fakeMember is one member's etcd, as Status and serializable reads on its own endpoint
+// see it.
+type fakeMember struct {
+	version string
+	// downUntil: the member answers nothing until then (it is restarting).
+	downUntil time.Time
+	// diverged are the values a test pod rewrote in the member's file, by key: the member
+	// serves them from its own data, while reads through the client Service serve the
+	// majority's.
+	diverged map[string]string
+	// readAlone is when the member was last read alone (readLocal).
+	readAlone time.Time
+}
+
+func (m *fakeMember) down() bool { return time.Now().Before(m.downUntil) }
+
 func newFakeDB(keys map[string]string) *fakeDB {
-	d := &fakeDB{keys: map[string]string{}, files: map[string]int64{}}
+	d := &fakeDB{keys: map[string]string{}, files: map[string]int64{}, members: map[string]*fakeMember{}}
 	for k, v := range keys {
 		d.put(k, v)
 	}
@@ -68,6 +95,15 @@ func (f *fakeEtcds) with(endpoint string, fn func(d *fakeDB)) {
 		f.dbs[endpoint] = newFakeDB(nil)
 	}
 	fn(f.dbs[endpoint])
+}
+
+// each runs fn on every database, under the lock.
+func (f *fakeEtcds) each(fn func(d *fakeDB)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range f.dbs {
+		fn(d)
+	}
 }
 
 // snapshot returns a copy of the keys of endpoint.
@@ -112,14 +148,69 @@ func (d *fakeDB) largestFile() int64 {
 }
 
 // setMembers registers the files of members (a new member's holds what is in use) and
-// the quota.
-func (d *fakeDB) setMembers(members []string, quota int64) {
+// their etcd (a new member's runs version), and the quota.
+func (d *fakeDB) setMembers(members []string, quota int64, version string) {
 	for _, m := range members {
 		if _, ok := d.files[m]; !ok {
 			d.files[m] = d.inUse()
 		}
+		if d.members[m] == nil {
+			d.members[m] = &fakeMember{version: version}
+		}
 	}
 	d.quota = quota
+}
+
+// rewrite rewrites, in member's file, every occurrence of find in the keys' values with
+// replace: the member serves the rewritten values from its own data.
+func (d *fakeDB) rewrite(member, find, replace string) {
+	m := d.members[member]
+	if m == nil {
+		return
+	}
+	for k, v := range d.keys {
+		if strings.Contains(v, find) {
+			if m.diverged == nil {
+				m.diverged = map[string]string{}
+			}
+			m.diverged[k] = strings.ReplaceAll(v, find, replace)
+		}
+	}
+}
+
+// memberOf is the member an endpoint of one member names: the first label of its host
+// (harness.MemberEndpoint).
+func memberOf(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return ""
+	}
+	member, _, _ := strings.Cut(u.Hostname(), ".")
+	return member
+}
+
+// readLocal is the Env's serializable read from one member alone (harness.Env.ReadLocal):
+// what that member's own data holds.
+func (f *fakeEtcds) readLocal(_ context.Context, cfg etcd.Config, key string) (value string, found bool, err error) {
+	member := memberOf(cfg.Endpoints[0])
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range f.dbs {
+		m := d.members[member]
+		switch {
+		case m == nil:
+			continue
+		case m.down():
+			return "", false, fmt.Errorf("reading etcd key %q: %w", key, context.DeadlineExceeded)
+		}
+		m.readAlone = time.Now()
+		if v, ok := m.diverged[key]; ok {
+			return v, true, nil
+		}
+		value, found = d.keys[key]
+		return value, found, nil
+	}
+	return "", false, fmt.Errorf("dial tcp: lookup %s: no such host", cfg.Endpoints[0])
 }
 
 // defragment shrinks member's file to what is in use and returns its size before and after.
@@ -138,10 +229,14 @@ type fakeKV struct {
 	endpoint string
 }
 
-// Put writes key, unless NOSPACE is raised. Like etcd, it applies the write that takes a
-// file past the quota and answers it with NOSPACE all the same.
+// Put writes key, unless NOSPACE is raised or writes fail (writesFailUntil). Like etcd, it applies
+// the write that takes a file past the quota and answers it with NOSPACE all the same.
 func (c *fakeKV) Put(_ context.Context, key, value string) (err error) {
 	c.etcds.with(c.endpoint, func(d *fakeDB) {
+		if time.Now().Before(d.writesFailUntil) {
+			err = rpctypes.ErrTimeout
+			return
+		}
 		if d.noSpace {
 			err = rpctypes.ErrNoSpace
 			return
@@ -162,9 +257,23 @@ func (c *fakeKV) Get(_ context.Context, key string) (value string, found bool, e
 	return value, found, nil
 }
 
-// Status reports the largest member file: the scorecard asks through the client Service,
-// which may reach any member.
+// Status on the client Service reports the largest member file: the Service may reach any
+// member. On one member's own endpoint it reports that member's release, and nothing while
+// it restarts.
 func (c *fakeKV) Status(_ context.Context, endpoint string) (s etcd.MemberStatus, err error) {
+	if endpoint != c.endpoint {
+		c.etcds.with(c.endpoint, func(d *fakeDB) {
+			switch m := d.members[memberOf(endpoint)]; {
+			case m == nil:
+				err = fmt.Errorf("etcd status of %s: dial tcp: lookup: no such host", endpoint)
+			case m.down():
+				err = fmt.Errorf("etcd status of %s: %w", endpoint, context.DeadlineExceeded)
+			default:
+				s = etcd.MemberStatus{Endpoint: endpoint, MemberID: 1, LeaderID: 1, Version: m.version, Revision: d.revision}
+			}
+		})
+		return s, err
+	}
 	c.etcds.with(c.endpoint, func(d *fakeDB) {
 		s = etcd.MemberStatus{Endpoint: endpoint, MemberID: 1, LeaderID: 1, DBSize: d.largestFile(), DBSizeInUse: d.inUse(), Revision: d.revision}
 		if d.noSpace {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,6 +104,18 @@ type fakeOperator struct {
 	// data was rewritten (spec.consistencyCheck Replace). Without it, a cluster with
 	// spec.consistencyCheck.interval is still found Consistent at every round.
 	healing bool
+	// blameOther makes the MemberCorrupt event of a replacement name another member than
+	// the one replaced.
+	blameOther bool
+	// unseenRewrite makes a test pod's rewrite of a member's file succeed without changing
+	// what the member serves (the operator still replaces the member).
+	unseenRewrite bool
+	// restartFor is how long a member restarted by an upgrade answers nothing; the next
+	// member is restarted restartFor after it answers again. writesFailFor is how long writes
+	// through the client Service fail at each restart.
+	restartFor, writesFailFor time.Duration
+	// restartTwo makes an upgrade restart two members at once.
+	restartTwo bool
 
 	mu        sync.Mutex
 	ids       map[string]string // member name -> etcd ID
@@ -112,7 +125,7 @@ type fakeOperator struct {
 	sources   map[string]string                              // backup name -> endpoint of the backed-up cluster
 	restored  map[string]bool                                // UIDs of restored clusters
 	defrags   map[string]*etcdv1alpha1.DefragmentationRecord // member name -> its last defragmentation
-	rewritten map[string]bool                                // claims whose data a test pod rewrote
+	rewritten map[string]time.Time                           // claims whose data a test pod rewrote, and when
 	lost      map[string]map[string]bool                     // cluster UID -> members whose data was lost since it was last recovered
 	nextEvent int
 }
@@ -154,11 +167,26 @@ func verifying(o *fakeOperator) { o.verifying = true }
 // healing makes the operator recover from quorum loss and replace corrupt members.
 func healing(o *fakeOperator) { o.healing = true }
 
+// blameOther makes the healing operator's MemberCorrupt event name a member it did not
+// replace.
+func blameOther(o *fakeOperator) { o.blameOther = true }
+
+// unseenRewrite makes the rewrite of a member's file invisible in what the member serves.
+func unseenRewrite(o *fakeOperator) { o.unseenRewrite = true }
+
+// restartTwo makes upgrades restart two members at once.
+func restartTwo(o *fakeOperator) { o.restartTwo = true }
+
+// unavailableDuringRestarts makes writes through the client Service fail for 250 ms at
+// each restart of an upgrade, longer than the restart itself.
+func unavailableDuringRestarts(o *fakeOperator) { o.writesFailFor = 250 * time.Millisecond }
+
 func startFakeOperator(t *testing.T, c client.Client, ns string, etcds *fakeEtcds, events bool, opts ...fakeOption) *fakeOperator {
 	t.Helper()
 	o := &fakeOperator{c: c, ns: ns, etcds: etcds, events: events, ids: map[string]string{},
+		restartFor: 150 * time.Millisecond, writesFailFor: 20 * time.Millisecond,
 		snapshots: map[string]map[string]string{}, sources: map[string]string{}, restored: map[string]bool{},
-		defrags: map[string]*etcdv1alpha1.DefragmentationRecord{}, rewritten: map[string]bool{}, lost: map[string]map[string]bool{}}
+		defrags: map[string]*etcdv1alpha1.DefragmentationRecord{}, rewritten: map[string]time.Time{}, lost: map[string]map[string]bool{}}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -211,14 +239,20 @@ func (o *fakeOperator) runTestPods(ctx context.Context) {
 		if p.Status.Phase != "" || len(p.Spec.Volumes) == 0 || p.Spec.Volumes[0].PersistentVolumeClaim == nil {
 			continue
 		}
+		// The container runs, then the pod reports that it ended: the test reads the member
+		// once it sees the pod end.
+		claim := p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName
+		if args := p.Spec.Containers[0].Args; !o.unseenRewrite && len(args) == 3 { // file, find, replace
+			member := strings.TrimSuffix(claim, "-data")
+			o.etcds.each(func(d *fakeDB) { d.rewrite(member, args[1], args[2]) })
+		}
+		o.mu.Lock()
+		o.rewritten[claim] = time.Now()
+		o.mu.Unlock()
 		p.Status.Phase = corev1.PodSucceeded
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "corrupt", State: corev1.ContainerState{
 			Terminated: &corev1.ContainerStateTerminated{Message: "rewrote 1 occurrences of the canary"}}}}
-		if o.c.Status().Update(ctx, p) == nil {
-			o.mu.Lock()
-			o.rewritten[p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName] = true
-			o.mu.Unlock()
-		}
+		_ = o.c.Status().Update(ctx, p) // a conflict is retried on the next round
 	}
 }
 
@@ -262,8 +296,7 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 	var members []etcdv1alpha1.MemberStatus
 	for i := range int(c.Spec.Size) {
 		name := names.MemberName(i)
-		members = append(members, etcdv1alpha1.MemberStatus{Name: name, ID: o.ensureMember(ctx, c, name),
-			Healthy: true, Leader: i == 0, Version: c.Spec.Version})
+		members = append(members, etcdv1alpha1.MemberStatus{Name: name, ID: o.ensureMember(ctx, c, name), Leader: i == 0})
 	}
 	var recovery *etcdv1alpha1.RecoveryStatus
 	if o.healing {
@@ -279,6 +312,15 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		_ = o.c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: names.PVCName(name)}})
 	}
 	o.observeEtcd(ctx, c, members)
+	ready, current := int32(0), c.Spec.Version
+	for _, m := range members {
+		if m.Healthy {
+			ready++
+		}
+		if m.Version != c.Spec.Version {
+			current = m.Version
+		}
+	}
 	_ = o.c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: names.ClientService()},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: cluster.ClientPort}}}})
 	if o.events {
@@ -307,7 +349,7 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 	c.Status = etcdv1alpha1.EtcdClusterStatus{
 		ObservedGeneration: c.Generation,
 		Conditions:         conditions,
-		Members:            members, ReadyMembers: c.Spec.Size, CurrentVersion: c.Spec.Version,
+		Members:            members, ReadyMembers: ready, CurrentVersion: current,
 		ClientService: names.ClientService(), ClientSecret: "", // plain http: the fake etcd needs no certificate
 		Recovery: recovery, Consistency: consistency,
 	}
@@ -326,13 +368,19 @@ func (o *fakeOperator) observeEtcd(ctx context.Context, c *etcdv1alpha1.EtcdClus
 	for i, m := range members {
 		names[i] = m.Name
 	}
-	o.etcds.with(endpoint(c), func(d *fakeDB) { d.setMembers(names, quota) })
+	o.etcds.with(endpoint(c), func(d *fakeDB) {
+		d.setMembers(names, quota, c.Spec.Version)
+		o.upgrade(d, names, c.Spec.Version)
+	})
 	if o.maintaining {
 		o.maintain(ctx, c, names)
 	}
 	o.etcds.with(endpoint(c), func(d *fakeDB) {
 		for i := range members {
 			m := &members[i]
+			if own := d.members[m.Name]; own != nil {
+				m.Version, m.Healthy = own.version, !own.down()
+			}
 			m.DBSize, m.DBSizeInUse = d.files[m.Name], d.inUse()
 			if m.DBSize > 0 {
 				m.FragmentationPercent = int32(100 * (m.DBSize - m.DBSizeInUse) / m.DBSize)
@@ -347,6 +395,34 @@ func (o *fakeOperator) observeEtcd(ctx context.Context, c *etcdv1alpha1.EtcdClus
 	for i := range members {
 		members[i].LastDefragmentation = o.defrags[members[i].Name].DeepCopy()
 	}
+}
+
+// upgrade restarts the members of d at version one at a time, followers first and the
+// leader (the first of names) last, each only once the one before has answered again for
+// restartFor (health gating); with restartTwo, two at once. Each restart makes writes
+// through the client Service fail for writesFailFor.
+func (o *fakeOperator) upgrade(d *fakeDB, names []string, version string) {
+	now := time.Now()
+	if len(names) == 0 || now.Before(d.nextRestart) {
+		return
+	}
+	var outdated []string
+	for _, m := range append(slices.Clone(names[1:]), names[0]) {
+		if d.members[m].version != version {
+			outdated = append(outdated, m)
+		}
+	}
+	if len(outdated) == 0 {
+		return
+	}
+	n := 1
+	if o.restartTwo {
+		n = 2
+	}
+	for _, m := range outdated[:min(n, len(outdated))] {
+		d.members[m].version, d.members[m].downUntil = version, now.Add(o.restartFor)
+	}
+	d.writesFailUntil, d.nextRestart = now.Add(o.writesFailFor), now.Add(2*o.restartFor)
 }
 
 // maintain is the operator's maintenance of c, whose members are names (the first is the
@@ -583,8 +659,10 @@ func (o *fakeOperator) recover(ctx context.Context, c *etcdv1alpha1.EtcdCluster,
 }
 
 // replaceRewritten replaces the members of c whose data a test pod rewrote, when
-// spec.consistencyCheck is Replace: their claim and pod are deleted (ensureMember gives
-// them a new ID), with a MemberCorrupt event.
+// spec.consistencyCheck is Replace, at the next consistency check: the first round after
+// the test read the member alone, as level 5 does right after the rewrite (the real check
+// is most of a minute away then), or consistencyCheckAfter the rewrite. Their claim and pod
+// are deleted (ensureMember gives them a new ID), with a MemberCorrupt event.
 func (o *fakeOperator) replaceRewritten(ctx context.Context, c *etcdv1alpha1.EtcdCluster) {
 	if c.Spec.ConsistencyCheck.Mode != etcdv1alpha1.ConsistencyCheckReplace {
 		return
@@ -592,9 +670,15 @@ func (o *fakeOperator) replaceRewritten(ctx context.Context, c *etcdv1alpha1.Etc
 	names := cluster.For(c)
 	for i := range int(c.Spec.Size) {
 		member := names.MemberName(i)
+		var readAlone time.Time
+		o.etcds.with(endpoint(c), func(d *fakeDB) {
+			if m := d.members[member]; m != nil {
+				readAlone = m.readAlone
+			}
+		})
 		o.mu.Lock()
-		rewritten := o.rewritten[names.PVCName(member)]
-		if rewritten {
+		at, rewritten := o.rewritten[names.PVCName(member)]
+		if rewritten = rewritten && (readAlone.After(at) || time.Since(at) >= consistencyCheckAfter); rewritten {
 			delete(o.rewritten, names.PVCName(member))
 			delete(o.ids, member) // a replacement, not a loss
 		}
@@ -602,9 +686,21 @@ func (o *fakeOperator) replaceRewritten(ctx context.Context, c *etcdv1alpha1.Etc
 		if !rewritten {
 			continue
 		}
-		o.event(ctx, c, corev1.EventTypeWarning, etcdv1alpha1.ReasonMemberCorrupt, "member "+member+" differs from the majority")
+		// As the operator words it: the member that differs first, then the majority.
+		blamed, others := member, []string{}
+		for j := range int(c.Spec.Size) {
+			if other := names.MemberName(j); other != member {
+				others = append(others, other)
+			}
+		}
+		if o.blameOther {
+			blamed, others[0] = others[0], member
+		}
+		o.event(ctx, c, corev1.EventTypeWarning, etcdv1alpha1.ReasonMemberCorrupt, fmt.Sprintf(
+			"Consistency check at revision 7: %s's hash 0badbeef differs from 600dbeef of %s at revision 7", blamed, strings.Join(others, ", ")))
 		_ = o.c.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: names.PVCName(member)}})
 		_ = o.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: member}})
+		o.etcds.with(endpoint(c), func(d *fakeDB) { delete(d.members, member) }) // the new member holds the majority's data
 	}
 }
 
@@ -624,6 +720,10 @@ func (o *fakeOperator) ensureMonitoring(ctx context.Context, c *etcdv1alpha1.Etc
 	_ = o.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-dashboard",
 		Labels: map[string]string{"grafana_dashboard": "1"}, OwnerReferences: owner}})
 }
+
+// consistencyCheckAfter is when, at the latest, the fake operator's next consistency check
+// runs after a test pod rewrote a member's data.
+const consistencyCheckAfter = 2 * time.Second
 
 // The operator's metrics Service, as OLM creates it from the bundle, and the token of the
 // test's ServiceAccount.

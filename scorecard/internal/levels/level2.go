@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,14 +22,53 @@ import (
 // while one member at a time is replaced.
 const upgradeSize = 3
 
-// writeEvery is how often the writer writes during an upgrade: 5 writes a second.
-const writeEvery = 200 * time.Millisecond
+// unavailablePerRestart is how long writes through the client Service may go
+// unacknowledged for each member the upgrade restarts. Two members of three keep quorum, so
+// a restarted follower costs writes nothing in etcd itself; the leader is restarted only
+// after leadership moved, which holds proposals for at most about an election timeout (1 s
+// by default). What remains is the client: it holds one connection, through the Service, to
+// one member, and when that member stops it reconnects to another ready one, about a second
+// while kube-proxy drops the stopping pod. The writer counts an outage from the start of its
+// first failed attempt (an attempt waits up to 5 x writeEvery, 1 s) to the end of the next
+// acknowledged one (writeEvery later at best), up to a second more than etcd's own. Together,
+// at their worst on a loaded 2-core node, about 3 s a restart. A cluster that refuses writes
+// for as long as a member takes to restart (the pod ends, a new one starts, etcd replays its
+// log: 10 s or more) exceeds it at the first restart.
+const unavailablePerRestart = 3 * time.Second
+
+// maxUnavailable is how long, in all, writes may go unacknowledged during level 2's upgrade,
+// in which each of the upgradeSize members restarts once: 9 s.
+const maxUnavailable = upgradeSize * unavailablePerRestart
+
+// sampleTimeout bounds each member's answer in a sample of the versions: a member that has
+// not answered its Status by then is taken as down. A member that serves answers within
+// milliseconds; a stopped one would hold the call until the deadline.
+const sampleTimeout = 2 * time.Second
+
+// Level 2's pace, which the in-process tests quicken to the fakes' restarts of milliseconds
+// (SetUpgradeTiming).
+var (
+	// writeEvery is how often the writer writes during an upgrade: 5 writes a second.
+	writeEvery = 200 * time.Millisecond
+	// sampleEvery is how often the members' versions are sampled while every member answers
+	// at once; sampleEveryRestarting from the first sample in which one does not (or is slow
+	// to), to the end. Health gating is judged between consecutive samples: the member that
+	// stops answering must not do so before the one restarted before it answers again. With
+	// an operator that acts as soon as the member restarted before is Ready, the two may be
+	// only a few hundred milliseconds apart (the kubelet's readiness probe runs every 2 s, the
+	// operator reacts to it within a second), which samples a second apart would miss.
+	sampleEvery           = time.Second
+	sampleEveryRestarting = 250 * time.Millisecond
+	// unavailableLimit is the bound level 2 applies: maxUnavailable.
+	unavailableLimit = maxUnavailable
+)
 
 // seamlessUpgrades (level 2): a 3-member cluster of the newest release of the previous
-// minor version is upgraded to the newest release the bundle supports, without losing an
-// acknowledged write. The API server is first asked, in a dry run, whether spec.version
-// may change at all; today it refuses (the CRD forbids the change), and the test fails
-// with its answer.
+// minor version is upgraded to the newest release the bundle supports: without losing an
+// acknowledged write, with writes unacknowledged for at most maxUnavailable in all, and,
+// as the members' own etcd shows it, one member restarted at a time, each once the one
+// before answers at the new version. The API server is first asked, in a dry run, whether
+// spec.version may change at all; when it refuses, the test fails with its answer.
 func seamlessUpgrades(ctx context.Context, in Input, r *report.Report) {
 	supported := bundle.SupportedVersions(in.Bundle.CSV)
 	r.Logf("the bundle supports etcd %s", joinVersions(supported))
@@ -56,15 +96,23 @@ func seamlessUpgrades(ctx context.Context, in Input, r *report.Report) {
 		r.Fail(fmt.Sprintf("asking the API server to accept spec.version %s: %v", to, err))
 		return
 	}
-	upgrade(ctx, in, r, c, to.String())
+	upgrade(ctx, in, r, c, from.String(), to.String())
 }
 
-// upgrade waits for c to settle, then changes spec.version to version while a writer
-// writes, and checks that every write etcd acknowledged survived.
-func upgrade(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, version string) {
+// upgrade waits for c to settle, then changes spec.version from from to to while a writer
+// writes and a sampler asks every member for its version. Once every member runs to, it
+// checks that every write etcd acknowledged survived, that writes were not unacknowledged
+// for longer than unavailableLimit in all, and that the samples show a rolling, health-gated
+// upgrade (harness.CheckRollingUpgrade). The three checks are independent: each failure is
+// reported.
+func upgrade(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, from, to string) {
 	var cli etcd.Client
 	var w *writer
+	var s *sampler
 	defer func() {
+		if s != nil {
+			s.stop()
+		}
 		if w != nil {
 			w.stop()
 		}
@@ -72,7 +120,13 @@ func upgrade(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.Et
 			_ = cli.Close() // the result is known by then
 		}
 	}()
-	runSteps(r,
+	var members []string
+	var changed time.Time // when spec.version was set: the origin of the checks' times
+	endpoints := map[string]string{}
+	var samples []harness.VersionSample
+	var acked map[string]string
+	var attempts []harness.WriteAttempt
+	ok := runSteps(r,
 		settleStep(ctx, in, c, upgradeSize),
 		step{"start writing 5 keys a second", func() error {
 			var err error
@@ -82,28 +136,72 @@ func upgrade(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.Et
 			}
 			return err
 		}},
-		step{"set spec.version to " + version, func() error { return in.Env.SetVersion(ctx, c, version, false) }},
-		step{"wait until every member runs " + version, func() error {
-			return in.Env.WaitFor(ctx, c, "every member on "+version, harness.All(harness.RunsVersion(version), harness.Settled(upgradeSize)))
+		step{"set spec.version to " + to + ", and ask every member for its version every second, 4 times a second once one restarts", func() error {
+			for _, m := range c.Status.Members {
+				members = append(members, m.Name)
+				endpoints[m.Name] = harness.MemberEndpoint(c, m.Name)
+			}
+			changed, s = time.Now(), startSampler(ctx, cli, endpoints)
+			return in.Env.SetVersion(ctx, c, to, false)
 		}},
-		step{"check every acknowledged write", func() error {
-			acked, failed := w.stop()
-			r.Logf("%d writes acknowledged, %d not acknowledged during the upgrade", len(acked), failed)
-			return checkKeys(ctx, in, c, acked)
+		step{"wait until every member runs " + to, func() error {
+			err := in.Env.WaitFor(ctx, c, "every member on "+to, harness.All(harness.RunsVersion(to), harness.Settled(upgradeSize)))
+			if err == nil {
+				acked, attempts = w.stop()
+				samples = append(s.stop(), harness.SampleVersions(ctx, cli, endpoints, sampleTimeout))
+			}
+			return err
 		}},
 	)
+	if !ok {
+		return
+	}
+	runSteps(r, step{"check every acknowledged write", func() error {
+		r.Logf("%d writes acknowledged, %d not acknowledged during the upgrade", len(acked), len(attempts)-len(acked))
+		return checkKeys(ctx, in, c, acked)
+	}})
+	runSteps(r, step{fmt.Sprintf("check that writes went unacknowledged for at most %s in all (%s for each of the %d members restarted)",
+		unavailableLimit, unavailableLimit/upgradeSize, upgradeSize), func() error {
+		return checkUnavailability(r, attempts, changed)
+	}})
+	runSteps(r, step{"check the members' versions: one member restarted at a time, each once the one before answered at " + to, func() error {
+		r.Logf("the members' versions, %s: %s", fromChange, harness.DescribeRestarts(members, to, samples))
+		if err := harness.CheckRollingUpgrade(members, from, to, samples); err != nil {
+			return fmt.Errorf("%w (%s)", err, fromChange)
+		}
+		return nil
+	}})
 }
 
-// writer writes a new key every writeEvery until stopped, and remembers the writes etcd
-// acknowledged. A write that failed may or may not have happened, so only acknowledged
-// ones are checked.
+// fromChange says where the times of level 2's checks count from.
+const fromChange = "times from the change of spec.version"
+
+// checkUnavailability logs the outages of attempts and fails when they add up to more than
+// unavailableLimit.
+func checkUnavailability(r *report.Report, attempts []harness.WriteAttempt, changed time.Time) error {
+	if len(attempts) == 0 {
+		return errors.New("the writer tried no write")
+	}
+	outages := harness.Outages(attempts)
+	total, err := harness.CheckOutages(outages, unavailableLimit, changed)
+	r.Logf("writes went unacknowledged %d times, for %s in all", len(outages), total.Round(time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("%w, %s: a rolling upgrade of %d members allows about an election timeout and a reconnection for each restart",
+			err, fromChange, upgradeSize)
+	}
+	return nil
+}
+
+// writer writes a new key every writeEvery until stopped, and remembers every attempt and
+// the writes etcd acknowledged. A write that failed may or may not have happened, so only
+// acknowledged ones are checked.
 type writer struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
 
-	acked  map[string]string
-	failed int
+	acked    map[string]string
+	attempts []harness.WriteAttempt
 }
 
 func startWriter(ctx context.Context, cli etcd.Client, prefix string) *writer {
@@ -121,24 +219,100 @@ func startWriter(ctx context.Context, cli etcd.Client, prefix string) *writer {
 			}
 			key, value := fmt.Sprintf("%s/%06d", prefix, i), fmt.Sprintf("write %d", i)
 			wctx, wcancel := context.WithTimeout(ctx, 5*writeEvery)
-			if err := cli.Put(wctx, key, value); err != nil {
-				w.failed++
-			} else {
+			start := time.Now()
+			err := cli.Put(wctx, key, value)
+			wcancel()
+			if ctx.Err() != nil {
+				return // cut short by the stop: neither acknowledged nor failed
+			}
+			w.attempts = append(w.attempts, harness.WriteAttempt{Start: start, End: time.Now(), Acked: err == nil})
+			if err == nil {
 				w.acked[key] = value
 			}
-			wcancel()
 		}
 	}()
 	return w
 }
 
-// stop stops the writer and returns what it wrote; it may be called more than once.
-func (w *writer) stop() (acked map[string]string, failed int) {
+// stop stops the writer and returns what etcd acknowledged and every attempt, in order; it
+// may be called more than once.
+func (w *writer) stop() (acked map[string]string, attempts []harness.WriteAttempt) {
 	w.once.Do(func() {
 		w.cancel()
 		<-w.done
 	})
-	return w.acked, w.failed
+	return w.acked, w.attempts
+}
+
+// sampler takes harness.SampleVersions of the members until stopped: every sampleEvery
+// until a sample shows a member silent or has not ended within sampleEveryRestarting, then
+// every sampleEveryRestarting. Samples overlap: one waits up to sampleTimeout for a member
+// that does not answer while the next ones start.
+type sampler struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+
+	mu      sync.Mutex
+	samples []harness.VersionSample
+}
+
+func startSampler(ctx context.Context, cli etcd.Client, endpoints map[string]string) *sampler {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &sampler{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		var inFlight sync.WaitGroup
+		defer inFlight.Wait()
+		restarting := false
+		for {
+			start := time.Now()
+			answered := make(chan bool, 1)
+			inFlight.Go(func() {
+				sample := harness.SampleVersions(ctx, cli, endpoints, sampleTimeout)
+				if ctx.Err() != nil {
+					return // cut short by the stop: a member's silence says nothing
+				}
+				s.mu.Lock()
+				s.samples = append(s.samples, sample)
+				s.mu.Unlock()
+				answered <- len(sample.Silent()) == 0
+			})
+			if !restarting {
+				select {
+				case <-ctx.Done():
+					return
+				case all := <-answered:
+					restarting = !all
+				case <-time.After(sampleEveryRestarting):
+					restarting = true
+				}
+			}
+			next := sampleEvery
+			if restarting {
+				next = sampleEveryRestarting
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(start.Add(next))):
+			}
+		}
+	}()
+	return s
+}
+
+// stop stops the sampler and returns its samples in time order; it may be called more than
+// once.
+func (s *sampler) stop() []harness.VersionSample {
+	s.once.Do(func() {
+		s.cancel()
+		<-s.done
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slices.SortFunc(s.samples, func(a, b harness.VersionSample) int { return a.At.Compare(b.At) })
+	return s.samples
 }
 
 func joinVersions(vs []bundle.Version) string {

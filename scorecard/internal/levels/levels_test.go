@@ -214,7 +214,8 @@ func (f *fakeCluster) deps() levels.Deps {
 				{Name: "podmonitors", Kind: "PodMonitor"}, {Name: "prometheusrules", Kind: "PrometheusRule"}, {Name: "servicemonitors", Kind: "ServiceMonitor"}}})
 		}
 		return &harness.Env{
-			Client: f.client, Namespace: namespace, Report: r, NewEtcdClient: f.etcds.factory(), Poll: 10 * time.Millisecond,
+			Client: f.client, Namespace: namespace, Report: r, NewEtcdClient: f.etcds.factory(), ReadLocal: f.etcds.readLocal,
+			Poll:      10 * time.Millisecond,
 			Discovery: &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: lists}},
 			HTTP:      f.operator.transport(),
 			Token:     func() (string, error) { return testToken, nil },
@@ -279,15 +280,70 @@ func TestSeamlessUpgradesRefused(t *testing.T) {
 	g.Expect(res.Log).To(ContainSubstring("the bundle supports etcd 3.5.35, 3.6.15, 3.6.16, 3.7.2, 3.7.3"))
 }
 
-// The path taken once the operator rolls upgrades: here the fake operator "upgrades" at
-// once.
+// runUpgrade runs level 2 against a fake operator that rolls upgrades, at the fakes' pace:
+// each restart takes 150 ms and makes writes fail for 20 ms (opts change that), the writer
+// writes every 10 ms, the members are sampled every 20 ms (5 ms once one restarts), and
+// writes may go unacknowledged for 300 ms in all.
+func runUpgrade(t *testing.T, opts ...fakeOption) scapiv1alpha3.TestResult {
+	t.Helper()
+	t.Cleanup(levels.SetUpgradeTiming(10*time.Millisecond, 20*time.Millisecond, 5*time.Millisecond, 300*time.Millisecond))
+	return newFakeCluster(t, false, interceptor.Funcs{}, opts...).run(t, "level-2-seamless-upgrades")
+}
+
+// The checks of level 2 once every member runs the new release.
+var upgradeChecks = []string{
+	`check every acknowledged write`,
+	`check that writes went unacknowledged for at most 300ms in all \(100ms for each of the 3 members restarted\)`,
+	`check the members' versions: one member restarted at a time, each once the one before answered at 3\.7\.3`,
+}
+
+// An operator that restarts one member at a time, each once the one before answers at the
+// new release, with writes failing for 20 ms at each restart: the test passes, and the log
+// tells how the members went.
 func TestSeamlessUpgradesAccepted(t *testing.T) {
 	g := NewWithT(t)
-	f := newFakeCluster(t, false, interceptor.Funcs{})
-	res := f.run(t, "level-2-seamless-upgrades")
+	res := runUpgrade(t)
 	g.Expect(res.State).To(Equal(scapiv1alpha3.PassState), res.Log)
 	g.Expect(res.Log).To(ContainSubstring("wait until every member runs 3.7.3: done"))
-	g.Expect(res.Log).To(MatchRegexp(`\d+ writes acknowledged, 0 not acknowledged`))
+	for _, check := range upgradeChecks {
+		g.Expect(res.Log).To(MatchRegexp(check+`: done in`), check)
+	}
+	g.Expect(res.Log).To(MatchRegexp(`\d+ writes acknowledged, \d+ not acknowledged during the upgrade`))
+	g.Expect(res.Log).To(MatchRegexp(`writes went unacknowledged [0-3] times, for \d+m?s in all`))
+	g.Expect(res.Log).To(MatchRegexp(`the members' versions, times from the change of spec\.version: \d+ samples over \d\.\d s; ` +
+		`(sc-l2-[a-z0-9]{5})-1 silent from \d\.\d s, answering 3\.7\.3 from \d\.\d s; ` +
+		`sc-l2-[a-z0-9]{5}-2 silent from \d\.\d s, answering 3\.7\.3 from \d\.\d s; ` +
+		`sc-l2-[a-z0-9]{5}-0 silent from \d\.\d s, answering 3\.7\.3 from \d\.\d s`))
+}
+
+// An operator whose cluster refuses writes for 250 ms at each restart, more than twice what
+// the test allows in all (the last outage may be cut short by the end of the upgrade): the
+// unavailability check fails, the others pass.
+func TestSeamlessUpgradesUnavailableTooLong(t *testing.T) {
+	g := NewWithT(t)
+	res := runUpgrade(t, unavailableDuringRestarts)
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(HaveExactElements(MatchRegexp(`^check that writes went unacknowledged for at most 300ms in all .*: ` +
+		`writes through the client Service went unacknowledged for 0\.[5-9] s in all, more than 0\.3 s \((0\.\d s from -?\d\.\d s, ){2}0\.\d s from \d\.\d s\), times from the change of spec\.version: ` +
+		`a rolling upgrade of 3 members allows about an election timeout and a reconnection for each restart$`)))
+	for _, check := range []string{upgradeChecks[0], upgradeChecks[2]} {
+		g.Expect(res.Log).To(MatchRegexp(check+`: done in`), check)
+	}
+}
+
+// An operator that restarts two members at once: the samples see both silent, and the
+// check of the members' versions fails; the writes, never failing longer than the bound,
+// pass.
+func TestSeamlessUpgradesTwoAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	res := runUpgrade(t, restartTwo)
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(HaveExactElements(MatchRegexp(`^check the members' versions: .*: at \d\.\d s members ` +
+		`(sc-l2-[a-z0-9]{5})-1 and sc-l2-[a-z0-9]{5}-2 did not answer at the same time: more than one member was down or restarting ` +
+		`\(times from the change of spec\.version\)$`)))
+	for _, check := range upgradeChecks[:2] {
+		g.Expect(res.Log).To(MatchRegexp(check+`: done in`), check)
+	}
 }
 
 // scalingSteps are the steps of level 3 before the backup.
@@ -599,9 +655,11 @@ var (
 		`write 20 keys and a canary key`,
 		`wait for a consistency check that finds the members consistent, canary included`,
 		`rewrite the canary's value in a follower's database file while it runs`,
+		`read the canary from each member alone \(serializable\): the rewritten member serves the rewritten value, the others the original`,
 		`wait until the operator replaces that member \(a new member ID\), 3 ready members`,
-		`read back the 20 keys and the canary`,
-		`look for the event MemberCorrupt`,
+		`read back the 20 keys and the canary through the client Service \(linearizable: the majority's data\)`,
+		`read the canary from each member alone: every member, the new one included, serves the original`,
+		`look for the event MemberCorrupt: it names the rewritten member, and no event blames another`,
 	}
 )
 
@@ -637,6 +695,10 @@ func TestAutoPilot(t *testing.T) {
 		`recovered from sc-l5-[a-z0-9]{5}-quorum-\d \(recovery \d{8}-\d{6}\), revisions raised by 1000000000`,
 		`events about EtcdCluster sc-l5-[a-z0-9]{5}-quorum: Normal RecoverySucceeded x1`,
 		`member sc-l5-[a-z0-9]{5}-corrupt-2: rewrote 1 occurrences of the canary`,
+		`/etcdpilot-scorecard/(sc-l5-[a-z0-9]{5}-corrupt)/canary from each member's own data: ` +
+			`sc-l5-[a-z0-9]{5}-corrupt-0 the original value, sc-l5-[a-z0-9]{5}-corrupt-1 the original value, sc-l5-[a-z0-9]{5}-corrupt-2 the rewritten value\n`,
+		`/etcdpilot-scorecard/(sc-l5-[a-z0-9]{5}-corrupt)/canary from each member's own data: ` +
+			`sc-l5-[a-z0-9]{5}-corrupt-0 the original value, sc-l5-[a-z0-9]{5}-corrupt-1 the original value, sc-l5-[a-z0-9]{5}-corrupt-2 the original value\n`,
 		`events about EtcdCluster sc-l5-[a-z0-9]{5}-corrupt: Warning MemberCorrupt x1`,
 		// Newest first.
 		`(?s)deleted EtcdCluster sc-l5-[a-z0-9]{5}-nospace .*deleted EtcdCluster sc-l5-[a-z0-9]{5}-defrag `,
@@ -707,10 +769,46 @@ func TestAutoPilotWithoutHealing(t *testing.T) {
 		MatchRegexp(`^wait until the operator replaces that member \(a new member ID\), 3 ready members: gave up waiting for `+
 			`member sc-l5-[a-z0-9]{5}-corrupt-2 replaced \(context deadline exceeded\)`),
 	))
-	for _, step := range slices.Concat(quorumSteps[:4], corruptSteps[:5], defragSteps, noSpaceSteps, verifiedSteps) {
+	for _, step := range slices.Concat(quorumSteps[:4], corruptSteps[:6], defragSteps, noSpaceSteps, verifiedSteps) {
 		g.Expect(res.Log).To(MatchRegexp(step+`: done in`), step)
 	}
 	g.Expect(res.Log).NotTo(ContainSubstring("read back the 20 keys and the canary"), "the steps after a failure are skipped")
+}
+
+// What etcd and the events must show of the corrupt member, each missing in turn: the test
+// fails at that check, every step before it passed.
+func TestAutoPilotCorruptMemberUnproven(t *testing.T) {
+	cases := []struct {
+		name   string
+		opt    fakeOption
+		err    string // the one error, a regular expression
+		passed int    // how many of corruptSteps passed
+	}{
+		// The rewrite succeeds but does not change what the member serves: the test fails
+		// right after it, before the operator's word is asked, although the operator goes on
+		// to replace the member.
+		{name: "the divergence does not show in etcd", opt: unseenRewrite, passed: 5,
+			err: `^read the canary from each member alone \(serializable\): .*: member (sc-l5-[a-z0-9]{5}-corrupt)-2, whose data the test rewrote, ` +
+				`serves /etcdpilot-scorecard/sc-l5-[a-z0-9]{5}-corrupt/canary's original value from its own data: ` +
+				`the rewrite does not show in what etcd serves, so nothing diverged$`},
+		// The operator replaces the rewritten member but blames another in its event.
+		{name: "the event names another member", opt: blameOther, passed: len(corruptSteps) - 1,
+			err: `^look for the event MemberCorrupt: .*: a MemberCorrupt event names member (sc-l5-[a-z0-9]{5}-corrupt)-0, not sc-l5-[a-z0-9]{5}-corrupt-2, ` +
+				`whose data the test rewrote: "Consistency check at revision 7: sc-l5-[a-z0-9]{5}-corrupt-0's hash 0badbeef differs from 600dbeef of ` +
+				`sc-l5-[a-z0-9]{5}-corrupt-2, sc-l5-[a-z0-9]{5}-corrupt-1 at revision 7"$`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			res := runAutoPilot(t, maintaining, verifying, healing, tc.opt)
+			g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+			g.Expect(res.Errors).To(HaveExactElements(MatchRegexp(tc.err)))
+			for _, step := range corruptSteps[:tc.passed] {
+				g.Expect(res.Log).To(MatchRegexp(step+`: done in`), step)
+			}
+			g.Expect(res.Log).NotTo(MatchRegexp(corruptSteps[tc.passed]+`: done in`), "the step that failed")
+		})
+	}
 }
 
 func TestPanicIsAnErrorAndCleansUp(t *testing.T) {

@@ -103,9 +103,12 @@ func destroyMajority(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster)
 
 // corruptMember: a 3-member cluster checked every minute (spec.consistencyCheck) holds a
 // canary key; the test rewrites the canary's value in one follower's database file while
-// it runs, so that its data silently differs from the others'. The operator must find it
-// (a MemberCorrupt event) and replace it with a new member, every key and the canary
-// intact.
+// it runs, so that its data silently differs from the others'. etcd itself must show it:
+// read alone (serializable), that member serves the rewritten value and the others the
+// original. The operator must then replace it with a new member, and say which one it
+// found (a MemberCorrupt event naming it, no event blaming another); afterwards the client
+// Service's linearizable reads serve every key and the canary's original value, and so does
+// every member from its own data, the new one included.
 func corruptMember(ctx context.Context, in Input, r *report.Report) {
 	c, ok := newCluster(in, r, "sc-l5-", func(c *etcdv1alpha1.EtcdCluster) {
 		c.Name += "-corrupt"
@@ -120,7 +123,9 @@ func corruptMember(ctx context.Context, in Input, r *report.Report) {
 	corrupted := strings.ToUpper(canary)
 	var keep map[string]string
 	var victim etcdv1alpha1.MemberStatus
+	var members []string // the members when the canary was rewritten
 	var written metav1.Time
+	key := keyPrefix(c) + canaryKey
 	runSteps(r,
 		createKeeping(ctx, in, c, "spec.consistencyCheck.interval", func(c *etcdv1alpha1.EtcdCluster) bool {
 			return c.Spec.ConsistencyCheck.Interval != nil
@@ -131,10 +136,10 @@ func corruptMember(ctx context.Context, in Input, r *report.Report) {
 			if keep, err = writeKeys(ctx, in, c, "/keep", keepKeys); err != nil {
 				return err
 			}
-			keep[keyPrefix(c)+canaryKey] = canary
+			keep[key] = canary
 			// The status keeps whole seconds: a check in the second of the write counts.
 			written = metav1.NewTime(time.Now().Truncate(time.Second))
-			return putKey(ctx, in, c, keyPrefix(c)+canaryKey, canary)
+			return putKey(ctx, in, c, key, canary)
 		}},
 		step{"wait for a consistency check that finds the members consistent, canary included", func() error {
 			wctx, cancel := context.WithTimeout(ctx, healWait)
@@ -146,20 +151,62 @@ func corruptMember(ctx context.Context, in Input, r *report.Report) {
 			if victim, ok = harness.Victim(c); !ok {
 				return errors.New("no member that is not the leader")
 			}
+			members = memberNames(c)
 			msg, err := in.Env.CorruptMember(ctx, c, victim.Name, canary, corrupted)
 			if err == nil {
 				r.Logf("member %s: %s", victim.Name, msg)
 			}
 			return err
 		}},
+		// The check that found the members consistent has just run, so the next one, which
+		// may replace the member, is most of consistencyInterval away.
+		step{"read the canary from each member alone (serializable): the rewritten member serves the rewritten value, the others the original", func() error {
+			return checkServed(ctx, in, r, c, members, key, victim.Name, canary, corrupted)
+		}},
 		step{"wait until the operator replaces that member (a new member ID), 3 ready members", func() error {
 			wctx, cancel := context.WithTimeout(ctx, healWait)
 			defer cancel()
 			return in.Env.WaitFor(wctx, c, "member "+victim.Name+" replaced", harness.All(harness.MemberGone(victim.ID), harness.Settled(autoPilotSize)))
 		}},
-		step{fmt.Sprintf("read back the %d keys and the canary", keepKeys), func() error { return checkKeys(ctx, in, c, keep) }},
-		step{"look for the event MemberCorrupt", func() error { return waitEvents(ctx, in, r, c, etcdv1alpha1.ReasonMemberCorrupt) }},
+		step{fmt.Sprintf("read back the %d keys and the canary through the client Service (linearizable: the majority's data)", keepKeys), func() error {
+			return checkKeys(ctx, in, c, keep)
+		}},
+		step{"read the canary from each member alone: every member, the new one included, serves the original", func() error {
+			return checkServed(ctx, in, r, c, memberNames(c), key, "", canary, corrupted)
+		}},
+		step{"look for the event MemberCorrupt: it names the rewritten member, and no event blames another", func() error {
+			if err := waitEvents(ctx, in, r, c, etcdv1alpha1.ReasonMemberCorrupt); err != nil {
+				return err
+			}
+			events, err := in.Env.EventsFor(ctx, c)
+			if err != nil {
+				return err
+			}
+			return harness.CheckBlame(events, members, victim.Name)
+		}},
 	)
+}
+
+// memberNames are the names of c's members, in status order.
+func memberNames(c *etcdv1alpha1.EtcdCluster) []string {
+	names := make([]string, len(c.Status.Members))
+	for i, m := range c.Status.Members {
+		names[i] = m.Name
+	}
+	return names
+}
+
+// checkServed reads key from each of members alone and checks what each serves from its
+// own data (harness.CheckDivergence: victim the rewritten value, the others original),
+// logging what they served.
+func checkServed(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, members []string, key, victim, original, rewritten string) error {
+	reads := make(map[string]harness.MemberRead, len(members))
+	for _, m := range members {
+		value, found, err := in.Env.ReadFromMember(ctx, c, m, key)
+		reads[m] = harness.MemberRead{Value: value, Found: found, Err: err}
+	}
+	r.Logf("%s from each member's own data: %s", key, harness.DescribeReads(reads, original, rewritten))
+	return harness.CheckDivergence(key, reads, victim, original, rewritten)
 }
 
 // putKey writes one key to c.

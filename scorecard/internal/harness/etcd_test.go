@@ -1,0 +1,64 @@
+package harness_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/etcdtest"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+)
+
+// ReadFromMember reads from the member's own endpoint, with the client certificate of
+// status.clientSecret, and says which member a failed read was for.
+func TestReadFromMember(t *testing.T) {
+	g := NewWithT(t)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
+	c.Status.ClientService, c.Status.ClientSecret = "c-client", "c-client-tls"
+	env := newEnv(t, clientSecret(t))
+	var asked etcd.Config
+	env.ReadLocal = func(_ context.Context, cfg etcd.Config, key string) (string, bool, error) {
+		asked = cfg
+		if key == "/gone" {
+			return "", false, errors.New("context deadline exceeded")
+		}
+		return "v", true, nil
+	}
+	value, found, err := env.ReadFromMember(context.Background(), c, "c-1", "/k")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(BeTrue())
+	g.Expect(value).To(Equal("v"))
+	g.Expect(asked.Endpoints).To(Equal([]string{"https://c-1.c-peer.scorecard.svc:2379"}))
+	g.Expect(asked.TLS).NotTo(BeNil())
+	g.Expect(asked.TLS.Certificates).To(HaveLen(1))
+	_, _, err = env.ReadFromMember(context.Background(), c, "c-1", "/gone")
+	g.Expect(err).To(MatchError("reading /gone from member c-1 alone: context deadline exceeded"))
+}
+
+// The serializable read of a real etcd, as ReadFromMember makes it in the cluster.
+func TestReadLocal(t *testing.T) {
+	g := NewWithT(t)
+	if os.Getenv("ETCD_TEST_BINARY") == "" {
+		t.Setenv("ETCD_TEST_BINARY", "../../../bin/etcd-v3.6.16/etcd") // from scorecard/internal/harness
+	}
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	cli, err := etcd.New(etcd.Config{Endpoints: srv.ClientURLs})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = cli.Close() })
+	srv.WaitReady(t, func(ctx context.Context) error { return cli.Put(ctx, "/canary", "original") })
+
+	cfg := etcd.Config{Endpoints: srv.ClientURLs}
+	value, found, err := harness.ReadLocal(context.Background(), cfg, "/canary")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(BeTrue())
+	g.Expect(value).To(Equal("original"))
+	_, found, err = harness.ReadLocal(context.Background(), cfg, "/none")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(BeFalse())
+}

@@ -1,0 +1,280 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
+)
+
+// What level 2 sees of an upgrade from etcd itself, rather than from the operator's status:
+// the version each member's own etcd answers, sampled through the upgrade, and how long
+// writes through the client Service went unacknowledged.
+
+// VersionSample is what the members answered at one moment: the etcd version each one's
+// own Status reported, "" for a member that did not answer (down or restarting).
+type VersionSample struct {
+	// At is when the sample was taken: every member is asked at once, at At.
+	At time.Time
+	// Versions holds the answer of every member asked, by member name.
+	Versions map[string]string
+}
+
+// Silent names, sorted, the members of s that did not answer.
+func (s VersionSample) Silent() []string {
+	var silent []string
+	for m, v := range s.Versions {
+		if v == "" {
+			silent = append(silent, m)
+		}
+	}
+	slices.Sort(silent)
+	return silent
+}
+
+// SampleVersions asks every member of endpoints (member name -> its own client URL,
+// MemberEndpoint) for its status through cli, all at once and each for at most within, and
+// returns what they answered. Status dials each member itself, whatever cli's endpoints.
+func SampleVersions(ctx context.Context, cli etcd.Client, endpoints map[string]string, within time.Duration) VersionSample {
+	s := VersionSample{At: time.Now(), Versions: make(map[string]string, len(endpoints))}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for member, endpoint := range endpoints {
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, within)
+			defer cancel()
+			version := ""
+			if st, err := cli.Status(sctx, endpoint); err == nil {
+				version = st.Version
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			s.Versions[member] = version
+		})
+	}
+	wg.Wait()
+	return s
+}
+
+// CheckRollingUpgrade judges what members answered, sample after sample (samples in time
+// order, the last one taken once the upgrade is over), while their version went from from to
+// to. An upgrade that keeps the cluster serving restarts one member at a time, and the next
+// one only once the one before answers again at the new version:
+//
+//   - every answer is from or to;
+//   - at no sample are two members or more silent: with one down, the other two keep quorum
+//     and the client Service's endpoints;
+//   - no member answers from after it answered to: none goes back;
+//   - a member stops answering only when, in the sample before, every other member answered,
+//     and every member seen silent before answered to: the next member is restarted only
+//     once the one before is back, at the new version (health gating);
+//   - a member that went from from to to between two samples without one seeing it silent was
+//     restarted between them: then every other member answered in both samples, each the same
+//     version in both, so no two members changed at once;
+//   - in the last sample every member answers to.
+//
+// It returns the first breach in the samples' order, timed from the first sample.
+func CheckRollingUpgrade(members []string, from, to string, samples []VersionSample) error {
+	if len(samples) == 0 {
+		return errors.New("no sample of the members' versions")
+	}
+	at := sampleClock(samples[0].At)
+	upgraded, restarted := map[string]bool{}, map[string]bool{}
+	for i, s := range samples {
+		var silent []string
+		for _, m := range members {
+			switch v := s.Versions[m]; {
+			case v == "":
+				silent = append(silent, m)
+			case v != from && v != to:
+				return fmt.Errorf("at %s member %s answered etcd %s, neither %s nor %s", at(s), m, v, from, to)
+			case v == from && upgraded[m]:
+				return fmt.Errorf("at %s member %s answered etcd %s after it had answered %s: it went back", at(s), m, from, to)
+			}
+		}
+		if len(silent) > 1 {
+			return fmt.Errorf("at %s members %s did not answer at the same time: more than one member was down or restarting",
+				at(s), strings.Join(silent, " and "))
+		}
+		if i > 0 {
+			if err := checkRollingStep(members, from, to, samples[i-1], s, restarted, at); err != nil {
+				return err
+			}
+		}
+		for _, m := range members {
+			switch s.Versions[m] {
+			case "":
+				restarted[m] = true
+			case to:
+				upgraded[m] = true
+			}
+		}
+	}
+	last := samples[len(samples)-1]
+	var behind []string
+	for _, m := range members {
+		if v := last.Versions[m]; v != to {
+			behind = append(behind, fmt.Sprintf("%s (%s)", m, answer(v)))
+		}
+	}
+	if len(behind) > 0 {
+		return fmt.Errorf("once the upgrade was over (%s), not every member answered etcd %s: %s", at(last), to, strings.Join(behind, ", "))
+	}
+	return nil
+}
+
+// checkRollingStep judges the change from sample p to sample q (CheckRollingUpgrade);
+// restarted holds the members seen silent before q.
+func checkRollingStep(members []string, from, to string, p, q VersionSample, restarted map[string]bool, at func(VersionSample) string) error {
+	for _, m := range members {
+		was, is := p.Versions[m], q.Versions[m]
+		switch {
+		case was != "" && is == "":
+			for _, o := range members {
+				switch v := p.Versions[o]; {
+				case o == m:
+				case v == "":
+					return fmt.Errorf("member %s stopped answering between %s and %s while member %s, silent at %s, was not back yet: "+
+						"the next member was restarted before the one before answered again", m, at(p), at(q), o, at(p))
+				case restarted[o] && v != to:
+					return fmt.Errorf("member %s stopped answering between %s and %s while member %s, restarted before, answered etcd %s, not %s: "+
+						"the next member was restarted before the one before ran the new version", m, at(p), at(q), o, v, to)
+				}
+			}
+		case was == from && is == to:
+			for _, o := range members {
+				if o != m && (p.Versions[o] == "" || p.Versions[o] != q.Versions[o]) {
+					return fmt.Errorf("member %s went from etcd %s to %s between %s and %s, a restart no sample saw, while %s: "+
+						"more than one member changed at once", m, from, to, at(p), at(q), change(o, p.Versions[o], q.Versions[o]))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// DescribeRestarts says, for the log, when each member was seen silent and when it first
+// answered version to after that, in the order the members went down, with times from the
+// first sample.
+func DescribeRestarts(members []string, to string, samples []VersionSample) string {
+	if len(samples) == 0 {
+		return "no sample"
+	}
+	at := sampleClock(samples[0].At)
+	type restart struct {
+		member     string
+		down, back int // sample indexes; len(samples) when not seen
+	}
+	never := len(samples)
+	rs := make([]restart, 0, len(members))
+	for _, m := range members {
+		r := restart{member: m, down: never, back: never}
+		for i, s := range samples {
+			v := s.Versions[m]
+			if v == "" && r.down == never {
+				r.down = i
+			}
+			if v == to && r.back == never && (r.down < i || i == 0 || samples[i-1].Versions[m] != to) {
+				r.back = i
+			}
+		}
+		rs = append(rs, r)
+	}
+	slices.SortStableFunc(rs, func(a, b restart) int { return min(a.down, a.back) - min(b.down, b.back) })
+	parts := []string{fmt.Sprintf("%d samples over %s", len(samples), at(samples[len(samples)-1]))}
+	for _, r := range rs {
+		var part string
+		switch {
+		case r.down < never:
+			part = fmt.Sprintf("%s silent from %s", r.member, at(samples[r.down]))
+		case r.back < never:
+			part = fmt.Sprintf("%s never seen silent", r.member)
+		default:
+			part = fmt.Sprintf("%s never seen silent nor answering %s", r.member, to)
+		}
+		if r.back < never {
+			part += fmt.Sprintf(", answering %s from %s", to, at(samples[r.back]))
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sampleClock formats a sample's time as seconds from t0.
+func sampleClock(t0 time.Time) func(VersionSample) string {
+	return func(s VersionSample) string { return seconds(s.At.Sub(t0)) }
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+// change says how member's answer went from was to is, between two samples.
+func change(member, was, is string) string {
+	switch {
+	case was == "" && is == "":
+		return "member " + member + " did not answer"
+	case was == "":
+		return fmt.Sprintf("member %s came back at %s", member, is)
+	case is == "":
+		return "member " + member + " stopped answering"
+	}
+	return fmt.Sprintf("member %s went from %s to %s", member, was, is)
+}
+
+// answer shows a member's answer: its version, or that it did not answer.
+func answer(v string) string {
+	if v == "" {
+		return "no answer"
+	}
+	return v
+}
+
+// WriteAttempt is one write tried while the cluster is upgraded: when it started and ended,
+// and whether etcd acknowledged it.
+type WriteAttempt struct {
+	Start, End time.Time
+	Acked      bool
+}
+
+// Outage is a stretch in which writes went unacknowledged: from the start of the first
+// attempt that failed to the end of the next one acknowledged, or of the last attempt when
+// none was acknowledged after.
+type Outage struct{ From, To time.Time }
+
+// Outages finds the outages in attempts (in the order they were tried).
+func Outages(attempts []WriteAttempt) []Outage {
+	var out []Outage
+	var from time.Time
+	failing := false
+	for _, a := range attempts {
+		switch {
+		case !a.Acked && !failing:
+			from, failing = a.Start, true
+		case a.Acked && failing:
+			out, failing = append(out, Outage{From: from, To: a.End}), false
+		}
+	}
+	if failing {
+		out = append(out, Outage{From: from, To: attempts[len(attempts)-1].End})
+	}
+	return out
+}
+
+// CheckOutages adds up outages and fails when they come to more than limit, listing each
+// with its start timed from since.
+func CheckOutages(outages []Outage, limit time.Duration, since time.Time) (total time.Duration, err error) {
+	var each []string
+	for _, o := range outages {
+		total += o.To.Sub(o.From)
+		each = append(each, fmt.Sprintf("%s from %s", seconds(o.To.Sub(o.From)), seconds(o.From.Sub(since))))
+	}
+	if total > limit {
+		return total, fmt.Errorf("writes through the client Service went unacknowledged for %s in all, more than %s (%s)",
+			seconds(total), seconds(limit), strings.Join(each, ", "))
+	}
+	return total, nil
+}
