@@ -51,6 +51,7 @@ var _ = Describe("maintenance", func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, err = cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical())
 		Expect(err).NotTo(HaveOccurred())
+		before := fileSizes(ctx, cli)
 
 		var got *etcdv1alpha1.EtcdCluster
 		Eventually(func(g Gomega) {
@@ -62,6 +63,13 @@ var _ = Describe("maintenance", func() {
 		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		written, failed := w.stop()
 		Expect(failed).To(BeZero(), "writes failed while members were defragmented")
+		// What the status says, seen by etcd itself: every member's file is smaller by more
+		// than the garbage threshold.
+		after := fileSizes(ctx, cli)
+		Expect(after).To(HaveLen(3))
+		for ep, size := range after {
+			Expect(size).To(BeNumerically("<", before[ep]-(8<<20)), "member %s's file, as it reports it: %d bytes before, %d after", ep, before[ep], size)
+		}
 
 		// The leader went last: its event is the latest (events carry microseconds, the
 		// status only seconds). Which member was the leader is what its event says, as the
@@ -171,4 +179,18 @@ func eventCount(ctx context.Context, g Gomega, ns, reason string) int {
 		}
 	}
 	return n
+}
+
+// fileSizes is each member's database file size as the member reports it (etcd's Status on
+// its own endpoint), by endpoint.
+func fileSizes(ctx context.Context, cli *clientv3.Client) map[string]int64 {
+	out := map[string]int64{}
+	for _, ep := range cli.Endpoints() {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, err := cli.Status(sctx, ep)
+		cancel()
+		ExpectWithOffset(1, err).NotTo(HaveOccurred(), "status of %s", ep)
+		out[ep] = st.DbSize
+	}
+	return out
 }
