@@ -310,15 +310,7 @@ func (m *Clusters) Record(p Pass) {
 			g.With(withLabel(l, "reason", cond.Reason)).Set(1)
 		}
 	}
-	if r := c.Status.CARotation; r != nil && r.CANotAfter != nil {
-		m.caNotAfter.With(l).Set(float64(r.CANotAfter.Unix()))
-	}
-	m.certNotAfter.DeletePartialMatch(l)
-	if t := c.Status.TLS; t != nil {
-		for _, cert := range t.Certificates {
-			m.certNotAfter.With(withLabel(l, "secret", cert.Secret)).Set(float64(cert.NotAfter.Unix()))
-		}
-	}
+	m.recordCertificates(l, c.Status)
 	// The counters alerts read with increase() exist at 0 from a cluster's first pass:
 	// increase() cannot see the increment that creates a series.
 	m.actions.With(withLabel(l, "action", string(membership.RemoveMember))).Add(0)
@@ -337,6 +329,20 @@ func (m *Clusters) Record(p Pass) {
 	}
 	if p.Seen {
 		m.recordMembers(l, c.Status.Members)
+	}
+}
+
+// recordCertificates sets the expiry series of the cluster's CA and of the certificates of
+// its Secrets, removing those of Secrets the status no longer lists.
+func (m *Clusters) recordCertificates(l prometheus.Labels, st etcdv1alpha1.EtcdClusterStatus) {
+	if r := st.CARotation; r != nil && r.CANotAfter != nil {
+		m.caNotAfter.With(l).Set(float64(r.CANotAfter.Unix()))
+	}
+	m.certNotAfter.DeletePartialMatch(l)
+	if t := st.TLS; t != nil {
+		for _, cert := range t.Certificates {
+			m.certNotAfter.With(withLabel(l, "secret", cert.Secret)).Set(float64(cert.NotAfter.Unix()))
+		}
 	}
 }
 

@@ -145,6 +145,26 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	}
 
 	out.Maintenance = maintenanceStatus(out.Maintenance, in.Maintenance)
+	observedMembers(in, names, &out)
+	out.Upgrade = upgradeStatus(in, out.Upgrade, out.Members)
+	voters, healthy := countVoters(out.Members)
+	out.ReadyMembers = int32(readyVoters(in.Observed.Members))
+
+	available := availableCondition(in, voters, healthy)
+	progressing := rotatingCA(stillRollingOut(progressingCondition(in.Action), c.Status.Conditions, in.Observed), out.CARotation)
+	degraded := suspectedLoss(in, available, out.Conditions, degradedCondition(in, out))
+	set(available)
+	set(progressing)
+	set(degraded)
+	set(readyCondition(available, progressing, degraded, int(out.ReadyMembers), int(out.UpdatedMembers), int(c.Spec.Size)))
+	return out
+}
+
+// observedMembers sets what this pass observed of the members in out: each member with the
+// version it was last seen to run, the lowest of them, and how many are updated; or, when
+// nobody answered, the members as last known, none of them healthy.
+func observedMembers(in Input, names cluster.Cluster, out *etcdv1alpha1.EtcdClusterStatus) {
+	c := in.Cluster
 	if in.Observed.Members != nil {
 		out.Members = members(names, in.Observed.Members, in.Details, defragmentations(c.Status.Members, in.Maintenance))
 		seenVersions(out.Members, c.Status.Members, in.Observed.Pods)
@@ -152,34 +172,27 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 			out.CurrentVersion = v
 		}
 		out.UpdatedMembers = int32(updatedMembers(in.Observed, in.Details))
-	} else {
-		// Nobody answered: keep what is known of the members, none of it healthy.
-		for i := range out.Members {
-			m := &out.Members[i]
-			m.Healthy, m.Leader = false, false
-			if m.UnhealthySince == nil && !in.Observed.Now.IsZero() {
-				m.UnhealthySince = &metav1.Time{Time: in.Observed.Now}
-			}
+		return
+	}
+	for i := range out.Members {
+		m := &out.Members[i]
+		m.Healthy, m.Leader = false, false
+		if m.UnhealthySince == nil && !in.Observed.Now.IsZero() {
+			m.UnhealthySince = &metav1.Time{Time: in.Observed.Now}
 		}
 	}
-	out.Upgrade = upgradeStatus(in, out.Upgrade, out.Members)
-	voters, healthy := countVoters(out.Members)
-	out.ReadyMembers = int32(readyVoters(in.Observed.Members))
+}
 
-	available := availableCondition(in, voters, healthy)
-	progressing := rotatingCA(stillRollingOut(progressingCondition(in.Action), c.Status.Conditions, in.Observed), out.CARotation)
-	degraded := degradedCondition(in, out)
-	if last := meta.FindStatusCondition(out.Conditions, etcdv1alpha1.ConditionDegraded); last != nil &&
-		in.Observed.Members == nil && available.Reason == etcdv1alpha1.ReasonQuorumUnconfirmed && in.Err == nil {
-		// A loss of quorum that is only suspected says nothing new about health: no
-		// QuorumLost from the recovery's first look, no event, until it is confirmed.
-		degraded = *last
+// suspectedLoss is the Degraded condition of a pass: degraded, unless the member list
+// failed and the loss of quorum is only suspected (Available QuorumUnconfirmed), which says
+// nothing new about health: the last Degraded stays, with no QuorumLost from the recovery's
+// first look and no event, until the loss is confirmed.
+func suspectedLoss(in Input, available metav1.Condition, conds []metav1.Condition, degraded metav1.Condition) metav1.Condition {
+	last := meta.FindStatusCondition(conds, etcdv1alpha1.ConditionDegraded)
+	if last != nil && in.Observed.Members == nil && available.Reason == etcdv1alpha1.ReasonQuorumUnconfirmed && in.Err == nil {
+		return *last
 	}
-	set(available)
-	set(progressing)
-	set(degraded)
-	set(readyCondition(available, progressing, degraded, int(out.ReadyMembers), int(out.UpdatedMembers), int(c.Spec.Size)))
-	return out
+	return degraded
 }
 
 // notObserved is the Available condition of a pass that did not observe the members: the

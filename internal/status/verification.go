@@ -130,10 +130,10 @@ func VerificationTransitions(old, updated etcdv1alpha1.EtcdBackupStatus) []Event
 	if !verificationEnded(now) || verificationEnded(was) {
 		return nil
 	}
-	switch {
-	case now.Status == metav1.ConditionTrue:
+	switch now.Status {
+	case metav1.ConditionTrue:
 		return []Event{{corev1.EventTypeNormal, "BackupVerified", "Verify", now.Message}}
-	case now.Status == metav1.ConditionUnknown:
+	case metav1.ConditionUnknown:
 		return []Event{{corev1.EventTypeWarning, "BackupVerificationIncomplete", "Verify", now.Message}}
 	}
 	return []Event{{corev1.EventTypeWarning, "BackupVerificationFailed", "Verify", now.Reason + ": " + now.Message}}

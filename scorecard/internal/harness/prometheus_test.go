@@ -114,8 +114,9 @@ func TestPrometheusClientErrors(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("connection refused")))
 }
 
-func cluster(name string) *etcdv1alpha1.EtcdCluster {
-	return &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+// testCluster is the EtcdCluster c of namespace ns the tests' series and targets belong to.
+func testCluster() *etcdv1alpha1.EtcdCluster {
+	return &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
 }
 
 func memberTarget(pod, health string) harness.Target {
@@ -125,7 +126,7 @@ func memberTarget(pod, health string) harness.Target {
 
 func TestCheckMemberTargets(t *testing.T) {
 	g := NewWithT(t)
-	c := cluster("c")
+	c := testCluster()
 	up := []harness.Target{memberTarget("c-0", "up"), memberTarget("c-1", "up")}
 	found, err := harness.CheckMemberTargets(up, c, []string{"c-0", "c-1"})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -177,7 +178,7 @@ func TestCheckOperatorTargets(t *testing.T) {
 
 func TestClusterRuleNames(t *testing.T) {
 	g := NewWithT(t)
-	names, err := harness.ClusterRuleNames(cluster("c"))
+	names, err := harness.ClusterRuleNames(testCluster())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(names).To(HaveLen(17), "the group etcd of internal/monitoring/rules.yaml")
 	g.Expect(names[0]).To(Equal("etcdMembersDown"))
@@ -186,7 +187,7 @@ func TestClusterRuleNames(t *testing.T) {
 
 func TestCheckClusterRules(t *testing.T) {
 	g := NewWithT(t)
-	c := cluster("c")
+	c := testCluster()
 	want := []string{"a", "b", "b"}
 	group := func(name, file string, rules ...harness.Rule) harness.RuleGroup {
 		return harness.RuleGroup{Name: name, File: file, Rules: rules}
@@ -240,7 +241,7 @@ func TestFindRuleAndAlertStates(t *testing.T) {
 		alert(harness.AlertBackupFailing, ns, "c", "pending"), alert(harness.AlertBackupFailing, ns, "d", "firing"),
 		alert(harness.AlertBackupFailing, "other", "c", "firing"), alert("EtcdBackupTooOld", ns, "c", "firing"),
 	}
-	mine := harness.ClusterSeriesLabels(cluster("c"))
+	mine := harness.ClusterSeriesLabels(testCluster())
 	g.Expect(harness.AlertStates(alerts, harness.AlertBackupFailing, mine)).To(Equal([]string{"pending"}))
 	g.Expect(harness.Active([]string{"pending"})).To(BeTrue())
 	g.Expect(harness.Active([]string{"firing"})).To(BeTrue())
@@ -250,7 +251,7 @@ func TestFindRuleAndAlertStates(t *testing.T) {
 
 func TestQueries(t *testing.T) {
 	g := NewWithT(t)
-	c := cluster("c")
+	c := testCluster()
 	g.Expect(harness.LeaderQuery(c)).To(Equal(`etcd_server_has_leader{namespace="scorecard", etcd_cluster="c"}`))
 	g.Expect(harness.AvailableQuery(c)).To(Equal(`etcdpilot_cluster_condition{namespace="scorecard", name="c", condition="Available"}`))
 	g.Expect(harness.BackupTimestampsQuery(c)).To(Equal(

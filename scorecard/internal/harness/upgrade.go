@@ -86,20 +86,8 @@ func CheckRollingUpgrade(members []string, from, to string, samples []VersionSam
 	at := sampleClock(samples[0].At)
 	upgraded, restarted := map[string]bool{}, map[string]bool{}
 	for i, s := range samples {
-		var silent []string
-		for _, m := range members {
-			switch v := s.Versions[m]; {
-			case v == "":
-				silent = append(silent, m)
-			case v != from && v != to:
-				return fmt.Errorf("at %s member %s answered etcd %s, neither %s nor %s", at(s), m, v, from, to)
-			case v == from && upgraded[m]:
-				return fmt.Errorf("at %s member %s answered etcd %s after it had answered %s: it went back", at(s), m, from, to)
-			}
-		}
-		if len(silent) > 1 {
-			return fmt.Errorf("at %s members %s did not answer at the same time: more than one member was down or restarting",
-				at(s), strings.Join(silent, " and "))
+		if err := checkAnswers(members, from, to, s, upgraded, at); err != nil {
+			return err
 		}
 		if i > 0 {
 			if err := checkRollingStep(members, from, to, samples[i-1], s, restarted, at); err != nil {
@@ -124,6 +112,27 @@ func CheckRollingUpgrade(members []string, from, to string, samples []VersionSam
 	}
 	if len(behind) > 0 {
 		return fmt.Errorf("once the upgrade was over (%s), not every member answered etcd %s: %s", at(last), to, strings.Join(behind, ", "))
+	}
+	return nil
+}
+
+// checkAnswers judges one sample alone (CheckRollingUpgrade): every answer from or to, no
+// member back at from once upgraded (it answered to before), at most one member silent.
+func checkAnswers(members []string, from, to string, s VersionSample, upgraded map[string]bool, at func(VersionSample) string) error {
+	var silent []string
+	for _, m := range members {
+		switch v := s.Versions[m]; {
+		case v == "":
+			silent = append(silent, m)
+		case v != from && v != to:
+			return fmt.Errorf("at %s member %s answered etcd %s, neither %s nor %s", at(s), m, v, from, to)
+		case v == from && upgraded[m]:
+			return fmt.Errorf("at %s member %s answered etcd %s after it had answered %s: it went back", at(s), m, from, to)
+		}
+	}
+	if len(silent) > 1 {
+		return fmt.Errorf("at %s members %s did not answer at the same time: more than one member was down or restarting",
+			at(s), strings.Join(silent, " and "))
 	}
 	return nil
 }

@@ -220,7 +220,7 @@ func waitAlert(ctx context.Context, c *etcdv1alpha1.EtcdCluster, prom *harness.P
 		q := harness.BackupTimestampsQuery(c)
 		samples, qerr := prom.Query(ctx, q)
 		if qerr != nil {
-			return states, fmt.Errorf("%w (%s: %v)", err, q, qerr)
+			return states, fmt.Errorf("%w (%s: %w)", err, q, qerr)
 		}
 		return states, fmt.Errorf("%w (%s: %s)", err, q, describeSamples(samples))
 	}
