@@ -358,14 +358,15 @@ func startWriter(ctx context.Context, ns, name string) *writer {
 	return w
 }
 
-// memberVersions asks each member pod of a cluster, on its own address, for its status, and
+// memberVersions asks each member pod of a cluster (not its backup Jobs' pods), on its own
+// address, for its status, and
 // returns the etcd version each answered, by pod name ("" for a member that did not answer
 // within 2 s or has no address yet). It asserts nothing.
 func memberVersions(ctx context.Context, ns, name string) map[string]string {
 	cfg := reloadingTLS(ctx, ns, name)
 	var pods corev1.PodList
 	out := map[string]string{}
-	if err := k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"etcd.etcdpilot.io/cluster": name}); err != nil {
+	if err := k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "etcd", "etcd.etcdpilot.io/cluster": name}); err != nil {
 		return out
 	}
 	for _, p := range pods.Items {
