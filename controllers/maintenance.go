@@ -22,8 +22,9 @@ import (
 
 // maintain is the maintenance step of a pass that has no membership change to make: it
 // plans one step of spec.maintenance (internal/maintenance) from what the pass observed and
-// carries it out. The NOSPACE recovery compacts first, then defragments: a pass that finds
-// the revision already compacted goes on to the next step at once. The outcome goes to the
+// carries it out. The NOSPACE recovery compacts first (to keep the history, then to the
+// current revision when the history does not fit), then defragments: a pass that finds a
+// revision already compacted goes on to the next step at once. The outcome goes to the
 // status, which records the defragmentation and the completed scheduled run; an error is
 // the pass's error. After a step, the next pass comes soon (result), to see what it did.
 func (r *EtcdClusterReconciler) maintain(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, result *reconcile.Result) (*status.Maintenance, error) {
@@ -51,30 +52,49 @@ func (r *EtcdClusterReconciler) maintainOnce(ctx context.Context, c *etcdv1alpha
 	if a.Kind != maintenance.None {
 		log.FromContext(ctx).Info("Maintenance", "action", a.Kind, "member", a.Member, "reason", a.Reason)
 	}
-	switch a.Kind {
-	case maintenance.Compact:
-		err := obs.etcd.Compact(ctx, a.Revision)
-		if err != nil && !etcd.IsCompacted(err) {
-			return out, err
-		}
-		if err == nil {
-			// The sizes this pass saw are from before the compaction: the next pass sees
-			// what it freed, and finds the revision compacted.
-			r.event(c, corev1.EventTypeNormal, "Compacted", "Maintenance", "%s", a.Message)
-			return out, nil
-		}
-		// Compacted by an earlier pass (or further, by etcd's auto-compaction): what this
-		// pass saw is after it, so the next step can be planned now.
-		observed.CompactedRevision = a.Revision
-		out.Action = maintenance.Plan(policy, observed)
-		return out, r.maintenanceStep(ctx, c, obs, out, now)
-	case maintenance.None:
+	if compacted, err := r.maintenanceCompact(ctx, c, obs, policy, observed, out); compacted || err != nil {
+		return out, err
+	}
+	if a := out.Action; a.Kind == maintenance.None {
 		if a.Reason == maintenance.ReasonRunComplete && policy.ScheduledRunDue {
 			out.RunCompleted = now
 		}
 		return out, nil
 	}
 	return out, r.maintenanceStep(ctx, c, obs, out, now)
+}
+
+// maxCompactionsPerPass bounds the compactions one pass tries: the NOSPACE recovery plans
+// two at most (one that keeps the history, one to the current revision), each to a
+// revision above the one the plan knows compacted, so a third is never planned. Were it
+// planned, the pass would leave it to the next one.
+const maxCompactionsPerPass = 3
+
+// maintenanceCompact carries out out.Action while it is a compaction. One that etcd
+// carries out is the pass's step (compacted is true): the sizes this pass saw are from
+// before it, and the next pass sees what it freed. One that etcd refuses because the
+// revision is already compacted was done by an earlier pass (or further, by etcd's
+// auto-compaction): what this pass saw is after it, so observed learns the revision and
+// the next step is planned at once into out.Action, which may be another compaction.
+func (r *EtcdClusterReconciler) maintenanceCompact(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation,
+	policy maintenance.Policy, observed maintenance.Observed, out *status.Maintenance) (compacted bool, err error) {
+	for range maxCompactionsPerPass {
+		a := out.Action
+		if a.Kind != maintenance.Compact {
+			return false, nil
+		}
+		err = obs.etcd.Compact(ctx, a.Revision)
+		switch {
+		case err == nil:
+			r.event(c, corev1.EventTypeNormal, "Compacted", "Maintenance", "%s", a.Message)
+			return true, nil
+		case !etcd.IsCompacted(err):
+			return false, fmt.Errorf("compacting to revision %d: %w", a.Revision, err)
+		}
+		observed.CompactedRevision = a.Revision
+		out.Action = maintenance.Plan(policy, observed)
+	}
+	return false, nil
 }
 
 // maintenanceStep carries out out.Action when it is a defragmentation or the disarming of

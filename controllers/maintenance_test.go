@@ -154,10 +154,12 @@ func TestNoSpaceIsRecoveredByCompactionDefragmentationAndDisarm(t *testing.T) {
 	ns := newNamespace(t)
 	f := readyCluster(g, ns, "full", func(c *etcdv1alpha1.EtcdCluster) {
 		c.Spec.Etcd.QuotaBackendBytes = ptr.To(resource.MustParse("64Mi"))
+		c.Spec.Etcd.AutoCompactionMode, c.Spec.Etcd.AutoCompactionRetention = etcdv1alpha1.AutoCompactionRevision, "100"
 	})
 	f.ResetCalls()
 	// Member 2 reached the quota; every member reports the cluster's alarm. After the
-	// defragmentations each file is 40 MiB, under 90 % of the quota.
+	// defragmentations each file is 40 MiB, under 90 % of the quota, and under the 75 % at
+	// which the configured history (the last 100 revisions) would not fit.
 	setSizes(g, f, ns, "full", 64*mi, 40*mi, "memberID:2 alarm:NOSPACE")
 
 	g.Eventually(func() []string { return calls(f, fake.AlarmDisarm) }).WithTimeout(time.Minute).WithPolling(interval).ShouldNot(BeEmpty())
@@ -171,7 +173,7 @@ func TestNoSpaceIsRecoveredByCompactionDefragmentationAndDisarm(t *testing.T) {
 	}).WithTimeout(time.Minute).WithPolling(interval).Should(Succeed())
 
 	steps := calls(f, fake.Compact, fake.Defragment, fake.AlarmDisarm)
-	g.Expect(steps[0]).To(Equal("Compact 1000"), "compaction first: %v", steps)
+	g.Expect(steps[0]).To(Equal("Compact 900"), "compaction first, keeping the configured history: %v", steps)
 	var rest []string
 	for _, s := range steps {
 		if !strings.HasPrefix(s, "Compact ") {
@@ -184,14 +186,37 @@ func TestNoSpaceIsRecoveredByCompactionDefragmentationAndDisarm(t *testing.T) {
 		"Defragment " + memberURL(ns, "full", 0, 2379),
 		"AlarmDisarm 2 NOSPACE",
 	}), "then every member, the leader last, then the alarm: %v", steps)
-	g.Expect(f.Compacted()).To(Equal(int64(1000)))
+	g.Expect(f.Compacted()).To(Equal(int64(900)), "the last 100 revisions are kept")
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventReasons(g, ns)).To(ContainElements(etcdv1alpha1.ReasonNoSpace, "Compacted", "MemberDefragmented", "NoSpaceDisarmed", "NoSpaceRecovered"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	// The recovery can take less than a second, too quick to catch the Degraded condition
 	// by polling: its event says what it said.
 	g.Expect(eventNotes(g, ns, etcdv1alpha1.ReasonNoSpace)).To(ContainElement(SatisfyAll(
-		ContainSubstring("the NOSPACE alarm is raised on full-1"), ContainSubstring("recovering: a NOSPACE alarm is raised: compacting to revision 1000"))))
+		ContainSubstring("the NOSPACE alarm is raised on full-1"), ContainSubstring("recovering: a NOSPACE alarm is raised: compacting to revision 900"))))
+}
+
+// TestNoSpaceDropsTheHistoryThatDoesNotFit: with 50 MiB of 64 in use, at the 75 % trigger,
+// keeping the last 100 revisions would leave the cluster at the trigger after its
+// defragmentations. The operator compacts to them first, sees in the next pass that they
+// do not fit, compacts to the current revision (a compaction etcd is then asked for in the
+// same pass as the first one's refusal), and goes on to defragment and disarm.
+func TestNoSpaceDropsTheHistoryThatDoesNotFit(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	f := readyCluster(g, ns, "nofit", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Etcd.QuotaBackendBytes = ptr.To(resource.MustParse("64Mi"))
+		c.Spec.Etcd.AutoCompactionMode, c.Spec.Etcd.AutoCompactionRetention = etcdv1alpha1.AutoCompactionRevision, "100"
+	})
+	f.ResetCalls()
+	setSizes(g, f, ns, "nofit", 64*mi, 50*mi, "memberID:2 alarm:NOSPACE")
+
+	g.Eventually(func() []string { return calls(f, fake.AlarmDisarm) }).WithTimeout(time.Minute).WithPolling(interval).ShouldNot(BeEmpty())
+	g.Expect(f.Compacted()).To(Equal(int64(1000)), "the whole history goes when what it keeps does not fit")
+	steps := calls(f, fake.Compact, fake.Defragment, fake.AlarmDisarm)
+	g.Expect(steps).To(ContainElement("Compact 900"), "the configured history is tried first: %v", steps)
+	g.Expect(calls(f, fake.Defragment)).To(HaveLen(3), "every member defragmented: %v", steps)
+	g.Expect(steps[len(steps)-1]).To(Equal("AlarmDisarm 2 NOSPACE"))
 }
 
 func eventNotes(g Gomega, ns, reason string) []string {

@@ -224,8 +224,9 @@ const (
 type NoSpaceRecoveryMode string
 
 const (
-	// NoSpaceRecoveryAuto compacts the history, defragments every member and disarms the
-	// alarm once every member is below 90% of the quota.
+	// NoSpaceRecoveryAuto compacts the history (keeping what etcd.autoCompactionRetention
+	// keeps while it fits), defragments every member and disarms the alarm once every member
+	// is below 90% of the quota.
 	NoSpaceRecoveryAuto NoSpaceRecoveryMode = "Auto"
 	// NoSpaceRecoveryDisabled leaves the alarm to a human; the cluster reports
 	// Degraded/NoSpace meanwhile.
@@ -245,9 +246,12 @@ const (
 //
 // When a member's database reaches etcd.quotaBackendBytes, etcd raises the NOSPACE alarm
 // and accepts only reads and deletes. With noSpaceRecovery Auto the operator then compacts
-// the history up to the current revision (old versions of keys are lost; every key's
-// latest value stays), defragments every member, and disarms the alarm once every member
-// is below 90% of the quota. When the data itself does not fit, it says so
+// the history, keeping what etcd.autoCompactionRetention keeps while it fits (in mode
+// revision, up to the current revision less the retention; in mode periodic, etcd's own
+// compactor keeps its window), and up to the current revision only when the data in use is
+// at 75% of the quota or more (old versions of keys are lost; every key's latest value
+// stays); it then defragments every member, and disarms the alarm once every member is
+// below 90% of the quota. When the data itself does not fit, it says so
 // (Degraded/NoSpaceDataDoesNotFit): raise etcd.quotaBackendBytes, or delete data.
 type MaintenanceSpec struct {
 	// defragmentation says when members are defragmented.

@@ -15,10 +15,22 @@
 //
 // A NOSPACE alarm (a member's database reached the quota, and etcd refuses writes) does not
 // block maintenance: it is what maintenance resolves. The recovery is the one etcd
-// documents: compact to the current revision, defragment every member, then disarm the
-// alarm once every member is well below the quota. When every member is already
-// defragmented and one is still close to the quota, the data itself does not fit and Plan
-// says so; raising the quota is for a person, or for another part of the operator.
+// documents (compact, defragment every member, then disarm the alarm once every member is
+// well below the quota), except that the compaction keeps the history etcd's
+// auto-compaction is configured to keep, as long as it fits: compacting to the current
+// revision would make every watcher that resumes from an older revision relist. In
+// auto-compaction mode revision, Plan first compacts to the current revision less the
+// retention; in mode periodic, etcd's own compactor keeps its time window, which Plan
+// cannot map to a revision, and Plan leaves the history to it. The whole history goes,
+// with a compaction to the current revision, only when it does not fit: when the members'
+// size in use is at PressurePercent of the quota or more, so that even a defragmentation
+// would leave their files at the storage autoscaler's trigger (the least size in use a
+// member reports counts: a member that did not serve a compaction may count the pages it
+// freed as in use until it commits a write), or when every member is defragmented and one
+// is still too close to the quota to disarm (its size in use was not reported, say). When
+// every member is defragmented after that and one is still too close, the data itself does
+// not fit and Plan says so; raising the quota is for a person, or for another part of the
+// operator.
 //
 // Before NOSPACE, a file at PressurePercent of the quota (the storage autoscaler's
 // threshold, 75 %) is under quota pressure. With storage autoscaling able to raise the

@@ -93,6 +93,13 @@ type Policy struct {
 	// stays under the trigger for a while; a member with more data than that needs the
 	// larger quota, and Plan leaves it to the autoscaler.
 	QuotaAutoscaled bool
+	// HistoryRevisions is how many revisions of history etcd's auto-compaction keeps
+	// (etcd.autoCompactionRetention in mode revision), and so how many the NOSPACE
+	// recovery keeps as long as they fit. It is zero in mode periodic: etcd's own periodic
+	// compactor keeps that time window, which the operator cannot map to a revision, so the
+	// recovery leaves the history to it and compacts only when the history does not fit.
+	// Zero or less skips the recovery's first compaction.
+	HistoryRevisions int64
 	// RecoverFromNoSpace lets Plan recover from a NOSPACE alarm whatever the Mode, so that
 	// even Disabled (which a user picks to run defragmentations by hand, at hours of their
 	// choosing) does not leave the cluster refusing writes; the caller sets it true unless
@@ -145,9 +152,10 @@ type Observed struct {
 	Size int
 	// Revision is the cluster's current revision; zero when unknown.
 	Revision int64
-	// CompactedRevision is the revision the cluster was last compacted to, as the caller
-	// recorded it; zero when unknown. The caller counts a compaction etcd refuses because
-	// the revision is already compacted as done.
+	// CompactedRevision is a revision the cluster is known to be compacted to at least, as
+	// the caller learned it; zero when unknown. It may lag behind the cluster's own: the
+	// caller counts a compaction etcd refuses because the revision is already compacted as
+	// done, and learns no more than that.
 	CompactedRevision int64
 }
 
@@ -164,9 +172,9 @@ const (
 	Defragment Kind = "Defragment"
 	// Disarm: disarm the NOSPACE alarm.
 	Disarm Kind = "Disarm"
-	// CannotRecover: a NOSPACE alarm persists with every member defragmented and one still
-	// close to the quota: the data does not fit, and only a larger quota (or deleting
-	// data) helps. Nothing is done.
+	// CannotRecover: a NOSPACE alarm persists with the history compacted to the current
+	// revision, every member defragmented and one still close to the quota: the data does
+	// not fit, and only a larger quota (or deleting data) helps. Nothing is done.
 	CannotRecover Kind = "CannotRecover"
 )
 
@@ -176,25 +184,32 @@ type Reason string
 // The reasons of an Action, one for each way Plan decides. ReasonRunComplete is how the
 // caller learns that a scheduled run is over and records its time; a None for any other
 // reason while a run is due leaves the run due.
+//
+// Under a NOSPACE alarm, ReasonNoSpaceCompact compacts to keep Policy.HistoryRevisions of
+// history, and ReasonNoSpaceHistoryDoesNotFit compacts to the current revision, dropping
+// the history: every member's size in use is at PressurePercent of the quota or more, so
+// even a defragmentation would leave the files at the storage autoscaler's trigger, or
+// every member is defragmented and one is still too close to the quota to disarm.
 const (
-	ReasonDisabled          Reason = "Disabled"
-	ReasonNotDue            Reason = "NotDue"
-	ReasonBelowThresholds   Reason = "BelowThresholds"
-	ReasonRunComplete       Reason = "RunComplete"
-	ReasonCorruptAlarm      Reason = "CorruptAlarm"
-	ReasonLearner           Reason = "LearnerPresent"
-	ReasonNotAtSize         Reason = "NotAtDesiredSize"
-	ReasonUnreachable       Reason = "MemberUnreachable"
-	ReasonUnhealthy         Reason = "MemberUnhealthy"
-	ReasonRevisionUnknown   Reason = "RevisionUnknown"
-	ReasonFragmented        Reason = "Fragmented"
-	ReasonQuotaPressure     Reason = "QuotaPressure"
-	ReasonQuotaRaiseDue     Reason = "QuotaRaiseDue"
-	ReasonScheduled         Reason = "Scheduled"
-	ReasonNoSpaceCompact    Reason = "NoSpaceCompact"
-	ReasonNoSpaceDefrag     Reason = "NoSpaceDefragment"
-	ReasonNoSpaceDisarm     Reason = "NoSpaceDisarm"
-	ReasonNoSpaceDoesNotFit Reason = "NoSpaceDataDoesNotFit"
+	ReasonDisabled                 Reason = "Disabled"
+	ReasonNotDue                   Reason = "NotDue"
+	ReasonBelowThresholds          Reason = "BelowThresholds"
+	ReasonRunComplete              Reason = "RunComplete"
+	ReasonCorruptAlarm             Reason = "CorruptAlarm"
+	ReasonLearner                  Reason = "LearnerPresent"
+	ReasonNotAtSize                Reason = "NotAtDesiredSize"
+	ReasonUnreachable              Reason = "MemberUnreachable"
+	ReasonUnhealthy                Reason = "MemberUnhealthy"
+	ReasonRevisionUnknown          Reason = "RevisionUnknown"
+	ReasonFragmented               Reason = "Fragmented"
+	ReasonQuotaPressure            Reason = "QuotaPressure"
+	ReasonQuotaRaiseDue            Reason = "QuotaRaiseDue"
+	ReasonScheduled                Reason = "Scheduled"
+	ReasonNoSpaceCompact           Reason = "NoSpaceCompact"
+	ReasonNoSpaceDefrag            Reason = "NoSpaceDefragment"
+	ReasonNoSpaceDisarm            Reason = "NoSpaceDisarm"
+	ReasonNoSpaceDoesNotFit        Reason = "NoSpaceDataDoesNotFit"
+	ReasonNoSpaceHistoryDoesNotFit Reason = "NoSpaceHistoryDoesNotFit"
 )
 
 // Action is the one step Plan chose.
@@ -265,9 +280,10 @@ func Plan(p Policy, o Observed) Action {
 func Defragmenting(p Policy, o Observed) map[string]bool {
 	out := map[string]bool{}
 	o.Members = append([]Member(nil), o.Members...)
-	// Each step below leaves one fewer step to take: one compaction, one disarm, and each
-	// member defragmented once at most.
-	for range len(o.Members) + 3 {
+	// Each step below leaves one fewer step to take: two compactions (one that keeps the
+	// history, one to the current revision), one disarm, and each member defragmented once
+	// at most; one more Plan finds nothing left.
+	for range len(o.Members) + 4 {
 		a := Plan(p, o)
 		switch a.Kind {
 		case Compact:
@@ -344,30 +360,67 @@ func gate(members []Member, size int) (Action, bool) {
 	return Action{}, false
 }
 
-// recoverNoSpace takes the next step of the recovery etcd documents for a NOSPACE alarm:
-// compact, defragment every member, disarm.
+// recoverNoSpace takes the next step of the recovery from a NOSPACE alarm: compact,
+// defragment every member, disarm. The first compaction keeps the history etcd's
+// auto-compaction keeps (HistoryRevisions), so that watchers need not relist; the history
+// goes, with a compaction to the current revision, only when it does not fit: even the
+// member with the least data in use is at the trigger (PressurePercent), or a member is
+// still too close to the quota to disarm once every member is defragmented.
 func (p Policy) recoverNoSpace(members []Member, o Observed) Action {
-	switch {
-	case o.Revision <= 0:
+	if o.Revision <= 0 {
 		return none(ReasonRevisionUnknown, "a NOSPACE alarm is raised and the current revision is not known: compaction waits")
-	case o.CompactedRevision < o.Revision:
-		return Action{Kind: Compact, Revision: o.Revision, Reason: ReasonNoSpaceCompact, Message: fmt.Sprintf(
-			"a NOSPACE alarm is raised: compacting to revision %d", o.Revision)}
+	}
+	if keep := o.Revision - p.HistoryRevisions; p.HistoryRevisions > 0 && keep > 0 && o.CompactedRevision < keep {
+		return Action{Kind: Compact, Revision: keep, Reason: ReasonNoSpaceCompact, Message: fmt.Sprintf(
+			"a NOSPACE alarm is raised: compacting to revision %d, which keeps the last %d revisions of the history",
+			keep, p.HistoryRevisions)}
+	}
+	if m, ok := p.historyDoesNotFit(members); ok && o.CompactedRevision < o.Revision {
+		return Action{Kind: Compact, Revision: o.Revision, Reason: ReasonNoSpaceHistoryDoesNotFit, Message: fmt.Sprintf(
+			"a NOSPACE alarm is raised: compacting to revision %d, which drops the history: member %s, the one "+
+				"with the least data in use, has %s in use, at or above %d %% of the quota of %s: the history does not fit",
+			o.Revision, m.Name, size(m.DBSizeInUse), PressurePercent, size(p.QuotaBytes))}
 	}
 	if m, ok := next(members, func(m Member) bool { return reclaimable(m) >= DefragmentedBelowBytes }); ok {
 		return defragment(m, ReasonNoSpaceDefrag, "a NOSPACE alarm is raised: defragmenting member "+m.Name)
 	}
 	for _, m := range members {
-		if !below(m.DBSize, DisarmBelowPercent, p.QuotaBytes) {
-			return Action{Kind: CannotRecover, Reason: ReasonNoSpaceDoesNotFit, Message: fmt.Sprintf(
-				"a NOSPACE alarm is raised and every member is defragmented, but member %s still holds %s, "+
-					"at or above %d %% of the quota of %s: the data does not fit",
-				m.Name, size(m.DBSize), DisarmBelowPercent, size(p.QuotaBytes))}
+		if below(m.DBSize, DisarmBelowPercent, p.QuotaBytes) {
+			continue
 		}
+		if o.CompactedRevision < o.Revision {
+			return Action{Kind: Compact, Revision: o.Revision, Reason: ReasonNoSpaceHistoryDoesNotFit, Message: fmt.Sprintf(
+				"a NOSPACE alarm is raised: compacting to revision %d, which drops the history: every member is "+
+					"defragmented and member %s still holds %s, at or above %d %% of the quota of %s",
+				o.Revision, m.Name, size(m.DBSize), DisarmBelowPercent, size(p.QuotaBytes))}
+		}
+		return Action{Kind: CannotRecover, Reason: ReasonNoSpaceDoesNotFit, Message: fmt.Sprintf(
+			"a NOSPACE alarm is raised and every member is defragmented, but member %s still holds %s, "+
+				"at or above %d %% of the quota of %s: the data does not fit",
+			m.Name, size(m.DBSize), DisarmBelowPercent, size(p.QuotaBytes))}
 	}
 	return Action{Kind: Disarm, Reason: ReasonNoSpaceDisarm, Message: fmt.Sprintf(
 		"every member is below %d %% of the quota of %s: disarming the NOSPACE alarm",
 		DisarmBelowPercent, size(p.QuotaBytes))}
+}
+
+// historyDoesNotFit is the member with the least data in use, when even that is at
+// PressurePercent of the quota or more: a defragmentation would leave its file at the
+// storage autoscaler's trigger, so the history that compaction keeps does not fit. Every
+// member holds the same data, and a member's size in use can only overstate it (up to the
+// layout of its pages): a member goes on counting the pages a compaction freed as in use
+// until it commits a write, which NOSPACE refuses, so right after a compaction only the
+// member that served it reports them free (measured on etcd 3.7.3). A member that did not
+// report its size in use is not counted; with none reported, there is no figure to judge.
+func (p Policy) historyDoesNotFit(members []Member) (Member, bool) {
+	var least Member
+	found := false
+	for _, m := range members {
+		if m.DBSizeInUse > 0 && (!found || m.DBSizeInUse < least.DBSizeInUse) {
+			least, found = m, true
+		}
+	}
+	return least, found && !below(least.DBSizeInUse, PressurePercent, p.QuotaBytes)
 }
 
 // scheduled takes the next step of a scheduled run, which is complete once no member has

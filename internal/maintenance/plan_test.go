@@ -19,6 +19,12 @@ var auto = maintenance.Policy{Mode: maintenance.Auto, QuotaBytes: quota, Recover
 // autoscaled is auto with storage autoscaling able to raise the quota.
 var autoscaled = with(auto, func(p *maintenance.Policy) { p.QuotaAutoscaled = true })
 
+// keeping is auto with etcd's auto-compaction in mode revision, keeping the last n
+// revisions. auto itself stands for mode periodic: no count of revisions.
+func keeping(n int64) maintenance.Policy {
+	return with(auto, func(p *maintenance.Policy) { p.HistoryRevisions = n })
+}
+
 // member is a healthy follower whose file is size MiB with inUse MiB in use.
 func member(name string, id uint64, size, inUse int64) maintenance.Member {
 	return maintenance.Member{Name: name, ID: id, Reachable: true, Healthy: true, DBSize: size * mib, DBSizeInUse: inUse * mib}
@@ -321,10 +327,99 @@ func TestPlan(t *testing.T) {
 		},
 		// NOSPACE.
 		{
-			name:   "nospace: compact to the current revision first",
+			name:   "nospace: periodic, the data fits under the trigger: no compaction, a follower is defragmented",
 			policy: auto,
 			obs:    noSpace(cluster(leader(member("e-0", 1, 1000, 700)), member("e-1", 2, 1000, 600), member("e-2", 3, 1000, 500))),
-			want:   maintenance.Action{Kind: maintenance.Compact, Revision: 500, Reason: maintenance.ReasonNoSpaceCompact},
+			want:   defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
+		},
+		{
+			name:   "nospace: periodic, the least size in use exactly at 75 % of the quota: compact to the current revision",
+			policy: auto,
+			obs:    noSpace(cluster(leader(member("e-0", 1, 1000, 800)), member("e-1", 2, 1000, 750), member("e-2", 3, 1000, 900))),
+			want:   compact(500, maintenance.ReasonNoSpaceHistoryDoesNotFit),
+		},
+		{
+			name:   "nospace: periodic, the least size in use a byte under 75 % of the quota fits",
+			policy: auto,
+			obs: noSpace(cluster(leader(member("e-0", 1, 1000, 800)), bytes(clean("e-1", 2), 1000*mib, 750*mib-1),
+				member("e-2", 3, 1000, 900))),
+			want: defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
+		},
+		{
+			name:   "nospace: a member that did not report its size in use does not count as the least",
+			policy: auto,
+			obs:    noSpace(cluster(leader(member("e-0", 1, 1000, 800)), member("e-1", 2, 1000, 0), member("e-2", 3, 1000, 900))),
+			want:   compact(500, maintenance.ReasonNoSpaceHistoryDoesNotFit),
+		},
+		{
+			name:   "nospace: revision mode, the followers still count what the compaction freed: the leader's size in use decides",
+			policy: keeping(100),
+			obs:    noSpace(cluster(leader(member("e-0", 1, 1000, 200)), member("e-1", 2, 1000, 800), member("e-2", 3, 1000, 810))),
+			want:   defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
+		},
+		{
+			name:   "nospace: revision mode, compact to the current revision less the retention first, however full",
+			policy: keeping(50),
+			obs:    noSpace(cluster(leader(member("e-0", 1, 1000, 950)), member("e-1", 2, 1000, 990), member("e-2", 3, 1000, 500))),
+			want:   compact(450, maintenance.ReasonNoSpaceCompact),
+		},
+		{
+			name:   "nospace: revision mode, the history compacted and in use at the trigger: compact to the current revision",
+			policy: keeping(100),
+			obs:    noSpace(cluster(leader(member("e-0", 1, 1000, 780)), member("e-1", 2, 1000, 800), member("e-2", 3, 1000, 760))),
+			want:   compact(500, maintenance.ReasonNoSpaceHistoryDoesNotFit),
+		},
+		{
+			name:   "nospace: revision mode, the history compacted further than the retention by etcd, and it fits: defragment",
+			policy: keeping(100),
+			obs: func() maintenance.Observed {
+				o := noSpace(cluster(leader(member("e-0", 1, 1000, 700)), member("e-1", 2, 1000, 600), member("e-2", 3, 1000, 500)))
+				o.CompactedRevision = 450
+				return o
+			}(),
+			want: defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
+		},
+		{
+			name:   "nospace: revision mode, no more revisions than the retention: no history compaction",
+			policy: keeping(500),
+			obs: func() maintenance.Observed {
+				o := noSpace(cluster(leader(member("e-0", 1, 1000, 700)), member("e-1", 2, 1000, 600), member("e-2", 3, 1000, 500)))
+				o.CompactedRevision = 0
+				return o
+			}(),
+			want: defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
+		},
+		{
+			name:   "nospace: revision mode, fewer revisions than the retention and in use at the trigger: compact to the current revision",
+			policy: keeping(800),
+			obs: func() maintenance.Observed {
+				o := noSpace(cluster(leader(member("e-0", 1, 1000, 780)), member("e-1", 2, 1000, 800), member("e-2", 3, 1000, 760)))
+				o.CompactedRevision = 0
+				return o
+			}(),
+			want: compact(500, maintenance.ReasonNoSpaceHistoryDoesNotFit),
+		},
+		{
+			name:   "nospace: sizes in use not reported: defragmentation has nothing to go by, the files at 90 %: compact to the current revision",
+			policy: auto,
+			obs:    noSpace(cluster(leader(member("e-0", 1, 950, 0)), member("e-1", 2, 500, 0), member("e-2", 3, 500, 0))),
+			want:   compact(500, maintenance.ReasonNoSpaceHistoryDoesNotFit),
+		},
+		{
+			name:   "nospace: sizes in use not reported, the files below 90 %: disarm without a compaction",
+			policy: auto,
+			obs:    noSpace(cluster(leader(member("e-0", 1, 899, 0)), member("e-1", 2, 500, 0), member("e-2", 3, 500, 0))),
+			want:   maintenance.Action{Kind: maintenance.Disarm, Reason: maintenance.ReasonNoSpaceDisarm},
+		},
+		{
+			name:   "nospace: sizes in use not reported and compacted to the current revision: the data does not fit",
+			policy: auto,
+			obs: func() maintenance.Observed {
+				o := noSpace(cluster(leader(member("e-0", 1, 950, 0)), member("e-1", 2, 500, 0), member("e-2", 3, 500, 0)))
+				o.CompactedRevision = o.Revision
+				return o
+			}(),
+			want: maintenance.Action{Kind: maintenance.CannotRecover, Reason: maintenance.ReasonNoSpaceDoesNotFit},
 		},
 		{
 			name:   "nospace: the current revision is not known",
@@ -356,8 +451,8 @@ func TestPlan(t *testing.T) {
 		{
 			name:   "nospace: recovery does not wait for a scheduled run",
 			policy: with(scheduled, func(p *maintenance.Policy) { p.ScheduledRunDue = false }),
-			obs:    noSpace(cluster(leader(clean("e-0", 1)), clean("e-1", 2), clean("e-2", 3))),
-			want:   maintenance.Action{Kind: maintenance.Compact, Revision: 500, Reason: maintenance.ReasonNoSpaceCompact},
+			obs:    noSpace(cluster(leader(clean("e-0", 1)), member("e-1", 2, 60, 50), clean("e-2", 3))),
+			want:   defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
 		},
 		{
 			name:   "nospace: without recovery, auto goes on as usual",
@@ -400,8 +495,14 @@ func TestPlan(t *testing.T) {
 		{
 			name:   "disabled: NOSPACE is still recovered from",
 			policy: disabled,
+			obs:    noSpace(cluster(leader(clean("e-0", 1)), member("e-1", 2, 60, 50), clean("e-2", 3))),
+			want:   defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
+		},
+		{
+			name:   "disabled: NOSPACE recovery keeps the history of revision mode too",
+			policy: with(keeping(50), func(p *maintenance.Policy) { p.Mode = maintenance.Disabled }),
 			obs:    noSpace(cluster(leader(clean("e-0", 1)), clean("e-1", 2), clean("e-2", 3))),
-			want:   maintenance.Action{Kind: maintenance.Compact, Revision: 500, Reason: maintenance.ReasonNoSpaceCompact},
+			want:   compact(450, maintenance.ReasonNoSpaceCompact),
 		},
 		{
 			name:   "disabled: NOSPACE is left alone when its recovery is disabled too",
@@ -429,6 +530,10 @@ func defrag(name string, id uint64, reason maintenance.Reason) maintenance.Actio
 	return maintenance.Action{Kind: maintenance.Defragment, Member: name, MemberID: id, Reason: reason}
 }
 
+func compact(revision int64, reason maintenance.Reason) maintenance.Action {
+	return maintenance.Action{Kind: maintenance.Compact, Revision: revision, Reason: reason}
+}
+
 func TestPlanMessages(t *testing.T) {
 	g := NewWithT(t)
 	a := maintenance.Plan(auto, cluster(leader(clean("e-0", 1)), member("e-1", 2, 400, 200), clean("e-2", 3)))
@@ -439,46 +544,187 @@ func TestPlanMessages(t *testing.T) {
 
 	a = maintenance.Plan(auto, cluster(leader(clean("e-0", 1)), clean("e-1", 2), maintenance.Member{Name: "e-2", ID: 3, Reachable: true}))
 	g.Expect(a.Message).To(Equal("member e-2 is not healthy: maintenance waits"))
+
+	a = maintenance.Plan(keeping(100), noSpace(compactedTo(0, cluster(leader(clean("e-0", 1)), clean("e-1", 2)))))
+	g.Expect(a.Message).To(Equal("a NOSPACE alarm is raised: compacting to revision 400, which keeps the last 100 revisions of the history"))
+
+	// The member with the least in use is named, whatever its name.
+	a = maintenance.Plan(auto, noSpace(cluster(leader(member("e-0", 1, 1000, 800)), member("e-1", 2, 1000, 760), member("e-2", 3, 1000, 850))))
+	g.Expect(a.Message).To(Equal("a NOSPACE alarm is raised: compacting to revision 500, which drops the history: " +
+		"member e-1, the one with the least data in use, has 760.0 MiB in use, at or above 75 % of the quota of 1000.0 MiB: " +
+		"the history does not fit"))
+
+	a = maintenance.Plan(auto, noSpace(cluster(leader(member("e-0", 1, 950, 0)), clean("e-1", 2))))
+	g.Expect(a.Message).To(Equal("a NOSPACE alarm is raised: compacting to revision 500, which drops the history: " +
+		"every member is defragmented and member e-0 still holds 950.0 MiB, at or above 90 % of the quota of 1000.0 MiB"))
 }
 
-// TestPlanNoSpaceRecovery carries out every action Plan returns on a cluster in NOSPACE,
-// as the controller would, and checks the whole sequence.
-func TestPlanNoSpaceRecovery(t *testing.T) {
-	g := NewWithT(t)
-	o := noSpace(cluster(
-		leader(member("e-0", 1, 1000, 300)),
-		member("e-1", 2, 1000, 400),
-		member("e-2", 3, 1000, 200),
-	))
+func compactedTo(revision int64, o maintenance.Observed) maintenance.Observed {
+	o.CompactedRevision = revision
+	return o
+}
+
+// recovery carries out every action Plan returns on o, as the controller would, until
+// Plan has nothing left to do, and returns the actions without their messages. A
+// compaction to a revision takes freed[revision] MiB (the history it drops) off the size
+// in use of the member that serves it, or of every member when served is zero; the other
+// members go on counting those pages as in use, as etcd does until a write commits, and a
+// defragmentation drops them with the rest of the member's free pages. A disarm clears the
+// alarms.
+func recovery(g Gomega, p maintenance.Policy, o maintenance.Observed, freed map[int64]int64, served uint64) []maintenance.Action {
+	o.Members = append([]maintenance.Member(nil), o.Members...)
+	stale := map[uint64]int64{} // the pages a member counts as in use that a compaction freed
 	var steps []maintenance.Action
-	for range 10 {
-		a := maintenance.Plan(auto, o)
+	for range 12 {
+		a := maintenance.Plan(p, o)
+		g.Expect(a.Message).NotTo(BeEmpty())
 		a.Message = ""
 		steps = append(steps, a)
 		switch a.Kind {
 		case maintenance.Compact:
 			o.CompactedRevision = a.Revision
+			for i, m := range o.Members {
+				switch {
+				case m.DBSizeInUse == 0:
+				case served == 0 || m.ID == served:
+					o.Members[i].DBSizeInUse -= freed[a.Revision] * mib
+				default:
+					stale[m.ID] += freed[a.Revision] * mib
+				}
+			}
 		case maintenance.Defragment:
 			for i, m := range o.Members {
 				if m.ID == a.MemberID {
-					o.Members[i].DBSize = m.DBSizeInUse
+					o.Members[i].DBSizeInUse -= stale[m.ID]
+					o.Members[i].DBSize, stale[m.ID] = o.Members[i].DBSizeInUse, 0
 				}
 			}
 		case maintenance.Disarm:
 			o.Alarms = nil
-		}
-		if a.Kind == maintenance.None || a.Kind == maintenance.CannotRecover {
-			break
+		default:
+			return steps
 		}
 	}
-	g.Expect(steps).To(Equal([]maintenance.Action{
-		{Kind: maintenance.Compact, Revision: 500, Reason: maintenance.ReasonNoSpaceCompact},
-		defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
-		defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
-		defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
-		{Kind: maintenance.Disarm, Reason: maintenance.ReasonNoSpaceDisarm},
-		none(maintenance.ReasonBelowThresholds),
-	}))
+	return steps
+}
+
+// TestPlanNoSpaceRecovery follows clusters in NOSPACE through the whole recovery: the
+// history etcd's auto-compaction keeps is kept when it fits, and dropped when it does not.
+func TestPlanNoSpaceRecovery(t *testing.T) {
+	// Three members whose files are at the quota, with in MiB in use each (e-0 the leader).
+	full := func(e0, e1, e2 int64) maintenance.Observed {
+		return noSpace(compactedTo(0, cluster(leader(member("e-0", 1, 1000, e0)), member("e-1", 2, 1000, e1), member("e-2", 3, 1000, e2))))
+	}
+	disarm := maintenance.Action{Kind: maintenance.Disarm, Reason: maintenance.ReasonNoSpaceDisarm}
+	cases := []struct {
+		name   string
+		policy maintenance.Policy
+		obs    maintenance.Observed
+		freed  map[int64]int64
+		served uint64
+		want   []maintenance.Action
+	}{
+		{
+			name:   "periodic, the data fits: no compaction, every member defragmented, the leader last, then disarmed",
+			policy: auto,
+			obs:    full(300, 400, 200),
+			want: []maintenance.Action{
+				defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
+				defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
+				defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+				disarm,
+				none(maintenance.ReasonBelowThresholds),
+			},
+		},
+		{
+			name:   "periodic, in use at the trigger: compacted to the current revision, then defragmented and disarmed",
+			policy: auto,
+			obs:    full(800, 850, 820),
+			freed:  map[int64]int64{500: 300},
+			want: []maintenance.Action{
+				compact(500, maintenance.ReasonNoSpaceHistoryDoesNotFit),
+				defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
+				defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
+				defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+				disarm,
+				none(maintenance.ReasonBelowThresholds),
+			},
+		},
+		{
+			name:   "revision, the history fits once compacted to the retention: kept, then defragmented and disarmed",
+			policy: keeping(100),
+			obs:    full(800, 850, 820),
+			freed:  map[int64]int64{400: 300},
+			want: []maintenance.Action{
+				compact(400, maintenance.ReasonNoSpaceCompact),
+				defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
+				defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
+				defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+				disarm,
+				none(maintenance.ReasonBelowThresholds),
+			},
+		},
+		{
+			name:   "revision, the history fits though only the member that served the compaction says so: kept",
+			policy: keeping(100),
+			obs:    full(800, 850, 820),
+			freed:  map[int64]int64{400: 300},
+			served: 1,
+			want: []maintenance.Action{
+				compact(400, maintenance.ReasonNoSpaceCompact),
+				defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
+				defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
+				defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+				disarm,
+				none(maintenance.ReasonBelowThresholds),
+			},
+		},
+		{
+			name:   "revision, in use still at the trigger once compacted to the retention: the history goes",
+			policy: keeping(100),
+			obs:    full(800, 850, 820),
+			freed:  map[int64]int64{400: 20, 500: 300},
+			want: []maintenance.Action{
+				compact(400, maintenance.ReasonNoSpaceCompact),
+				compact(500, maintenance.ReasonNoSpaceHistoryDoesNotFit),
+				defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
+				defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
+				defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+				disarm,
+				none(maintenance.ReasonBelowThresholds),
+			},
+		},
+		{
+			name:   "revision, the history goes and the data still does not fit",
+			policy: keeping(100),
+			obs:    full(800, 950, 820),
+			freed:  map[int64]int64{400: 10, 500: 10},
+			want: []maintenance.Action{
+				compact(400, maintenance.ReasonNoSpaceCompact),
+				compact(500, maintenance.ReasonNoSpaceHistoryDoesNotFit),
+				defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
+				defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
+				defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+				{Kind: maintenance.CannotRecover, Reason: maintenance.ReasonNoSpaceDoesNotFit},
+			},
+		},
+		{
+			name:   "sizes in use not reported: compacted to the current revision, then the data does not fit",
+			policy: keeping(100),
+			obs:    full(0, 0, 0),
+			want: []maintenance.Action{
+				compact(400, maintenance.ReasonNoSpaceCompact),
+				compact(500, maintenance.ReasonNoSpaceHistoryDoesNotFit),
+				{Kind: maintenance.CannotRecover, Reason: maintenance.ReasonNoSpaceDoesNotFit},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(recovery(g, tc.policy, tc.obs, tc.freed, tc.served)).To(Equal(tc.want))
+		})
+	}
 }
 
 func TestPlanNoSpaceDoesNotFit(t *testing.T) {
@@ -555,6 +801,18 @@ func TestPlanProperties(t *testing.T) {
 		if corrupt(o) {
 			g.Expect(a.Kind).To(Equal(maintenance.None), "case %d: acted under a CORRUPT alarm: %+v", i, a)
 		}
+		if a.Kind == maintenance.Compact {
+			// A compaction goes past what is known compacted, never past the current
+			// revision, and keeps the retention unless the history does not fit.
+			g.Expect(a.Revision).To(BeNumerically(">", o.CompactedRevision), "case %d: %+v", i, a)
+			g.Expect(a.Revision).To(BeNumerically("<=", o.Revision), "case %d: %+v", i, a)
+			if a.Reason == maintenance.ReasonNoSpaceCompact {
+				g.Expect(a.Revision).To(Equal(o.Revision-p.HistoryRevisions), "case %d: %+v", i, a)
+			} else {
+				g.Expect(a.Reason).To(Equal(maintenance.ReasonNoSpaceHistoryDoesNotFit), "case %d: %+v", i, a)
+				g.Expect(a.Revision).To(Equal(o.Revision), "case %d: %+v", i, a)
+			}
+		}
 		if a.Kind != maintenance.Defragment {
 			continue
 		}
@@ -578,7 +836,8 @@ func TestPlanProperties(t *testing.T) {
 	}
 	// The generated cases reach every kind of action, and the leader.
 	for _, k := range []string{"None", "Compact", "Defragment", "Disarm", "CannotRecover", "leader",
-		"CorruptAlarm", "QuotaPressure", "QuotaRaiseDue", "Fragmented", "Scheduled", "RunComplete"} {
+		"CorruptAlarm", "QuotaPressure", "QuotaRaiseDue", "Fragmented", "Scheduled", "RunComplete",
+		"NoSpaceCompact", "NoSpaceHistoryDoesNotFit"} {
 		g.Expect(seen[k]).To(BeNumerically(">", 0), "no generated case gave %s", k)
 	}
 }
@@ -640,6 +899,9 @@ func generate(r *rand.Rand) (maintenance.Policy, maintenance.Observed) {
 	}
 	o.Revision = r.Int64N(1000)
 	o.CompactedRevision = r.Int64N(1000)
+	if r.IntN(2) == 0 {
+		p.HistoryRevisions = r.Int64N(1200) // now and then more than the revisions there are
+	}
 	return p, o
 }
 

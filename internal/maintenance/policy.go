@@ -3,6 +3,7 @@ package maintenance
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
@@ -13,7 +14,9 @@ import (
 )
 
 // PolicyFor reads the Policy of cluster c at now from its spec.maintenance (fields left
-// empty, as in a cluster stored before they existed, take their defaults), whether storage
+// empty, as in a cluster stored before they existed, take their defaults), the history
+// etcd's auto-compaction keeps in mode revision (spec.etcd.autoCompactionRetention, a
+// count of revisions; a retention that is not one counts as none), whether storage
 // autoscaling can still raise its quota (below the ceiling of the quota), and, for mode
 // Schedule, whether a run is due: a scheduled time passed since the last run completed
 // (status.maintenance.lastScheduledRun), or since the cluster was created when none has.
@@ -28,8 +31,14 @@ func PolicyFor(c *etcdv1alpha1.EtcdCluster, now time.Time) (Policy, error) {
 	if q := spec.Defragmentation.MinReclaimable; q != nil {
 		p.MinReclaimableBytes = q.Value()
 	}
-	if q := resources.Effective(c).Etcd.QuotaBackendBytes; q != nil {
+	opts := resources.Effective(c).Etcd
+	if q := opts.QuotaBackendBytes; q != nil {
 		p.QuotaBytes = q.Value()
+	}
+	if opts.AutoCompactionMode == etcdv1alpha1.AutoCompactionRevision {
+		if n, err := strconv.ParseInt(opts.AutoCompactionRetention, 10, 64); err == nil && n > 0 {
+			p.HistoryRevisions = n
+		}
 	}
 	if resources.AutoscalingEnabled(c) {
 		quota := p.withDefaults().QuotaBytes

@@ -26,6 +26,11 @@ func TestPolicyFor(t *testing.T) {
 	saturday := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	sundayRun := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 	q := resource.MustParse("64Mi")
+	compaction := func(mode etcdv1alpha1.AutoCompactionMode, retention string) *etcdv1alpha1.EtcdCluster {
+		c := cluster(etcdv1alpha1.MaintenanceSpec{}, nil)
+		c.Spec.Etcd.AutoCompactionMode, c.Spec.Etcd.AutoCompactionRetention = mode, retention
+		return c
+	}
 	cases := []struct {
 		name string
 		c    *etcdv1alpha1.EtcdCluster
@@ -48,6 +53,21 @@ func TestPolicyFor(t *testing.T) {
 		{"schedule: no time passed since the last run: not due",
 			cluster(sundays, &sundayRun), sundayRun.Add(time.Hour),
 			maintenance.Policy{Mode: maintenance.Schedule, RecoverFromNoSpace: true, QuotaBytes: 2 << 30}},
+		{"revision mode: the retention is the history kept",
+			compaction(etcdv1alpha1.AutoCompactionRevision, "50000"), saturday,
+			maintenance.Policy{Mode: maintenance.Auto, RecoverFromNoSpace: true, QuotaBytes: 2 << 30, HistoryRevisions: 50000}},
+		{"revision mode without a retention: etcd's flag gets the default count, and so does the policy",
+			compaction(etcdv1alpha1.AutoCompactionRevision, ""), saturday,
+			maintenance.Policy{Mode: maintenance.Auto, RecoverFromNoSpace: true, QuotaBytes: 2 << 30, HistoryRevisions: 10000}},
+		{"revision mode with a retention that is not a count: none",
+			compaction(etcdv1alpha1.AutoCompactionRevision, "1h"), saturday,
+			maintenance.Policy{Mode: maintenance.Auto, RecoverFromNoSpace: true, QuotaBytes: 2 << 30}},
+		{"periodic mode: a time window is no count of revisions",
+			compaction(etcdv1alpha1.AutoCompactionPeriodic, "30m"), saturday,
+			maintenance.Policy{Mode: maintenance.Auto, RecoverFromNoSpace: true, QuotaBytes: 2 << 30}},
+		{"periodic mode with a retention that reads as a count: still none",
+			compaction(etcdv1alpha1.AutoCompactionPeriodic, "5"), saturday,
+			maintenance.Policy{Mode: maintenance.Auto, RecoverFromNoSpace: true, QuotaBytes: 2 << 30}},
 		{"schedule: the next Sunday came: due",
 			cluster(sundays, &sundayRun), sundayRun.Add(7 * 24 * time.Hour),
 			maintenance.Policy{Mode: maintenance.Schedule, ScheduledRunDue: true, RecoverFromNoSpace: true, QuotaBytes: 2 << 30}},

@@ -184,6 +184,10 @@ func TestDefragmenting(t *testing.T) {
 		{name: "NOSPACE: after the compaction, every member with 1 MiB to give back, however recently defragmented", policy: auto,
 			obs:  noSpace(cluster(leader(member("e-0", 1, 1000, 300)), recent(member("e-1", 2, 1000, 400)), clean("e-2", 3))),
 			want: []string{"e-0", "e-1"}},
+		{name: "NOSPACE in revision mode with in use at the trigger: after both compactions, every member with 1 MiB to give back",
+			policy: keeping(100),
+			obs:    noSpace(compactedTo(0, cluster(leader(member("e-0", 1, 1000, 800)), member("e-1", 2, 1000, 999), member("e-2", 3, 1000, 900)))),
+			want:   []string{"e-0", "e-1", "e-2"}},
 		{name: "a cluster that waits for a member", policy: auto,
 			obs: cluster(leader(member("e-0", 1, 800, 400)), clean("e-1", 2), maintenance.Member{Name: "e-2", ID: 3, Healthy: true})},
 	}

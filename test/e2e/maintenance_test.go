@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,11 +85,15 @@ var _ = Describe("maintenance", func() {
 		expectKeys(ctx, ns, "frag", written)
 	})
 
-	It("gets a cluster out of the NOSPACE alarm without a human, losing no key", func(ctx SpecContext) {
+	It("gets a cluster out of the NOSPACE alarm without a human, losing no key and keeping the history it is configured to keep", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-nospace-")
+		// The last 10 revisions, 10 values of 256 KiB, fit well under the quota: the recovery
+		// keeps them, and watchers of this history need not relist.
+		const history = 10
 		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "full", Namespace: ns},
 			Spec: etcdv1alpha1.EtcdClusterSpec{Size: 3, DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete,
-				Etcd: etcdv1alpha1.EtcdOptions{QuotaBackendBytes: ptr.To(resource.MustParse("16Mi"))}}}
+				Etcd: etcdv1alpha1.EtcdOptions{QuotaBackendBytes: ptr.To(resource.MustParse("16Mi")),
+					AutoCompactionMode: etcdv1alpha1.AutoCompactionRevision, AutoCompactionRetention: strconv.Itoa(history)}}}
 		Expect(k8sClient.Create(ctx, c)).To(Succeed())
 		waitReady(ctx, c)
 		cli := etcdV3Client(ctx, ns, "full")
@@ -106,14 +111,16 @@ var _ = Describe("maintenance", func() {
 		// (etcd checks the quota again after applying it), so its outcome is unknown to the
 		// client: the key holds either it or the last acknowledged value.
 		last, unknown := "", ""
+		var lastRevision int64
 		var err error
 		for i := 0; i < 200; i++ {
 			v := fmt.Sprintf("%04d%s", i, value)
-			if _, err = cli.Put(ctx, "/churn", v); err != nil {
+			var put *clientv3.PutResponse
+			if put, err = cli.Put(ctx, "/churn", v); err != nil {
 				unknown = v
 				break
 			}
-			last = v
+			last, lastRevision = v, put.Header.Revision
 		}
 		Expect(errors.Is(err, rpctypes.ErrNoSpace) || (err != nil && strings.Contains(err.Error(), "database space exceeded"))).To(BeTrue(),
 			"the writes end with NOSPACE: %v", err)
@@ -138,6 +145,12 @@ var _ = Describe("maintenance", func() {
 		for _, m := range got.Status.Members {
 			Expect(m.Alarms).To(BeEmpty(), "member %s", m.Name)
 		}
+		// The refused write may have been applied: the history kept ends one revision later.
+		kept, err := cli.Get(ctx, "/churn", clientv3.WithRev(lastRevision-history/2))
+		Expect(err).NotTo(HaveOccurred(), "a revision within the configured history is still readable")
+		Expect(kept.Kvs).To(HaveLen(1))
+		_, err = cli.Get(ctx, "/churn", clientv3.WithRev(lastRevision-2*history))
+		Expect(err).To(MatchError(rpctypes.ErrCompacted), "revisions before the configured history are compacted")
 		Eventually(func(g Gomega) {
 			g.Expect(eventCount(ctx, g, ns, "NoSpaceDisarmed")).To(Equal(1))
 			g.Expect(eventCount(ctx, g, ns, "NoSpaceRecovered")).To(Equal(1))
