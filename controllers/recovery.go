@@ -78,6 +78,9 @@ func recoveryObserved(c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.
 		Settled: in.Action.Kind == membership.None, MemberName: obs.planner.Cluster.MemberName,
 		Seeding: in.Action.Kind == membership.CreateSeed,
 	}
+	if in.Action.Kind == membership.CreatePod && in.Action.Reason == etcdv1alpha1.ReasonRecreatingPod {
+		o.Restarting = in.Action.Member
+	}
 	for _, m := range obs.planner.Members {
 		o.Members = append(o.Members, m.Name)
 	}

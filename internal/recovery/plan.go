@@ -106,6 +106,9 @@ type Observed struct {
 	// Seeding is true when the membership planner would start a new, empty cluster: it
 	// sees no member data at all.
 	Seeding bool
+	// Restarting names the member whose missing pod the membership planner makes again on
+	// its data (a CreatePod of reason RecreatingPod); "" when it does not.
+	Restarting string
 }
 
 // Kind is the kind of step Plan chose.
@@ -266,7 +269,24 @@ func (o Observed) whileLost(st *etcdv1alpha1.RecoveryStatus) Step {
 	}
 	st.Message = fmt.Sprintf("quorum lost since %s; awaiting approval (%s) of the %s. Approve with: kubectl annotate etcdcluster <name> %s=%s",
 		st.LostSince.UTC().Format(time.RFC3339), why, plan, etcdv1alpha1.AnnotationApproveRecovery, st.ID)
+	if o.restartsOnData(silent) {
+		// A silent member whose pod is gone but whose data is not comes back as it was
+		// once its pod is made again, and may bring the quorum back with it: the planner
+		// goes on making it while the recovery waits for approval.
+		return Step{Kind: None, Status: st}
+	}
 	return Step{Kind: Blocked, Status: st, Reason: etcdv1alpha1.ReasonRecoveryAwaitingApproval, Message: st.Message}
+}
+
+// restartsOnData says whether the membership planner is making again the pod of one of the
+// silent members on data that still exists (its claim there and not going; never for
+// ephemeral data, which its pod took with it).
+func (o Observed) restartsOnData(silent []string) bool {
+	if o.Restarting == "" || o.Ephemeral || !slices.Contains(silent, o.Restarting) {
+		return false
+	}
+	c, ok := o.Claims[o.Restarting]
+	return ok && !c.Going && !c.Removed
 }
 
 // source chooses what the cluster is recovered from, into st, and says what the recovery

@@ -86,6 +86,29 @@ func TestDetection(t *testing.T) {
 			o.Claims["e-0"] = Claim{}
 			return o
 		}, Blocked, etcdv1alpha1.RecoveryAwaitingApproval},
+		{"a silent member whose pod is made again on its data is left to the planner, awaiting approval", func() Observed {
+			o := lostTwo(t0.Add(5 * time.Minute))
+			o.Last, o.Policy = lostSince(t0), etcdv1alpha1.QuorumLossAutomatic
+			o.Claims["e-0"], o.Claims["e-2"], o.Restarting = Claim{}, Claim{}, "e-0"
+			return o
+		}, None, etcdv1alpha1.RecoveryAwaitingApproval},
+		{"under Manual too, a pod made again on its data is left to the planner", func() Observed {
+			o := lostTwo(t0.Add(5 * time.Minute))
+			o.Last = lostSince(t0)
+			o.Claims["e-2"], o.Restarting = Claim{}, "e-2"
+			return o
+		}, None, etcdv1alpha1.RecoveryAwaitingApproval},
+		{"a pod made again on a claim being deleted is not: the recovery stays blocked", func() Observed {
+			o := lostTwo(t0.Add(5 * time.Minute))
+			o.Last = lostSince(t0)
+			o.Claims["e-2"], o.Restarting = Claim{Going: true}, "e-2"
+			return o
+		}, Blocked, etcdv1alpha1.RecoveryAwaitingApproval},
+		{"nor a pod made again for a member that answers", func() Observed {
+			o := lostTwo(t0.Add(5 * time.Minute))
+			o.Last, o.Restarting = lostSince(t0), "e-1"
+			return o
+		}, Blocked, etcdv1alpha1.RecoveryAwaitingApproval},
 		{"Automatic with one of five gone and two silent awaits approval", func() Observed {
 			o := lostTwo(t0.Add(5 * time.Minute))
 			o.Last, o.Policy, o.Size = lostSince(t0), etcdv1alpha1.QuorumLossAutomatic, 5
