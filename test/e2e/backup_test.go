@@ -69,6 +69,7 @@ var _ = Describe("backups", Label("backup"), func() {
 			sourceClusterID    string
 			toS3, toPVC        *etcdv1alpha1.EtcdBackup
 			fromS3, fromPVC    *etcdv1alpha1.EtcdCluster
+			other              *etcdv1alpha1.EtcdCluster // another cluster, whose snapshot a backup of source is made to record
 			every, late        *etcdv1alpha1.EtcdBackupSchedule
 			scheduledArtifacts *artifactRecorder
 			counting           string // the operator that ran the backups (operatorIncarnation)
@@ -80,6 +81,7 @@ var _ = Describe("backups", Label("backup"), func() {
 			ns = newBackupNamespace(ctx, "e2e-backup-", store)
 			createClaim(ctx, ns, "backups")
 			source = createCluster(ctx, ns, "src", 3)
+			other = createCluster(ctx, ns, "other", 1) // starts beside source; the verification spec uses it
 			waitReady(ctx, source)
 
 			cli := etcdV3Client(ctx, ns, source.Name)
@@ -168,6 +170,7 @@ var _ = Describe("backups", Label("backup"), func() {
 
 			By("a backup whose artifact is changed in the store after it was written")
 			createBackup(ctx, ns, "tampered", source.Name, etcdv1alpha1.BackupDestination{S3: store.destination("e2e-tampered", s3CredentialsSecret)}, etcdv1alpha1.BackupDeletionPolicyRetain)
+			createBackup(ctx, ns, "swapped", source.Name, etcdv1alpha1.BackupDestination{S3: store.destination("e2e-swapped", s3CredentialsSecret)}, etcdv1alpha1.BackupDeletionPolicyRetain)
 			tampered := waitBackupFinished(ctx, ns, "tampered", 2*time.Minute)
 			expectBackupSucceeded(tampered)
 			data := store.read(ctx, tampered.Status.Artifact.Key)
@@ -180,6 +183,39 @@ var _ = Describe("backups", Label("backup"), func() {
 			Expect(v.Reason).To(Equal("ChecksumMismatch"), v.Message)
 			Expect(meta.IsStatusConditionFalse(failed.Status.Conditions, etcdv1alpha1.ConditionReady)).To(BeTrue(), "a backup that does not verify is not Ready")
 			Expect(eventCount(ctx, Default, ns, "BackupVerificationFailed")).To(BeNumerically(">=", 1))
+
+			By("a backup that records another cluster's valid snapshot, with that snapshot's checksum")
+			// The checksum matches and the snapshot restores: only a comparison of the restored
+			// data with what the backup recorded can tell. The other cluster holds fewer keys
+			// and at least the recorded revision, so the data differs at that revision.
+			swapped := waitBackupFinished(ctx, ns, "swapped", 2*time.Minute)
+			expectBackupSucceeded(swapped)
+			waitReady(ctx, other)
+			otherCli := etcdV3Client(ctx, ns, other.Name)
+			const otherKeys = nKeys / 2
+			for i := range otherKeys {
+				_, err := otherCli.Put(ctx, fmt.Sprintf("/other/key-%03d", i), "other")
+				Expect(err).NotTo(HaveOccurred())
+			}
+			for rev := int64(0); rev <= swapped.Status.Snapshot.Revision; {
+				resp, err := otherCli.Put(ctx, fmt.Sprintf("/other/key-%03d", 0), fmt.Sprintf("other-%d", rev))
+				Expect(err).NotTo(HaveOccurred())
+				rev = resp.Header.Revision
+			}
+			createBackup(ctx, ns, "other-snapshot", other.Name, etcdv1alpha1.BackupDestination{S3: store.destination("e2e-other", s3CredentialsSecret)}, etcdv1alpha1.BackupDeletionPolicyRetain)
+			otherSnapshot := waitBackupFinished(ctx, ns, "other-snapshot", 2*time.Minute)
+			expectBackupSucceeded(otherSnapshot)
+			Expect(otherSnapshot.Status.Snapshot.Revision).To(BeNumerically(">", swapped.Status.Snapshot.Revision))
+			Expect(otherSnapshot.Status.Snapshot.ClusterID).NotTo(Equal(swapped.Status.Snapshot.ClusterID))
+			swapped.Status.Artifact = otherSnapshot.Status.Artifact.DeepCopy()
+			Expect(k8sClient.Status().Update(ctx, swapped)).To(Succeed())
+			setVerify(ctx, swapped)
+			failed = waitVerified(ctx, ns, "swapped")
+			v = meta.FindStatusCondition(failed.Status.Conditions, etcdv1alpha1.ConditionVerified)
+			Expect(v.Status).To(Equal(metav1.ConditionFalse), "%s: %s", v.Reason, v.Message)
+			Expect(v.Reason).To(Equal(etcdv1alpha1.ReasonVerificationFailed))
+			Expect(v.Message).To(ContainSubstring(fmt.Sprintf("holds %d keys at revision %d, the backup recorded %d",
+				otherKeys, swapped.Status.Snapshot.Revision, *swapped.Status.Snapshot.Keys)))
 
 			By("the every-minute schedule verifies each backup it takes")
 			Eventually(func(g Gomega) {

@@ -163,6 +163,11 @@ var _ = Describe("EtcdCluster", func() {
 
 				expectKeys(ctx, ns, cluster.Name, keys)
 			}
+			// 5 -> 3 and 3 -> 1 removed four members within the hour: Prometheus raises the
+			// shipped alert, from the operator's counter of removals.
+			Eventually(func(g Gomega) {
+				g.Expect(promAlertStates(ctx, g, "EtcdMemberReplacedRepeatedly", fmt.Sprintf(`namespace=%q, name=%q`, ns, cluster.Name))).To(ContainElement("firing"))
+			}).WithContext(ctx).WithTimeout(90 * time.Second).WithPolling(5 * time.Second).Should(Succeed())
 		})
 
 		It("replaces a member whose volume is deleted with a fresh one, keeping every key", func(ctx SpecContext) {
@@ -401,6 +406,11 @@ var _ = Describe("the operator going away", Serial, Ordered, func() {
 		cli := etcdClient(ctx, ns, cluster.Name)
 		Expect(cli.Put(ctx, "/e2e/away", "still here")).To(Succeed())
 		Expect(cli.Close()).To(Succeed())
+
+		By("Prometheus no longer scrapes the operator: EtcdpilotOperatorDown goes pending")
+		Eventually(func(g Gomega) {
+			g.Expect(promAlertStates(ctx, g, "EtcdpilotOperatorDown", `job="etcdpilot-controller-manager-metrics-service"`)).NotTo(BeEmpty())
+		}).WithContext(ctx).WithTimeout(90 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
 
 		By("the operator comes back and adopts the cluster as it is")
 		scaleOperator(ctx, 1)
