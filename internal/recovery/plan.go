@@ -262,6 +262,12 @@ func (o Observed) whileLost(st *etcdv1alpha1.RecoveryStatus) Step {
 		st.Message = fmt.Sprintf("quorum lost since %s; %s (%s)", st.LostSince.UTC().Format(time.RFC3339), plan, how)
 		return o.recovering(st)
 	}
+	return o.awaitApproval(st, plan, silent)
+}
+
+// awaitApproval records in st that the declared loss waits for approval of plan, and why;
+// the planner goes on making again a silent member's pod on its data meanwhile.
+func (o Observed) awaitApproval(st *etcdv1alpha1.RecoveryStatus, plan string, silent []string) Step {
 	st.Phase = etcdv1alpha1.RecoveryAwaitingApproval
 	why := "spec.quorumLossRecovery.policy is Manual"
 	if o.Policy == etcdv1alpha1.QuorumLossAutomatic {
