@@ -36,6 +36,12 @@ const (
 	// strict as the operator's health check, so that a member that is down costs the
 	// backup seconds, not minutes. The members are asked at the same time.
 	probeTimeout = 5 * time.Second
+	// chooseWithin bounds how long the agent keeps asking the members, chooseEvery apart,
+	// when none is fit to be snapshotted: a member that misses one probe (an election, a
+	// slow disk, a loaded node) does not fail the backup for good, and one that stays down
+	// fails it in about as long as statusTimeout.
+	chooseWithin = 30 * time.Second
+	chooseEvery  = 2 * time.Second
 	// memberListTimeout bounds the call that finds the member's name, which is optional.
 	memberListTimeout = 10 * time.Second
 	// dialTimeout bounds each connection attempt to the member.
@@ -111,7 +117,7 @@ func backup(ctx context.Context, args []string, env *environment) (Result, error
 	}
 	chosen := ""
 	if bf.endpoints != "" {
-		c, err := chooseMember(ctx, tlsConfig, bf.endpoints)
+		c, err := chooseMemberWithin(ctx, tlsConfig, bf.endpoints, chooseWithin, chooseEvery)
 		if err != nil {
 			return Result{}, err
 		}
@@ -385,6 +391,24 @@ func clientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{pair}
 	}
 	return cfg, nil
+}
+
+// chooseMemberWithin is chooseMember asked again, every pause, while no member is fit and
+// within has not passed; its last answer is the one returned.
+func chooseMemberWithin(ctx context.Context, tlsConfig *tls.Config, list string, within, pause time.Duration) (backuppkg.Candidate, error) {
+	deadline := time.Now().Add(within)
+	for {
+		c, err := chooseMember(ctx, tlsConfig, list)
+		var f *failure
+		if err == nil || !errors.As(err, &f) || f.reason != etcdv1alpha1.ReasonClusterNotAvailable || time.Now().Add(pause).After(deadline) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return c, err
+		case <-time.After(pause):
+		}
+	}
 }
 
 // chooseMember asks every member of list (name=clientURL,...) for its status, all at once,
