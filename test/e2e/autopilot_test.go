@@ -211,8 +211,8 @@ var _ = Describe("autopilot", func() {
 	})
 })
 
-// largestInUse is the largest database size in use among the members cli reaches that answer, as
-// etcd reports it; what the operator's storage autoscaling measures.
+// largestInUse is the largest database size in use among the members cli reaches that
+// answer, as etcd reports it; what the operator's storage autoscaling measures.
 func largestInUse(ctx context.Context, cli *clientv3.Client) int64 {
 	var largest int64
 	var errs []error
