@@ -75,7 +75,8 @@ func SampleVersions(ctx context.Context, cli etcd.Client, endpoints map[string]s
 //     version (health gating). A member that was silent in the sample before and answers in
 //     the sample where the next one stops came back within the same interval: the samples
 //     cannot order the two, and a health-gated operator restarts the next member as soon as
-//     the one before answers, so that is no breach (two silent in one sample is);
+//     the one before answers, so that is no breach, unless it came back at from (two
+//     silent in one sample is one too);
 //   - a member that went from from to to between two samples without one seeing it silent was
 //     restarted between them: then every other member answered in both samples, each the same
 //     version in both, so no two members changed at once;
@@ -147,13 +148,8 @@ func checkRollingStep(members []string, from, to string, p, q VersionSample, res
 		was, is := p.Versions[m], q.Versions[m]
 		switch {
 		case was != "" && is == "":
-			for _, o := range members {
-				switch v := p.Versions[o]; {
-				case o == m, v == "":
-				case restarted[o] && v != to:
-					return fmt.Errorf("member %s stopped answering between %s and %s while member %s, restarted before, answered etcd %s, not %s: "+
-						"the next member was restarted before the one before ran the new version", m, at(p), at(q), o, v, to)
-				}
+			if err := checkStopped(m, members, to, p, q, restarted, at); err != nil {
+				return err
 			}
 		case was == from && is == to:
 			for _, o := range members {
@@ -162,6 +158,24 @@ func checkRollingStep(members []string, from, to string, p, q VersionSample, res
 						"more than one member changed at once", m, from, to, at(p), at(q), change(o, p.Versions[o], q.Versions[o]))
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// checkStopped judges member m, which answered in sample p and not in q
+// (checkRollingStep): every member restarted before it runs to by then.
+func checkStopped(m string, members []string, to string, p, q VersionSample, restarted map[string]bool, at func(VersionSample) string) error {
+	for _, o := range members {
+		switch v := p.Versions[o]; {
+		case o == m:
+		case v == "" && q.Versions[o] != to:
+			return fmt.Errorf("member %s stopped answering between %s and %s while member %s, silent at %s, came back at etcd %s, not %s: "+
+				"the next member was restarted before the one before ran the new version", m, at(p), at(q), o, at(p), q.Versions[o], to)
+		case v == "":
+		case restarted[o] && v != to:
+			return fmt.Errorf("member %s stopped answering between %s and %s while member %s, restarted before, answered etcd %s, not %s: "+
+				"the next member was restarted before the one before ran the new version", m, at(p), at(q), o, v, to)
 		}
 	}
 	return nil

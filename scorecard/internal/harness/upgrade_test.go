@@ -56,7 +56,7 @@ func TestCheckRollingUpgrade(t *testing.T) {
 			samples: series("ooo", "o-o", "on-", "onn", "-nn", "nnn")},
 		{name: "the next member stops in the interval the one before comes back at the old release",
 			samples: series("ooo", "o-o", "oo-", "oon", "-on", "non"),
-			want: "member c-0 stopped answering between 3.0 s and 4.0 s while member c-1, restarted before, answered etcd 3.6.16, not 3.7.3: " +
+			want: "member c-2 stopped answering between 1.0 s and 2.0 s while member c-1, silent at 1.0 s, came back at etcd 3.6.16, not 3.7.3: " +
 				"the next member was restarted before the one before ran the new version"},
 		{name: "the next member stops while the one restarted before runs the old release",
 			samples: series("ooo", "o-o", "ooo", "oo-", "oon", "-on", "non"),
