@@ -2,6 +2,7 @@ package maintenance_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -526,6 +527,14 @@ func none(reason maintenance.Reason) maintenance.Action {
 	return maintenance.Action{Kind: maintenance.None, Reason: reason}
 }
 
+// noSpaceDefrags are the defragmentations of a NOSPACE recovery of e-2, e-1 and e-0, in
+// the order Plan takes them.
+var noSpaceDefrags = []maintenance.Action{
+	defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
+	defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
+	defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+}
+
 func defrag(name string, id uint64, reason maintenance.Reason) maintenance.Action {
 	return maintenance.Action{Kind: maintenance.Defragment, Member: name, MemberID: id, Reason: reason}
 }
@@ -628,41 +637,34 @@ func TestPlanNoSpaceRecovery(t *testing.T) {
 			name:   "periodic, the data fits: no compaction, every member defragmented, the leader last, then disarmed",
 			policy: auto,
 			obs:    full(300, 400, 200),
-			want: []maintenance.Action{
-				defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
-				defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
-				defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+			want: slices.Concat(noSpaceDefrags, []maintenance.Action{
 				disarm,
 				none(maintenance.ReasonBelowThresholds),
-			},
+			}),
 		},
 		{
 			name:   "periodic, in use at the trigger: compacted to the current revision, then defragmented and disarmed",
 			policy: auto,
 			obs:    full(800, 850, 820),
 			freed:  map[int64]int64{500: 300},
-			want: []maintenance.Action{
+			want: slices.Concat([]maintenance.Action{
 				compact(500, maintenance.ReasonNoSpaceHistoryDoesNotFit),
-				defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
-				defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
-				defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+			}, noSpaceDefrags, []maintenance.Action{
 				disarm,
 				none(maintenance.ReasonBelowThresholds),
-			},
+			}),
 		},
 		{
 			name:   "revision, the history fits once compacted to the retention: kept, then defragmented and disarmed",
 			policy: keeping(100),
 			obs:    full(800, 850, 820),
 			freed:  map[int64]int64{400: 300},
-			want: []maintenance.Action{
+			want: slices.Concat([]maintenance.Action{
 				compact(400, maintenance.ReasonNoSpaceCompact),
-				defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
-				defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
-				defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+			}, noSpaceDefrags, []maintenance.Action{
 				disarm,
 				none(maintenance.ReasonBelowThresholds),
-			},
+			}),
 		},
 		{
 			name:   "revision, the history fits though only the member that served the compaction says so: kept",
@@ -670,43 +672,37 @@ func TestPlanNoSpaceRecovery(t *testing.T) {
 			obs:    full(800, 850, 820),
 			freed:  map[int64]int64{400: 300},
 			served: 1,
-			want: []maintenance.Action{
+			want: slices.Concat([]maintenance.Action{
 				compact(400, maintenance.ReasonNoSpaceCompact),
-				defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
-				defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
-				defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+			}, noSpaceDefrags, []maintenance.Action{
 				disarm,
 				none(maintenance.ReasonBelowThresholds),
-			},
+			}),
 		},
 		{
 			name:   "revision, in use still at the trigger once compacted to the retention: the history goes",
 			policy: keeping(100),
 			obs:    full(800, 850, 820),
 			freed:  map[int64]int64{400: 20, 500: 300},
-			want: []maintenance.Action{
+			want: slices.Concat([]maintenance.Action{
 				compact(400, maintenance.ReasonNoSpaceCompact),
 				compact(500, maintenance.ReasonNoSpaceHistoryDoesNotFit),
-				defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
-				defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
-				defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+			}, noSpaceDefrags, []maintenance.Action{
 				disarm,
 				none(maintenance.ReasonBelowThresholds),
-			},
+			}),
 		},
 		{
 			name:   "revision, the history goes and the data still does not fit",
 			policy: keeping(100),
 			obs:    full(800, 950, 820),
 			freed:  map[int64]int64{400: 10, 500: 10},
-			want: []maintenance.Action{
+			want: slices.Concat([]maintenance.Action{
 				compact(400, maintenance.ReasonNoSpaceCompact),
 				compact(500, maintenance.ReasonNoSpaceHistoryDoesNotFit),
-				defrag("e-2", 3, maintenance.ReasonNoSpaceDefrag),
-				defrag("e-1", 2, maintenance.ReasonNoSpaceDefrag),
-				defrag("e-0", 1, maintenance.ReasonNoSpaceDefrag),
+			}, noSpaceDefrags, []maintenance.Action{
 				{Kind: maintenance.CannotRecover, Reason: maintenance.ReasonNoSpaceDoesNotFit},
-			},
+			}),
 		},
 		{
 			name:   "sizes in use not reported: compacted to the current revision, then the data does not fit",
