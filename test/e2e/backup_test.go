@@ -173,9 +173,7 @@ var _ = Describe("backups", Label("backup"), func() {
 			createBackup(ctx, ns, "swapped", source.Name, etcdv1alpha1.BackupDestination{S3: store.destination("e2e-swapped", s3CredentialsSecret)}, etcdv1alpha1.BackupDeletionPolicyRetain)
 			tampered := waitBackupFinished(ctx, ns, "tampered", 2*time.Minute)
 			expectBackupSucceeded(tampered)
-			data := store.read(ctx, tampered.Status.Artifact.Key)
-			data[len(data)/2] ^= 0xff
-			store.put(ctx, tampered.Status.Artifact.Key, data)
+			store.alter(ctx, tampered.Status.Artifact.Key)
 			setVerify(ctx, tampered)
 			failed := waitVerified(ctx, ns, "tampered")
 			v = meta.FindStatusCondition(failed.Status.Conditions, etcdv1alpha1.ConditionVerified)
@@ -577,6 +575,14 @@ func (s s3Store) read(ctx context.Context, key string) []byte {
 	data, err := io.ReadAll(obj)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return data
+}
+
+// alter flips one byte in the middle of the object at key, as a change in the store after
+// the backup wrote it.
+func (s s3Store) alter(ctx context.Context, key string) {
+	data := s.read(ctx, key)
+	data[len(data)/2] ^= 0xff
+	s.put(ctx, key, data)
 }
 
 func (s s3Store) put(ctx context.Context, key string, data []byte) {

@@ -129,9 +129,7 @@ var _ = Describe("Monitoring with a real Prometheus", Label("monitoring"), func(
 			etcdv1alpha1.BackupDeletionPolicyRetain)
 		altered := waitBackupFinished(ctx, ns, "altered", 2*time.Minute)
 		expectBackupSucceeded(altered)
-		data := store.read(ctx, altered.Status.Artifact.Key)
-		data[len(data)/2] ^= 0xff
-		store.put(ctx, altered.Status.Artifact.Key, data)
+		store.alter(ctx, altered.Status.Artifact.Key)
 		setVerify(ctx, altered)
 		Expect(meta.IsStatusConditionFalse(waitVerified(ctx, ns, "altered").Status.Conditions, etcdv1alpha1.ConditionVerified)).To(BeTrue())
 		Eventually(func(g Gomega) {
