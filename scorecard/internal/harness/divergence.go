@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,16 +24,22 @@ const EventMemberRemoved = "MemberRemoved"
 type MemberRead struct {
 	Value string
 	Found bool
-	Err   error
+	// MemberID is the etcd member that answered, from the response's header (0 when not
+	// known): a member replaced under the same name answers with a new ID.
+	MemberID uint64
+	Err      error
 }
 
 // CheckDivergence checks what each member of reads served for key from its own data:
 // victim (none when "") the rewritten value, every other member the original one. Before the
 // operator acts, this shows the divergence in etcd's own answers: the rewritten member serves
 // what the others do not. Once the victim is replaced, every member must serve the original.
-func CheckDivergence(key string, reads map[string]MemberRead, victim, original, rewritten string) error {
-	if _, ok := reads[victim]; victim != "" && !ok {
-		return fmt.Errorf("member %s, whose data the test rewrote, was not read", victim)
+// victimID is the etcd member ID (hexadecimal, as in the status) of the victim whose data was rewritten: a read answered by
+// another ID (a new member under the same name) says that the victim was replaced before
+// it was read, not that the rewrite did not show.
+func CheckDivergence(key string, reads map[string]MemberRead, victim, victimID, original, rewritten string) error {
+	if err := checkVictimRead(reads, victim, victimID); err != nil {
+		return err
 	}
 	for _, m := range slices.Sorted(maps.Keys(reads)) {
 		got := reads[m]
@@ -52,6 +59,21 @@ func CheckDivergence(key string, reads map[string]MemberRead, victim, original, 
 		case m != victim && got.Value != original:
 			return fmt.Errorf("member %s serves %q for %s from its own data, not the original %q", m, got.Value, key, original)
 		}
+	}
+	return nil
+}
+
+// checkVictimRead checks that the victim (none when "") was read, and from the member
+// whose data was rewritten (CheckDivergence).
+func checkVictimRead(reads map[string]MemberRead, victim, victimID string) error {
+	got, ok := reads[victim]
+	switch {
+	case victim == "":
+	case !ok:
+		return fmt.Errorf("member %s, whose data the test rewrote, was not read", victim)
+	case got.Err == nil && got.MemberID != 0 && strconv.FormatUint(got.MemberID, 16) != victimID:
+		return fmt.Errorf("member %s answered as etcd member %x, not %s whose data the test rewrote: "+
+			"it was replaced before the test read it, so the read cannot show the divergence", victim, got.MemberID, victimID)
 	}
 	return nil
 }

@@ -47,6 +47,12 @@ func TestCheckDivergence(t *testing.T) {
 		{name: "a member that cannot be read", victim: "c-2",
 			reads: map[string]harness.MemberRead{"c-0": {Err: errors.New("reading /canary from member c-0 alone: context deadline exceeded")}, "c-2": served(rewritten)},
 			want:  "reading /canary from member c-0 alone: context deadline exceeded"},
+		{name: "the rewrite shows, read from the member whose data was rewritten", victim: "c-2",
+			reads: map[string]harness.MemberRead{"c-0": served(original), "c-2": {Value: rewritten, Found: true, MemberID: 0xabc}}},
+		{name: "the rewritten member replaced, under its name, before the read", victim: "c-2",
+			reads: map[string]harness.MemberRead{"c-0": served(original), "c-2": {Value: original, Found: true, MemberID: 0xdef}},
+			want: "member c-2 answered as etcd member def, not abc whose data the test rewrote: " +
+				"it was replaced before the test read it, so the read cannot show the divergence"},
 		{name: "the rewritten member not read", victim: "c-2",
 			reads: map[string]harness.MemberRead{"c-0": served(original)},
 			want:  "member c-2, whose data the test rewrote, was not read"},
@@ -54,7 +60,11 @@ func TestCheckDivergence(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			err := harness.CheckDivergence(key, tc.reads, tc.victim, original, rewritten)
+			victimID := ""
+			if tc.victim != "" {
+				victimID = "abc"
+			}
+			err := harness.CheckDivergence(key, tc.reads, tc.victim, victimID, original, rewritten)
 			if tc.want == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return

@@ -98,41 +98,42 @@ func (e *Env) clientConfig(ctx context.Context, c *etcdv1alpha1.EtcdCluster, end
 // alone, which answers from what the member holds, without asking the leader. A member
 // whose data differs from the others' serves its own value; a linearizable read (Get, through
 // the client Service) serves the majority's.
-func (e *Env) ReadFromMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, member, key string) (value string, found bool, err error) {
+func (e *Env) ReadFromMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, member, key string) MemberRead {
 	cfg, err := e.clientConfig(ctx, c, MemberEndpoint(c, member))
 	if err != nil {
-		return "", false, err
+		return MemberRead{Err: err}
 	}
 	read := e.ReadLocal
 	if read == nil {
 		read = readLocal
 	}
-	value, found, err = read(ctx, cfg, key)
+	got, err := read(ctx, cfg, key)
 	if err != nil {
-		return "", false, fmt.Errorf("reading %s from member %s alone: %w", key, member, err)
+		return MemberRead{Err: fmt.Errorf("reading %s from member %s alone: %w", key, member, err)}
 	}
-	return value, found, nil
+	return got
 }
 
 // readLocal is the serializable read of ReadFromMember, with clientv3: internal/etcd's
 // Client reads linearizably only, as the operator needs.
-func readLocal(ctx context.Context, cfg etcd.Config, key string) (string, bool, error) {
+func readLocal(ctx context.Context, cfg etcd.Config, key string) (MemberRead, error) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, TLS: cfg.TLS,
 		DialTimeout: etcd.DefaultDialTimeout, Logger: zap.NewNop()})
 	if err != nil {
-		return "", false, err
+		return MemberRead{}, err
 	}
 	defer func() { _ = cli.Close() }() // the read is done by then
 	ctx, cancel := context.WithTimeout(ctx, etcd.CallTimeout)
 	defer cancel()
 	resp, err := cli.Get(ctx, key, clientv3.WithSerializable())
 	if err != nil {
-		return "", false, err
+		return MemberRead{}, err
 	}
-	if len(resp.Kvs) == 0 {
-		return "", false, nil
+	got := MemberRead{MemberID: resp.Header.GetMemberId()}
+	if len(resp.Kvs) > 0 {
+		got.Value, got.Found = string(resp.Kvs[0].Value), true
 	}
-	return string(resp.Kvs[0].Value), true, nil
+	return got, nil
 }
 
 // WriteKeys writes n keys under prefix and returns them with their values.

@@ -23,22 +23,20 @@ func TestReadFromMember(t *testing.T) {
 	c.Status.ClientService, c.Status.ClientSecret = "c-client", "c-client-tls"
 	env := newEnv(t, clientSecret(t))
 	var asked etcd.Config
-	env.ReadLocal = func(_ context.Context, cfg etcd.Config, key string) (string, bool, error) {
+	env.ReadLocal = func(_ context.Context, cfg etcd.Config, key string) (harness.MemberRead, error) {
 		asked = cfg
 		if key == "/gone" {
-			return "", false, errors.New("context deadline exceeded")
+			return harness.MemberRead{}, errors.New("context deadline exceeded")
 		}
-		return "v", true, nil
+		return harness.MemberRead{Value: "v", Found: true, MemberID: 7}, nil
 	}
-	value, found, err := env.ReadFromMember(context.Background(), c, "c-1", "/k")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(found).To(BeTrue())
-	g.Expect(value).To(Equal("v"))
+	got := env.ReadFromMember(context.Background(), c, "c-1", "/k")
+	g.Expect(got).To(Equal(harness.MemberRead{Value: "v", Found: true, MemberID: 7}))
 	g.Expect(asked.Endpoints).To(Equal([]string{"https://c-1.c-peer.scorecard.svc:2379"}))
 	g.Expect(asked.TLS).NotTo(BeNil())
 	g.Expect(asked.TLS.Certificates).To(HaveLen(1))
-	_, _, err = env.ReadFromMember(context.Background(), c, "c-1", "/gone")
-	g.Expect(err).To(MatchError("reading /gone from member c-1 alone: context deadline exceeded"))
+	got = env.ReadFromMember(context.Background(), c, "c-1", "/gone")
+	g.Expect(got.Err).To(MatchError("reading /gone from member c-1 alone: context deadline exceeded"))
 }
 
 // The serializable read of a real etcd, as ReadFromMember makes it in the cluster.
@@ -54,11 +52,12 @@ func TestReadLocal(t *testing.T) {
 	srv.WaitReady(t, func(ctx context.Context) error { return cli.Put(ctx, "/canary", "original") })
 
 	cfg := etcd.Config{Endpoints: srv.ClientURLs}
-	value, found, err := harness.ReadLocal(context.Background(), cfg, "/canary")
+	got, err := harness.ReadLocal(context.Background(), cfg, "/canary")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(found).To(BeTrue())
-	g.Expect(value).To(Equal("original"))
-	_, found, err = harness.ReadLocal(context.Background(), cfg, "/none")
+	g.Expect(got.Found).To(BeTrue())
+	g.Expect(got.Value).To(Equal("original"))
+	g.Expect(got.MemberID).NotTo(BeZero(), "the member that answered, from the header")
+	got, err = harness.ReadLocal(context.Background(), cfg, "/none")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(found).To(BeFalse())
+	g.Expect(got.Found).To(BeFalse())
 }

@@ -23,6 +23,22 @@ type VersionSample struct {
 	At time.Time
 	// Versions holds the answer of every member asked, by member name.
 	Versions map[string]string
+	// Why says, for a member that did not answer, what its call ended with (a refused
+	// connection, a deadline, a name not found): a breach names it, so that a member down
+	// and a member the test could not reach tell apart.
+	Why map[string]string
+}
+
+// silentWhy names members with why each did not answer, when the sample knows.
+func (s VersionSample) silentWhy(members []string) []string {
+	out := make([]string, len(members))
+	for i, m := range members {
+		out[i] = m
+		if why := s.Why[m]; why != "" {
+			out[i] += " (" + why + ")"
+		}
+	}
+	return out
 }
 
 // Silent names, sorted, the members of s that did not answer.
@@ -41,20 +57,21 @@ func (s VersionSample) Silent() []string {
 // MemberEndpoint) for its status through cli, all at once and each for at most within, and
 // returns what they answered. Status dials each member itself, whatever cli's endpoints.
 func SampleVersions(ctx context.Context, cli etcd.Client, endpoints map[string]string, within time.Duration) VersionSample {
-	s := VersionSample{At: time.Now(), Versions: make(map[string]string, len(endpoints))}
+	s := VersionSample{At: time.Now(), Versions: make(map[string]string, len(endpoints)), Why: map[string]string{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for member, endpoint := range endpoints {
 		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, within)
 			defer cancel()
-			version := ""
-			if st, err := cli.Status(sctx, endpoint); err == nil {
-				version = st.Version
-			}
+			st, err := cli.Status(sctx, endpoint)
 			mu.Lock()
 			defer mu.Unlock()
-			s.Versions[member] = version
+			if err != nil {
+				s.Versions[member], s.Why[member] = "", err.Error()
+				return
+			}
+			s.Versions[member] = st.Version
 		})
 	}
 	wg.Wait()
@@ -136,7 +153,7 @@ func checkAnswers(members []string, from, to string, s VersionSample, upgraded m
 	}
 	if len(silent) > 1 {
 		return fmt.Errorf("at %s members %s did not answer at the same time: more than one member was down or restarting",
-			at(s), strings.Join(silent, " and "))
+			at(s), strings.Join(s.silentWhy(silent), " and "))
 	}
 	return nil
 }

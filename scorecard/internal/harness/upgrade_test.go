@@ -183,5 +183,15 @@ func TestSampleVersions(t *testing.T) {
 	s := harness.SampleVersions(context.Background(), cli, map[string]string{"c-0": "https://c-0", "c-1": "https://c-1", "c-2": "https://c-2"}, time.Second)
 	g.Expect(s.Versions).To(Equal(map[string]string{"c-0": "3.6.16", "c-1": "", "c-2": "3.7.3"}))
 	g.Expect(s.Silent()).To(Equal([]string{"c-1"}))
+	g.Expect(s.Why).To(Equal(map[string]string{"c-1": "context deadline exceeded"}))
 	g.Expect(s.At).NotTo(BeZero())
+}
+
+// A breach names why each silent member did not answer, as the sample recorded it.
+func TestCheckRollingUpgradeSaysWhyMembersWereSilent(t *testing.T) {
+	samples := series("ooo", "o-o", "o--", "onn", "nnn")
+	samples[2].Why = map[string]string{"c-1": "connection refused", "c-2": "context deadline exceeded"}
+	err := harness.CheckRollingUpgrade(members, "3.6.16", "3.7.3", samples)
+	NewWithT(t).Expect(err).To(MatchError("at 2.0 s members c-1 (connection refused) and c-2 (context deadline exceeded) did not answer at the same time: " +
+		"more than one member was down or restarting"))
 }

@@ -14,6 +14,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 )
 
 // fakeEtcds are the etcd clusters behind the fake operator's EtcdClusters: one database per
@@ -191,7 +192,7 @@ func memberOf(endpoint string) string {
 
 // readLocal is the Env's serializable read from one member alone (harness.Env.ReadLocal):
 // what that member's own data holds.
-func (f *fakeEtcds) readLocal(_ context.Context, cfg etcd.Config, key string) (value string, found bool, err error) {
+func (f *fakeEtcds) readLocal(_ context.Context, cfg etcd.Config, key string) (harness.MemberRead, error) {
 	member := memberOf(cfg.Endpoints[0])
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -201,16 +202,16 @@ func (f *fakeEtcds) readLocal(_ context.Context, cfg etcd.Config, key string) (v
 		case m == nil:
 			continue
 		case m.down():
-			return "", false, fmt.Errorf("reading etcd key %q: %w", key, context.DeadlineExceeded)
+			return harness.MemberRead{}, fmt.Errorf("reading etcd key %q: %w", key, context.DeadlineExceeded)
 		}
 		m.readAlone = time.Now()
 		if v, ok := m.diverged[key]; ok {
-			return v, true, nil
+			return harness.MemberRead{Value: v, Found: true}, nil
 		}
-		value, found = d.keys[key]
-		return value, found, nil
+		value, found := d.keys[key]
+		return harness.MemberRead{Value: value, Found: found}, nil
 	}
-	return "", false, fmt.Errorf("dial tcp: lookup %s: no such host", cfg.Endpoints[0])
+	return harness.MemberRead{}, fmt.Errorf("dial tcp: lookup %s: no such host", cfg.Endpoints[0])
 }
 
 // defragment shrinks member's file to what is in use and returns its size before and after.

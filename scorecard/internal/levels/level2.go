@@ -165,9 +165,11 @@ func upgrade(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.Et
 		return checkUnavailability(r, attempts, changed)
 	}})
 	runSteps(r, step{"check the members' versions: one member restarted at a time, each once the one before answered at " + to, func() error {
-		r.Logf("the members' versions, %s: %s", fromChange, harness.DescribeRestarts(members, to, samples))
+		restarts := harness.DescribeRestarts(members, to, samples)
+		r.Logf("the members' versions, %s: %s", fromChange, restarts)
 		if err := harness.CheckRollingUpgrade(members, from, to, samples); err != nil {
-			return fmt.Errorf("%w (%s)", err, fromChange)
+			// The report's table shows only the error: it carries the restarts seen.
+			return fmt.Errorf("%w (%s; %s)", err, fromChange, restarts)
 		}
 		return nil
 	}})

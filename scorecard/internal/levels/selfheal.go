@@ -161,7 +161,7 @@ func corruptMember(ctx context.Context, in Input, r *report.Report) {
 		// The check that found the members consistent has just run, so the next one, which
 		// may replace the member, is most of consistencyInterval away.
 		step{"read the canary from each member alone (serializable): the rewritten member serves the rewritten value, the others the original", func() error {
-			return checkServed(ctx, in, r, c, members, key, victim.Name, canary, corrupted)
+			return checkServed(ctx, in, r, c, members, key, victim, canary, corrupted)
 		}},
 		step{"wait until the operator replaces that member (a new member ID), 3 ready members", func() error {
 			wctx, cancel := context.WithTimeout(ctx, healWait)
@@ -172,7 +172,7 @@ func corruptMember(ctx context.Context, in Input, r *report.Report) {
 			return checkKeys(ctx, in, c, keep)
 		}},
 		step{"read the canary from each member alone: every member, the new one included, serves the original", func() error {
-			return checkServed(ctx, in, r, c, memberNames(c), key, "", canary, corrupted)
+			return checkServed(ctx, in, r, c, memberNames(c), key, etcdv1alpha1.MemberStatus{}, canary, corrupted)
 		}},
 		step{"look for the event MemberCorrupt: it names the rewritten member, and no event blames another", func() error {
 			if err := waitEvents(ctx, in, r, c, etcdv1alpha1.ReasonMemberCorrupt); err != nil {
@@ -199,14 +199,14 @@ func memberNames(c *etcdv1alpha1.EtcdCluster) []string {
 // checkServed reads key from each of members alone and checks what each serves from its
 // own data (harness.CheckDivergence: victim the rewritten value, the others original),
 // logging what they served.
-func checkServed(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, members []string, key, victim, original, rewritten string) error {
+func checkServed(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, members []string, key string,
+	victim etcdv1alpha1.MemberStatus, original, rewritten string) error {
 	reads := make(map[string]harness.MemberRead, len(members))
 	for _, m := range members {
-		value, found, err := in.Env.ReadFromMember(ctx, c, m, key)
-		reads[m] = harness.MemberRead{Value: value, Found: found, Err: err}
+		reads[m] = in.Env.ReadFromMember(ctx, c, m, key)
 	}
 	r.Logf("%s from each member's own data: %s", key, harness.DescribeReads(reads, original, rewritten))
-	return harness.CheckDivergence(key, reads, victim, original, rewritten)
+	return harness.CheckDivergence(key, reads, victim.Name, victim.ID, original, rewritten)
 }
 
 // putKey writes one key to c.
