@@ -34,9 +34,9 @@ type MemberRead struct {
 // victim (none when "") the rewritten value, every other member the original one. Before the
 // operator acts, this shows the divergence in etcd's own answers: the rewritten member serves
 // what the others do not. Once the victim is replaced, every member must serve the original.
-// victimID is the etcd member ID (hexadecimal, as in the status) of the victim whose data was rewritten: a read answered by
-// another ID (a new member under the same name) says that the victim was replaced before
-// it was read, not that the rewrite did not show.
+// victimID is the victim's etcd member ID (hexadecimal, as in the status): a read answered
+// by another ID (a new member under the same name, or another member's address behind the
+// name) did not reach the victim, which says nothing of the rewrite.
 func CheckDivergence(key string, reads map[string]MemberRead, victim, victimID, original, rewritten string) error {
 	if err := checkVictimRead(reads, victim, victimID); err != nil {
 		return err
@@ -72,8 +72,9 @@ func checkVictimRead(reads map[string]MemberRead, victim, victimID string) error
 	case !ok:
 		return fmt.Errorf("member %s, whose data the test rewrote, was not read", victim)
 	case got.Err == nil && got.MemberID != 0 && strconv.FormatUint(got.MemberID, 16) != victimID:
-		return fmt.Errorf("member %s answered as etcd member %x, not %s whose data the test rewrote: "+
-			"it was replaced before the test read it, so the read cannot show the divergence", victim, got.MemberID, victimID)
+		return fmt.Errorf("the read from member %s was answered by etcd member %x, not %s whose data the test rewrote "+
+			"(the name leads to another member: the victim replaced, or a stale name record), so it cannot show the divergence",
+			victim, got.MemberID, victimID)
 	}
 	return nil
 }

@@ -49,10 +49,10 @@ func TestCheckDivergence(t *testing.T) {
 			want:  "reading /canary from member c-0 alone: context deadline exceeded"},
 		{name: "the rewrite shows, read from the member whose data was rewritten", victim: "c-2",
 			reads: map[string]harness.MemberRead{"c-0": served(original), "c-2": {Value: rewritten, Found: true, MemberID: 0xabc}}},
-		{name: "the rewritten member replaced, under its name, before the read", victim: "c-2",
+		{name: "the read of the rewritten member answered by another member", victim: "c-2",
 			reads: map[string]harness.MemberRead{"c-0": served(original), "c-2": {Value: original, Found: true, MemberID: 0xdef}},
-			want: "member c-2 answered as etcd member def, not abc whose data the test rewrote: " +
-				"it was replaced before the test read it, so the read cannot show the divergence"},
+			want: "the read from member c-2 was answered by etcd member def, not abc whose data the test rewrote " +
+				"(the name leads to another member: the victim replaced, or a stale name record), so it cannot show the divergence"},
 		{name: "the rewritten member not read", victim: "c-2",
 			reads: map[string]harness.MemberRead{"c-0": served(original)},
 			want:  "member c-2, whose data the test rewrote, was not read"},
