@@ -146,6 +146,7 @@ func autoCluster(g Gomega, ns, name string, probe float64) {
 // timeout to ten times that, rolled out to every member; the status shows the measurement.
 // The raise is 550 ms: etcd's buckets double, and the decision takes their upper bounds.
 func TestAutoTimingRaisesTheTimingToTheMeasuredRoundTrip(t *testing.T) {
+	t.Parallel() // a long wait in real time: see TestMain
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	// The probes take 1.2 s from the start, three round trips of 0.4 s over TLS (each in
@@ -190,6 +191,7 @@ func TestAutoTimingRaisesTheTimingToTheMeasuredRoundTrip(t *testing.T) {
 // reading the round trips every 10 s, and when the p99 moves up a bucket (noise: the same
 // timing, the same reason) the EtcdCluster stays as it is.
 func TestAutoTimingWritesNothingAtSteadyState(t *testing.T) {
+	t.Parallel() // a long wait in real time: see TestMain
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	// Probes of 20 ms: etcd's bucket up to 25.6 ms, a round trip of 9 ms over TLS.
@@ -282,6 +284,7 @@ func TestStorageAutoscalingAtItsCeilingSaysSoAndChangesNothing(t *testing.T) {
 // When the next quota does not fit the volumes and their class expands, the claims grow
 // first, one at a time, and the quota is raised once they have.
 func TestStorageAutoscalingGrowsTheClaimsBeforeAQuotaThatWouldNotFit(t *testing.T) {
+	t.Parallel() // a long wait in real time: see TestMain
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	storageClass(g, "expandable-"+ns, true)

@@ -363,6 +363,7 @@ func TestDeletingABackupWithDeletionPolicyDeleteDeletesItsArtifactFirst(t *testi
 // A deletion Job that never got a pod, because its namespace began terminating right after
 // the API server admitted it, must not hold the backup, and with it the namespace.
 func TestABackupLetsItsTerminatingNamespaceGoWhileItsDeletionJobWaitsForAPod(t *testing.T) {
+	t.Parallel() // a long wait in real time: see TestMain
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)

@@ -33,6 +33,7 @@ func pemCerts(b []byte) int {
 // is trusted by clients of the client Secret and the client certificate by the members; at
 // the end only the new CA is trusted and both certificates are its.
 func TestTheCAIsRotatedInThreePhasesEachRolledOut(t *testing.T) {
+	t.Parallel() // a long wait in real time: see TestMain
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)

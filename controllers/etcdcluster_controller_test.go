@@ -126,6 +126,7 @@ func TestBootstrapCreatesOwnedObjectsAndTheSeedOnly(t *testing.T) {
 // An ephemeral cluster starts from one member, and every other member joins as a learner, as
 // every member added to a running cluster does.
 func TestMembersJoinAsLearnersOneAtATime(t *testing.T) {
+	t.Parallel() // a long wait in real time: see TestMain
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)

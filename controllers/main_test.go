@@ -87,6 +87,12 @@ func (r *etcdRouter) factory(cfg etcd.Config) (etcd.Client, error) {
 // TestMain starts one envtest (our own kube-apiserver and etcd from bin/, found through
 // KUBEBUILDER_ASSETS) for the whole package, with the CRDs from config/crd/bases and the
 // controller running in a manager.
+//
+// Every test makes its clusters in a namespace of its own (newNamespace) and registers its
+// fakes by that namespace. The tests that wait out real time (measurement windows, rollout
+// phases, a namespace going) call t.Parallel, so they wait together, after the others: they
+// read and set nothing shared but what is keyed by their namespace. A test that moves a
+// shared clock (scheduleClock) stays serial.
 func TestMain(m *testing.M) {
 	os.Exit(runWithEnvtest(m))
 }

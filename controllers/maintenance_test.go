@@ -91,6 +91,7 @@ func leaderLast(ns, name string) []string {
 }
 
 func TestAFragmentedClusterIsDefragmentedOneMemberAtATimeLeaderLast(t *testing.T) {
+	t.Parallel() // a long wait in real time: see TestMain
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	f := readyCluster(g, ns, "frag", nil)
@@ -119,6 +120,7 @@ func TestAFragmentedClusterIsDefragmentedOneMemberAtATimeLeaderLast(t *testing.T
 }
 
 func TestDefragmentationWaitsForAnUnhealthyMemberAndCanBeDisabled(t *testing.T) {
+	t.Parallel() // a long wait in real time: see TestMain
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	f := readyCluster(g, ns, "wait", func(c *etcdv1alpha1.EtcdCluster) {

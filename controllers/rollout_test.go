@@ -247,6 +247,7 @@ func storageClass(g Gomega, name string, expandable bool) {
 }
 
 func TestALargerStorageSizeGrowsTheClaimsOneAtATime(t *testing.T) {
+	t.Parallel() // a long wait in real time: see TestMain
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
