@@ -98,6 +98,7 @@ func keepSizes(f *fake.Client, ns, name string, size int64, errs ...string) {
 // NOSPACE with data that does not fit the quota, and storage autoscaling on: the quota is
 // raised and rolled out, and the alarm disarmed under the new quota, with no human.
 func TestStorageAutoscalingRaisesTheQuotaOfDataThatDoesNotFit(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	f := readyCluster(g, ns, "nospace", func(c *etcdv1alpha1.EtcdCluster) {
@@ -222,6 +223,7 @@ func TestAutoTimingWritesNothingAtSteadyState(t *testing.T) {
 // Storage autoscaling: a database past 75 % of the quota gets a larger quota, rolled out
 // to every member; at the ceiling, the cluster says so and nothing restarts.
 func TestStorageAutoscalingRaisesTheQuotaBeforeItIsReached(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	f := readyCluster(g, ns, "grow", func(c *etcdv1alpha1.EtcdCluster) {

@@ -217,6 +217,7 @@ func TestBackupOfAnOlderAgentRecordsGzip(t *testing.T) {
 }
 
 func TestBackupFailuresEndTheBackupWithTheReason(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	ctx := context.Background()
 	ns := newNamespace(t)
 	clusterWithMembers(NewWithT(t), ns, "src")
@@ -319,6 +320,7 @@ func TestARestartedOperatorSetsTheBackupTimestampsAgainFromTheFinishedBackups(t 
 }
 
 func TestDeletingABackupWithDeletionPolicyDeleteDeletesItsArtifactFirst(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -505,6 +507,7 @@ func TestScheduleCreatesOneBackupPerRunAndPrunesPerRetention(t *testing.T) {
 }
 
 func TestRestoredClusterWaitsForItsBackupThenRestoresTheFirstMember(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)

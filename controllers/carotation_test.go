@@ -1,7 +1,6 @@
 package controllers_test
 
 import (
-	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"testing"
@@ -35,7 +34,6 @@ func pemCerts(b []byte) int {
 func TestTheCAIsRotatedInThreePhasesEachRolledOut(t *testing.T) {
 	t.Parallel() // a long wait in real time: see TestMain
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := newNamespace(t)
 	f := readyCluster(g, ns, "rot", nil)
 	oldCA := get(g, ns, "rot-ca", &corev1.Secret{}).Data["ca.crt"]
@@ -52,8 +50,9 @@ func TestTheCAIsRotatedInThreePhasesEachRolledOut(t *testing.T) {
 	before := podUIDs(g, ns)
 	f.ResetCalls()
 
-	got.Annotations = map[string]string{etcdv1alpha1.AnnotationRotateCA: "2026-11-25"}
-	g.Expect(k8sClient.Update(ctx, got)).To(Succeed())
+	updateCluster(g, ns, "rot", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Annotations = map[string]string{etcdv1alpha1.AnnotationRotateCA: "2026-11-25"}
+	})
 
 	var phases []string
 	uids := map[string]map[types.UID]bool{}

@@ -16,6 +16,7 @@ import (
 // Certificate objects (cert-manager's own CRD is installed in this envtest). There is no
 // cert-manager controller here: the test issues the Secrets the way it would.
 func TestCertManagerIssuesTheCertificates(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)

@@ -62,6 +62,7 @@ func TestAMemberWhoseDataDiffersFromTheMajorityIsReplaced(t *testing.T) {
 }
 
 func TestInReportModeAMemberWhoseDataDiffersIsOnlyReported(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	f := readyCluster(g, ns, "rep", func(c *etcdv1alpha1.EtcdCluster) {

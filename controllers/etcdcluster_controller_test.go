@@ -42,6 +42,22 @@ func get[T client.Object](g Gomega, ns, name string, obj T) T {
 	return obj
 }
 
+// updateCluster applies change to the EtcdCluster ns/name and updates it, reading it again
+// on a conflict: the controller writes the object too (its status, its finalizer). It
+// returns the cluster as updated.
+func updateCluster(g Gomega, ns, name string, change func(*etcdv1alpha1.EtcdCluster)) *etcdv1alpha1.EtcdCluster {
+	var c *etcdv1alpha1.EtcdCluster
+	g.EventuallyWithOffset(1, func() error {
+		c = &etcdv1alpha1.EtcdCluster{}
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+			return err
+		}
+		change(c)
+		return k8sClient.Update(context.Background(), c)
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	return c
+}
+
 func condition(c *etcdv1alpha1.EtcdCluster, t string) metav1.Condition {
 	if cond := meta.FindStatusCondition(c.Status.Conditions, t); cond != nil {
 		return *cond

@@ -139,9 +139,9 @@ func TestDefragmentationWaitsForAnUnhealthyMemberAndCanBeDisabled(t *testing.T) 
 	g.Consistently(func() []string { return calls(f, fake.Defragment) }).WithTimeout(5*time.Second).WithPolling(interval).
 		Should(BeEmpty(), "nothing while a member is unhealthy")
 
-	c := get(g, ns, "wait", &etcdv1alpha1.EtcdCluster{})
-	c.Spec.Maintenance.Defragmentation.Mode = etcdv1alpha1.DefragmentationDisabled
-	g.Expect(k8sClient.Update(context.Background(), c)).To(Succeed())
+	updateCluster(g, ns, "wait", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Maintenance.Defragmentation.Mode = etcdv1alpha1.DefragmentationDisabled
+	})
 	setSizes(g, f, ns, "wait", 400*mi, 100*mi)
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "wait", &etcdv1alpha1.EtcdCluster{})
@@ -234,6 +234,7 @@ func eventNotes(g Gomega, ns, reason string) []string {
 }
 
 func TestNoSpaceThatDoesNotFitIsReportedAndNotDisarmed(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	f := readyCluster(g, ns, "toofull", func(c *etcdv1alpha1.EtcdCluster) {
@@ -257,6 +258,7 @@ func TestNoSpaceThatDoesNotFitIsReportedAndNotDisarmed(t *testing.T) {
 }
 
 func TestNoSpaceRecoveryCanBeLeftToAHuman(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	f := readyCluster(g, ns, "manual", func(c *etcdv1alpha1.EtcdCluster) {

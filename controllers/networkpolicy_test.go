@@ -47,6 +47,7 @@ func sources(g Gomega, np *networkingv1.NetworkPolicy, port int32) []string {
 // port), narrowed to what the user lists, deleted
 // when disabled and made again when enabled, with the cluster Ready throughout.
 func TestNetworkPolicyFollowsTheSpec(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -104,6 +105,7 @@ func TestNetworkPolicyFollowsTheSpec(t *testing.T) {
 
 // A NetworkPolicy of the same name that the operator did not make is never deleted.
 func TestNetworkPolicyOfSomeoneElseIsKept(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)

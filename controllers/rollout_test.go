@@ -94,17 +94,17 @@ func podUIDs(g Gomega, ns string) map[string]types.UID {
 // with the new flags, followers first, leadership moved before the leader's turn, and the
 // status says the change is done only after the last member.
 func TestASpecChangeIsRolledOutOneMemberAtATimeLeaderLast(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := newNamespace(t)
 	f := readyCluster(g, ns, "roll", nil)
 	before := podUIDs(g, ns)
 	f.ResetCalls()
 
-	c := get(g, ns, "roll", &etcdv1alpha1.EtcdCluster{})
-	c.Spec.Etcd.SnapshotCount = 5000
-	c.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
-	g.Expect(k8sClient.Update(ctx, c)).To(Succeed())
+	c := updateCluster(g, ns, "roll", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.Etcd.SnapshotCount = 5000
+		c.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	})
 	generation := c.Generation
 
 	var restarted []string
@@ -157,10 +157,10 @@ func TestASpecChangeIsRolledOutOneMemberAtATimeLeaderLast(t *testing.T) {
 
 	// Labels and annotations of the pod template need no restart: applied in place.
 	restartsBefore := podUIDs(g, ns)
-	c = get(g, ns, "roll", &etcdv1alpha1.EtcdCluster{})
-	c.Spec.PodTemplate.Labels = map[string]string{"team": "storage"}
-	c.Spec.PodTemplate.Annotations = map[string]string{"example.com/scrape": "true"}
-	g.Expect(k8sClient.Update(ctx, c)).To(Succeed())
+	c = updateCluster(g, ns, "roll", func(c *etcdv1alpha1.EtcdCluster) {
+		c.Spec.PodTemplate.Labels = map[string]string{"team": "storage"}
+		c.Spec.PodTemplate.Annotations = map[string]string{"example.com/scrape": "true"}
+	})
 	g.Eventually(func(g Gomega) {
 		for name := range restartsBefore {
 			pod := get(g, ns, name, &corev1.Pod{})
@@ -249,15 +249,12 @@ func storageClass(g Gomega, name string, expandable bool) {
 func TestALargerStorageSizeGrowsTheClaimsOneAtATime(t *testing.T) {
 	t.Parallel() // a long wait in real time: see TestMain
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := newNamespace(t)
 	storageClass(g, "expandable-"+ns, true)
 	readyCluster(g, ns, "grow", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("expandable-" + ns) })
 	bindClaims(g, ns)
 
-	c := get(g, ns, "grow", &etcdv1alpha1.EtcdCluster{})
-	c.Spec.Storage.Size = ptr.To(resource.MustParse("8Gi"))
-	g.Expect(k8sClient.Update(ctx, c)).To(Succeed())
+	updateCluster(g, ns, "grow", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse("8Gi")) })
 
 	g.Eventually(func(g Gomega) map[string]string { return requested(g, ns) }).WithTimeout(timeout).WithPolling(interval).
 		Should(Equal(map[string]string{"grow-0-data": "8Gi", "grow-1-data": "4Gi", "grow-2-data": "4Gi"}))
@@ -282,6 +279,7 @@ func TestALargerStorageSizeGrowsTheClaimsOneAtATime(t *testing.T) {
 // A class that does not allow expansion, or that is gone: no claim changes, and the cluster
 // says why, naming the class, while it stays Available.
 func TestAClassThatCannotExpandLeavesTheClaimsAndSaysSo(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	for _, tc := range []struct {
 		name, class string
 		create      bool
@@ -292,7 +290,6 @@ func TestAClassThatCannotExpandLeavesTheClaimsAndSaysSo(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ctx := context.Background()
 			ns := newNamespace(t)
 			class := tc.class + "-" + ns
 			if tc.create {
@@ -301,9 +298,7 @@ func TestAClassThatCannotExpandLeavesTheClaimsAndSaysSo(t *testing.T) {
 			readyCluster(g, ns, tc.name, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To(class) })
 			bindClaims(g, ns)
 
-			c := get(g, ns, tc.name, &etcdv1alpha1.EtcdCluster{})
-			c.Spec.Storage.Size = ptr.To(resource.MustParse("8Gi"))
-			g.Expect(k8sClient.Update(ctx, c)).To(Succeed())
+			updateCluster(g, ns, tc.name, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.Size = ptr.To(resource.MustParse("8Gi")) })
 
 			g.Eventually(func(g Gomega) {
 				got := get(g, ns, tc.name, &etcdv1alpha1.EtcdCluster{})

@@ -20,6 +20,7 @@ import (
 // that destination: created, waited for (no member restarts meanwhile), recorded in
 // status.upgrade.snapshot; only then does the upgrade go on.
 func TestAnUpgradeBacksUpToTheDestinationBeforeTheFirstRestart(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)

@@ -94,6 +94,7 @@ func TestAVerifiedBackupIsRestoredIntoAThrowawayMemberAndChecked(t *testing.T) {
 }
 
 func TestABackupThatDoesNotVerifyIsNotReadyAndSaysWhy(t *testing.T) {
+	t.Parallel() // a wait in real time: see TestMain
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
