@@ -214,6 +214,18 @@ var _ = Describe("autopilot", func() {
 // largestInUse is the largest database size in use among the members cli reaches that
 // answer, as etcd reports it; what the operator's storage autoscaling measures.
 func largestInUse(ctx context.Context, cli *clientv3.Client) int64 {
+	return largestStatus(ctx, cli, func(st *clientv3.StatusResponse) int64 { return st.DbSizeInUse })
+}
+
+// largestDB is the largest database size (the file, free pages included) among the members
+// cli reaches that answer: what etcd's quota and etcd_mvcc_db_total_size_in_bytes measure.
+func largestDB(ctx context.Context, cli *clientv3.Client) int64 {
+	return largestStatus(ctx, cli, func(st *clientv3.StatusResponse) int64 { return st.DbSize })
+}
+
+// largestStatus is the largest of one size (of) among the members cli reaches that answer; it
+// fails when none answers.
+func largestStatus(ctx context.Context, cli *clientv3.Client, of func(*clientv3.StatusResponse) int64) int64 {
 	var largest int64
 	var errs []error
 	for _, ep := range cli.Endpoints() {
@@ -226,9 +238,9 @@ func largestInUse(ctx context.Context, cli *clientv3.Client) int64 {
 			errs = append(errs, fmt.Errorf("status of %s: %w", ep, err))
 			continue
 		}
-		largest = max(largest, st.DbSizeInUse)
+		largest = max(largest, of(st))
 	}
-	ExpectWithOffset(1, len(errs)).To(BeNumerically("<", len(cli.Endpoints())), "no member answered: %v", errs)
+	ExpectWithOffset(2, len(errs)).To(BeNumerically("<", len(cli.Endpoints())), "no member answered: %v", errs)
 	return largest
 }
 

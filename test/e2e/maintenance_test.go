@@ -106,7 +106,23 @@ var _ = Describe("maintenance", func() {
 			keep[k] = v
 		}
 		// One key rewritten until the quota is reached: the history, not the data, fills it.
+		// On the way, at 67 % of the quota (the autoscaler's and the pressure
+		// defragmentation's 75 % not reached), the writes pause until etcd's own alert on the
+		// quota is seen: the cluster's rule group reaches Prometheus a minute or more after
+		// the cluster is made.
 		value := strings.Repeat("y", 256<<10)
+		lowSpaceSeen := false
+		lowSpace := func() {
+			if lowSpaceSeen || largestDB(ctx, cli) < (16<<20)*67/100 {
+				return
+			}
+			GinkgoWriter.Printf("database sizes at 67 %% of the quota: %s\n", dbSizes(ctx, cli))
+			Eventually(func(g Gomega) {
+				g.Expect(promAlertStates(ctx, g, "etcdDatabaseQuotaLowSpace", fmt.Sprintf(`namespace=%q, etcd_cluster="full"`, ns))).
+					NotTo(BeEmpty(), "etcd's alert on a database past 65 %% of its quota")
+			}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+			lowSpaceSeen = true
+		}
 		// The write that crosses the quota is applied and still answered with NOSPACE
 		// (etcd checks the quota again after applying it), so its outcome is unknown to the
 		// client: the key holds either it or the last acknowledged value.
@@ -114,6 +130,7 @@ var _ = Describe("maintenance", func() {
 		var lastRevision int64
 		var err error
 		for i := 0; i < 200; i++ {
+			lowSpace()
 			v := fmt.Sprintf("%04d%s", i, value)
 			var put *clientv3.PutResponse
 			if put, err = cli.Put(ctx, "/churn", v); err != nil {
@@ -124,6 +141,7 @@ var _ = Describe("maintenance", func() {
 		}
 		Expect(errors.Is(err, rpctypes.ErrNoSpace) || (err != nil && strings.Contains(err.Error(), "database space exceeded"))).To(BeTrue(),
 			"the writes end with NOSPACE: %v", err)
+		Expect(lowSpaceSeen).To(BeTrue(), "the writes paused at 67 %% of the quota for etcd's alert")
 
 		Eventually(func(g Gomega) {
 			degraded := meta.FindStatusCondition(get(ctx, ns, "full", &etcdv1alpha1.EtcdCluster{}).Status.Conditions, etcdv1alpha1.ConditionDegraded)
