@@ -28,7 +28,7 @@ import (
 // the data reaches it; Auto raft timing follows the round trip between the members, with
 // latency added between them (hack/latency.sh: NFQUEUE and nfdelay, only between the pod
 // addresses of that cluster) and taken away.
-var _ = Describe("autopilot", func() {
+var _ = Describe("autopilot", longestSpec(80), func() {
 	It("raises the quota of a growing cluster before it reaches NOSPACE, one member at a time, every write accepted", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-autoscale-")
 		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "grow", Namespace: ns},

@@ -53,7 +53,7 @@ var _ = Describe("backups", Label("backup"), func() {
 	// backed up, and none changes it except by writing keys after the backups. Two
 	// schedules back it up every minute from the start; as their runs are a minute apart,
 	// they are checked last, so that the waiting overlaps the other specs.
-	Describe("backup and restore", Ordered, func() {
+	Describe("backup and restore", Ordered, longestSpec(230), func() {
 		const (
 			nKeys         = 200
 			bumpRevision  = 1_000_000

@@ -18,7 +18,7 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 )
 
-var _ = Describe("CA rotation", func() {
+var _ = Describe("CA rotation", longestSpec(95), func() {
 	It("rotates the CA of a 3-member cluster under writes from a client that reloads the client Secret: three phases, each member restarted once per phase, no write lost; then the members serve the new CA's certificate and refuse the old CA's client certificate", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-ca-")
 		cluster := createCluster(ctx, ns, "rot", 3)

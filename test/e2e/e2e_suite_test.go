@@ -45,6 +45,15 @@ var (
 	k8sClient client.Client
 )
 
+// Long specs start first. Ginkgo hands the specs out in order, one to each process as it
+// becomes free, and the run ends when the last one does: a five-minute spec that starts
+// late leaves the other processes idle for its last minutes. Each spec or Ordered container
+// that takes over a minute in a warm CI run therefore carries its duration, in seconds, as
+// its priority (longestSpec), so that the longest start first and the short ones fill in at
+// the end (longest processing time first). Serial specs run after all of them whatever
+// their priority.
+func longestSpec(seconds int) SpecPriority { return SpecPriority(seconds) }
+
 // olmRun reports whether this run is the OLM one (E2E_INSTALL=olm): the specs install the
 // operator through OLM and nothing is deployed for them.
 func olmRun() bool { return os.Getenv("E2E_INSTALL") == "olm" }

@@ -27,7 +27,7 @@ import (
 const etcdImage = "localhost:5000/etcd-development/etcd:v3.7.3"
 
 var _ = Describe("EtcdCluster", func() {
-	Describe("a 3-member TLS cluster", Ordered, func() {
+	Describe("a 3-member TLS cluster", Ordered, longestSpec(275), func() {
 		var (
 			ns      string
 			cluster *etcdv1alpha1.EtcdCluster

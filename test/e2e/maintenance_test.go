@@ -26,7 +26,7 @@ import (
 
 // spec.maintenance on real members: automatic defragmentation, and recovery from the
 // NOSPACE alarm, each with a client writing throughout.
-var _ = Describe("maintenance", func() {
+var _ = Describe("maintenance", longestSpec(55), func() {
 	It("defragments a fragmented cluster one member at a time, the leader last, every file shrinking, no write failing", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-defrag-")
 		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "frag", Namespace: ns},

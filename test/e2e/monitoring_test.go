@@ -32,7 +32,7 @@ const (
 	ruleLoadTimeout = 3 * time.Minute
 )
 
-var _ = Describe("Monitoring with a real Prometheus", Label("monitoring"), func() {
+var _ = Describe("Monitoring with a real Prometheus", Label("monitoring"), longestSpec(290), func() {
 	It("scrapes the members and the operator, loads the cluster's alerts, fires and resolves them", func(ctx SpecContext) {
 		store := newS3Store(ctx)
 		ns := newBackupNamespace(ctx, "monitoring-", store)

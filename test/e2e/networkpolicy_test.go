@@ -21,7 +21,7 @@ import (
 
 // The local cluster enforces NetworkPolicy (kube-router's firewall, started by `make
 // cluster-up`), so the members' policy is seen to admit and to refuse, not only to exist.
-var _ = Describe("the members' NetworkPolicy", func() {
+var _ = Describe("the members' NetworkPolicy", longestSpec(70), func() {
 	It("admits the operator and the listed namespace to the client port, refuses everyone else, and leaves the metrics port open", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "netpol-")
 		allowed := newTestNamespace(ctx, "netpol-allowed-")

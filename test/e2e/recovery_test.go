@@ -26,7 +26,7 @@ import (
 //     coming back heals the cluster, with no recovery); then two destroyed (recovered from
 //     the survivor without approval); then all three (recovered from the newest backup).
 var _ = Describe("quorum-loss recovery", func() {
-	It("recovers from the surviving member after approval, keeping every acknowledged write", func(ctx SpecContext) {
+	It("recovers from the surviving member after approval, keeping every acknowledged write", longestSpec(125), func(ctx SpecContext) {
 		ns, c := quorumCluster(ctx, etcdv1alpha1.QuorumLossManual)
 		acked, floor := writeAcknowledged(ctx, ns, "q", "round-1/", 200)
 
@@ -72,7 +72,7 @@ var _ = Describe("quorum-loss recovery", func() {
 		Expect(rec.Snapshot).To(Equal("recovery-" + rec.ID + ".db"))
 	})
 
-	It("under Automatic, waits for members whose data is kept, and recovers without approval from the survivor or the newest backup when the data is gone", func(ctx SpecContext) {
+	It("under Automatic, waits for members whose data is kept, and recovers without approval from the survivor or the newest backup when the data is gone", longestSpec(320), func(ctx SpecContext) {
 		ns, c := quorumCluster(ctx, etcdv1alpha1.QuorumLossAutomatic)
 		acked, floor := writeAcknowledged(ctx, ns, "q", "round-1/", 200)
 

@@ -15,7 +15,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 )
 
-var _ = Describe("rollouts of spec changes", func() {
+var _ = Describe("rollouts of spec changes", longestSpec(110), func() {
 	It("rolls a changed etcd option and resources out to a 3-member cluster under writes: each member restarted once, the leader last, Ready only after the last, no write lost; then moves to an older patch release", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-rollout-")
 		cluster := createCluster(ctx, ns, "ro", 3)

@@ -25,7 +25,7 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 )
 
-var _ = Describe("etcd version upgrades", func() {
+var _ = Describe("etcd version upgrades", longestSpec(150), func() {
 	It("upgrade a 3-member TLS cluster 3.5 -> 3.6 -> 3.7 under writes, one member at a time, losing no acknowledged write; a skip and a downgrade are refused", func(ctx SpecContext) {
 		store := newS3Store(ctx)
 		ns := newBackupNamespace(ctx, "e2e-upgrade-", store)

@@ -26,7 +26,7 @@ import (
 // user would (TLS mode Secrets): it bootstraps, loses a member with its data and grows back,
 // and takes a member certificate renewed in its Secret. Each step is checked against etcd and
 // the members' TLS listeners, not only the operator's status.
-var _ = Describe("user-provided TLS", func() {
+var _ = Describe("user-provided TLS", longestSpec(130), func() {
 	It("bootstraps 7 members on the user's Secrets, replaces one whose volume is lost with a fresh member keeping every key, and serves a member certificate renewed in its Secret without restarting a member; Prometheus warns of the old one's expiry until then", func(ctx SpecContext) {
 		const (
 			name         = "utls"
