@@ -32,4 +32,9 @@ func TestReplaceInFileRewritesEveryOccurrenceInPlace(t *testing.T) {
 	if msg, code := run([]string{path, "absent!!", "ABSENT!!"}); code != 1 || !strings.Contains(msg, "not found") {
 		t.Fatalf("nothing found: %d %q", code, msg)
 	}
+	// run passes over the file until a pass finds nothing more: the second finds none here.
+	if msg, code := run([]string{path, "CORRUPT!", "canary-2"}); code != 0 ||
+		msg != `rewrote 2 occurrences of "CORRUPT!" in `+path+` in 2 passes, the last finding none` {
+		t.Fatalf("run: %d %q", code, msg)
+	}
 }
