@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/controllers"
+	"github.com/etcdpilot/etcdpilot/internal/memlimit"
 	"github.com/etcdpilot/etcdpilot/internal/metrics"
 	"github.com/etcdpilot/etcdpilot/internal/tuning"
 	"github.com/etcdpilot/etcdpilot/internal/versions"
@@ -136,6 +138,9 @@ func BenchmarkScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+
+	// The soft limit the operator gives the Go runtime in its container (main.go).
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(memlimit.SoftLimit(memoryLimitMiB << 20)))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
