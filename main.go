@@ -223,7 +223,7 @@ func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomai
 // the collector works harder instead of the heap growing past it (docs/benchmarks.md: 1000
 // clusters with every self-tuning feature on).
 func applyMemoryLimit(info func(msg string, keysAndValues ...any)) {
-	soft, err := memlimit.Apply(memlimit.CgroupMemoryMax)
+	soft, err := memlimit.Apply(memlimit.CgroupMemoryMax, memlimit.CgroupV1MemoryLimit)
 	switch {
 	case err != nil:
 		info("No soft memory limit for the Go runtime", "error", err.Error())

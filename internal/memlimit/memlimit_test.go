@@ -15,6 +15,7 @@ func TestSoftLimit(t *testing.T) {
 		{minLimit, minLimit / 100 * 90},
 		{minLimit - 1, 0},
 		{0, 0},
+		{9223372036854771712, 0}, // cgroup v1 without a limit
 	} {
 		if got := SoftLimit(tc.limit); got != tc.want {
 			t.Errorf("SoftLimit(%d) = %d, want %d", tc.limit, got, tc.want)
@@ -48,6 +49,28 @@ func TestApply(t *testing.T) {
 	if _, err := Apply(file("lots")); err == nil {
 		t.Error("an unreadable limit is not an error")
 	}
+}
+
+func TestApplyCgroupV1AndGOMEMLIMIT(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	dir := t.TempDir()
+	file := func(content string) string {
+		path := filepath.Join(dir, "memory.max")
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	t.Setenv("GOMEMLIMIT", "")
+	v1 := filepath.Join(dir, "memory.limit_in_bytes")
+	if err := os.WriteFile(v1, []byte("268435456\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Apply(filepath.Join(dir, "none"), v1); err != nil || got != 256<<20/100*90 {
+		t.Errorf("cgroup v1: set %d (%v)", got, err)
+	}
+	debug.SetMemoryLimit(math.MaxInt64)
 	t.Setenv("GOMEMLIMIT", "100MiB")
 	if got, err := Apply(file("268435456")); err != nil || got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		t.Errorf("GOMEMLIMIT set: set %d (%v)", got, err)

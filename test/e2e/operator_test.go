@@ -20,6 +20,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/etcdpilot/etcdpilot/internal/memlimit"
 )
 
 const (
@@ -60,6 +62,8 @@ var _ = Describe("the operator", func() {
 		var (
 			endpoint string
 			ns       string
+			// readerToken is the metrics reader's, made by the first spec.
+			readerToken string
 		)
 
 		BeforeAll(func(ctx SpecContext) {
@@ -76,6 +80,7 @@ var _ = Describe("the operator", func() {
 
 		It("serves metrics to a ServiceAccount bound to the metrics-reader role", func(ctx SpecContext) {
 			token := metricsReaderToken(ctx, ns)
+			readerToken = token
 
 			// RBAC changes reach the authorizer's cache within a moment; retry briefly.
 			Eventually(func(g Gomega) {
@@ -83,6 +88,28 @@ var _ = Describe("the operator", func() {
 				g.Expect(code).To(Equal(http.StatusOK), body)
 				g.Expect(body).To(ContainSubstring("controller_runtime_reconcile_total"))
 				g.Expect(body).To(ContainSubstring(`controller="etcdcluster"`))
+			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		})
+
+		// The soft limit the operator gives the Go runtime (internal/memlimit), as the
+		// runtime itself reports it: 90 % of the manager container's memory limit.
+		It("reports the Go runtime's soft memory limit at 90 % of the container's", func(ctx SpecContext) {
+			pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(pods.Items).NotTo(BeEmpty())
+			limit := pods.Items[0].Spec.Containers[0].Resources.Limits.Memory()
+			Expect(limit.IsZero()).To(BeFalse(), "the manager container has a memory limit")
+			Eventually(func(g Gomega) {
+				code, body := getMetrics(ctx, endpoint, readerToken)
+				g.Expect(code).To(Equal(http.StatusOK), body)
+				var got float64
+				for line := range strings.Lines(body) {
+					if v, ok := strings.CutPrefix(line, "go_gc_gomemlimit_bytes "); ok {
+						got, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
+						g.Expect(err).NotTo(HaveOccurred())
+					}
+				}
+				g.Expect(got).To(Equal(float64(memlimit.SoftLimit(limit.Value()))), "go_gc_gomemlimit_bytes")
 			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 		})
 
