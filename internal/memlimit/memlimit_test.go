@@ -23,18 +23,24 @@ func TestSoftLimit(t *testing.T) {
 	}
 }
 
-func TestApply(t *testing.T) {
+// setUp keeps the runtime's limit for after the test, clears GOMEMLIMIT, and returns a
+// directory and a function that writes a memory.max there and returns its path.
+func setUp(t *testing.T) (string, func(content string) string) {
 	before := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(before) })
 	dir := t.TempDir()
-	file := func(content string) string {
+	t.Setenv("GOMEMLIMIT", "")
+	return dir, func(content string) string {
 		path := filepath.Join(dir, "memory.max")
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return path
 	}
-	t.Setenv("GOMEMLIMIT", "")
+}
+
+func TestApply(t *testing.T) {
+	dir, file := setUp(t)
 
 	got, err := Apply(file("268435456\n"))
 	if err != nil || got != 256<<20/100*90 || debug.SetMemoryLimit(-1) != got {
@@ -52,17 +58,7 @@ func TestApply(t *testing.T) {
 }
 
 func TestApplyCgroupV1AndGOMEMLIMIT(t *testing.T) {
-	before := debug.SetMemoryLimit(-1)
-	t.Cleanup(func() { debug.SetMemoryLimit(before) })
-	dir := t.TempDir()
-	file := func(content string) string {
-		path := filepath.Join(dir, "memory.max")
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	t.Setenv("GOMEMLIMIT", "")
+	dir, file := setUp(t)
 	v1 := filepath.Join(dir, "memory.limit_in_bytes")
 	if err := os.WriteFile(v1, []byte("268435456\n"), 0o600); err != nil {
 		t.Fatal(err)
