@@ -28,11 +28,7 @@ const monitoringTimeout = 2 * timeout
 
 // setMonitoring changes the cluster's spec.monitoring, retrying on conflicts.
 func setMonitoring(g Gomega, ns, name string, change func(*etcdv1alpha1.MonitoringSpec)) {
-	g.Eventually(func() error {
-		cur := get(g, ns, name, &etcdv1alpha1.EtcdCluster{})
-		change(&cur.Spec.Monitoring)
-		return k8sClient.Update(context.Background(), cur)
-	}).WithTimeout(monitoringTimeout).Should(Succeed())
+	updateCluster(g, ns, name, func(c *etcdv1alpha1.EtcdCluster) { change(&c.Spec.Monitoring) })
 }
 
 // With the Prometheus Operator's CRDs installed (the envtest API server has them), a

@@ -102,14 +102,7 @@ var _ = Describe("the operator", func() {
 			Eventually(func(g Gomega) {
 				code, body := getMetrics(ctx, endpoint, readerToken)
 				g.Expect(code).To(Equal(http.StatusOK), body)
-				var got float64
-				for line := range strings.Lines(body) {
-					if v, ok := strings.CutPrefix(line, "go_gc_gomemlimit_bytes "); ok {
-						got, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
-						g.Expect(err).NotTo(HaveOccurred())
-					}
-				}
-				g.Expect(got).To(Equal(float64(memlimit.SoftLimit(limit.Value()))), "go_gc_gomemlimit_bytes")
+				g.Expect(metricSample(body, "go_gc_gomemlimit_bytes")).To(Equal(float64(memlimit.SoftLimit(limit.Value()))), "go_gc_gomemlimit_bytes")
 			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 		})
 
