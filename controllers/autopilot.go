@@ -123,9 +123,10 @@ func readPeerRoundTrip(ctx context.Context, pod *corev1.Pod) (tuning.Histogram, 
 // decision, so that a steady cluster costs no write), from which the member pods are built
 // (resources.Effective): a change is rolled out by the next passes, one member at a time.
 //
-// requeue is set to when the next read is due: Auto clusters are passed more often than
-// steady ones.
-func (r *EtcdClusterReconciler) tune(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, requeue *time.Duration) *etcdv1alpha1.RaftTimingStatus {
+// It asks for the next pass when the next read is due: Auto clusters are passed more often
+// than steady ones.
+func (r *EtcdClusterReconciler) tune(ctx context.Context, p *clusterPass) *etcdv1alpha1.RaftTimingStatus {
+	c, obs := p.cluster, p.obs
 	if c.Spec.Etcd.TimingProfile != etcdv1alpha1.TimingAuto {
 		r.autopilot.forgetTiming(client.ObjectKeyFromObject(c))
 		return nil
@@ -143,19 +144,14 @@ func (r *EtcdClusterReconciler) tune(ctx context.Context, c *etcdv1alpha1.EtcdCl
 		st.lastScrape = now
 		r.readRoundTrips(ctx, obs, st.window, now)
 	}
-	*requeue = scrapeEvery(window)
+	p.after(scrapeEvery(window))
 	last := c.Status.RaftTiming
-	if d := st.decided; d != nil {
-		if last == nil || last.LastChangeTime == nil || last.LastChangeTime.Before(d.LastChangeTime) {
-			return d
-		}
-		st.decided = nil
+	if status.RaftTimingUnseen(st.decided, last) {
+		return st.decided
 	}
+	st.decided = nil
 	current, _ := resources.Timing(c)
-	sinceChange := now.Sub(st.since)
-	if last != nil && last.Profile == etcdv1alpha1.TimingAuto && last.LastChangeTime != nil {
-		sinceChange = min(sinceChange, now.Sub(last.LastChangeTime.Time))
-	}
+	sinceChange := status.SinceRaftTimingChange(last, st.since, now)
 	probe := tuning.ProbeRoundTripsPlain
 	if cluster.For(c).TLS {
 		probe = tuning.ProbeRoundTripsTLS
@@ -182,7 +178,7 @@ func (r *EtcdClusterReconciler) readRoundTrips(ctx context.Context, obs *observa
 	if read == nil {
 		read = readPeerRoundTrip
 	}
-	for _, m := range obs.planner.Members {
+	for _, m := range obs.membership.Members {
 		pod := obs.pods[m.Name]
 		if !m.Healthy || pod == nil {
 			continue
@@ -264,7 +260,7 @@ func (r *EtcdClusterReconciler) autoscaleStorage(ctx context.Context, c *etcdv1a
 // reports one (not bound yet).
 func claimCapacity(obs *observation, fallback int64) int64 {
 	var smallest int64
-	for _, pvc := range obs.planner.PVCs {
+	for _, pvc := range obs.membership.PVCs {
 		if v := pvc.Volume.Capacity.Value(); v > 0 && (smallest == 0 || v < smallest) {
 			smallest = v
 		}

@@ -26,7 +26,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/controllers"
-	"github.com/etcdpilot/etcdpilot/internal/agent"
+	"github.com/etcdpilot/etcdpilot/internal/agent/result"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/etcd/fake"
 	"github.com/etcdpilot/etcdpilot/internal/metrics"
@@ -111,7 +111,7 @@ func newBackup(ns, name, cluster string) *etcdv1alpha1.EtcdBackup {
 // finishAgentPod plays the kubelet: it creates the pod of job (as the Job controller
 // would) with the agent's container terminated with exitCode and the result as its
 // termination message, then touches the Job so the operator looks again.
-func finishAgentPod(g Gomega, job *batchv1.Job, exitCode int32, res agent.Result) {
+func finishAgentPod(g Gomega, job *batchv1.Job, exitCode int32, res result.Result) {
 	endAgentPod(g, job, corev1.PodSucceeded, func(pod *corev1.Pod, ended corev1.ContainerStatus) {
 		ended.Name, ended.State.Terminated.ExitCode = "agent", exitCode
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{ended}
@@ -121,7 +121,7 @@ func finishAgentPod(g Gomega, job *batchv1.Job, exitCode int32, res agent.Result
 // endAgentPod creates job's pod (with the labels of its template, which the operator's
 // cache selects) and gives it phase and, through set, the status of the container that
 // ended with res as its termination message; then it touches the Job.
-func endAgentPod(g Gomega, job *batchv1.Job, phase corev1.PodPhase, set func(*corev1.Pod, corev1.ContainerStatus), res agent.Result) {
+func endAgentPod(g Gomega, job *batchv1.Job, phase corev1.PodPhase, set func(*corev1.Pod, corev1.ContainerStatus), res result.Result) {
 	ctx := context.Background()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x", Namespace: job.Namespace,
 		Labels: map[string]string{}}, Spec: *job.Spec.Template.Spec.DeepCopy()}
@@ -179,7 +179,7 @@ func TestBackupRunsTheAgentAndRecordsItsResult(t *testing.T) {
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	sum := strings.Repeat("0a", 32)
-	finishAgentPod(g, job, 0, agent.Result{SHA256: sum, Size: 1234, SnapshotSize: 9999, Revision: 42,
+	finishAgentPod(g, job, 0, result.Result{SHA256: sum, Size: 1234, SnapshotSize: 9999, Revision: 42,
 		EtcdVersion: "3.7.3", MemberID: "1f", ClusterID: "2e", Member: "src-1", Compression: "zstd", StreamSeconds: 2})
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "manual", &etcdv1alpha1.EtcdBackup{})
@@ -207,7 +207,7 @@ func TestBackupOfAnOlderAgentRecordsGzip(t *testing.T) {
 	g.Eventually(func(g Gomega) { get(g, ns, "old-backup", job) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	sum := strings.Repeat("0b", 32)
-	finishAgentPod(g, job, 0, agent.Result{SHA256: sum, Size: 1, SnapshotSize: 2, Revision: 3, Member: "legacy-0"})
+	finishAgentPod(g, job, 0, result.Result{SHA256: sum, Size: 1, SnapshotSize: 2, Revision: 3, Member: "legacy-0"})
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "old", &etcdv1alpha1.EtcdBackup{})
 		g.Expect(backupCondition(got).Status).To(Equal(metav1.ConditionTrue))
@@ -259,7 +259,7 @@ func TestBackupFailuresEndTheBackupWithTheReason(t *testing.T) {
 		g.Expect(k8sClient.Create(ctx, newBackup(ns, "down", "src"))).To(Succeed())
 		job := &batchv1.Job{}
 		g.Eventually(func(g Gomega) { get(g, ns, "down-backup", job) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-		finishAgentPod(g, job, 1, agent.Result{Reason: etcdv1alpha1.ReasonDestinationUnreachable, Error: "dial tcp: connection refused"})
+		finishAgentPod(g, job, 1, result.Result{Reason: etcdv1alpha1.ReasonDestinationUnreachable, Error: "dial tcp: connection refused"})
 		expectFailed(g, "down", etcdv1alpha1.ReasonDestinationUnreachable, "connection refused")
 
 		// Finished is final: a later look at the Job changes nothing.
@@ -273,7 +273,7 @@ func TestBackupFailuresEndTheBackupWithTheReason(t *testing.T) {
 		g.Expect(k8sClient.Create(ctx, newBackup(ns, "killed", "src"))).To(Succeed())
 		job := &batchv1.Job{}
 		g.Eventually(func(g Gomega) { get(g, ns, "killed-backup", job) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-		finishAgentPod(g, job, 137, agent.Result{})
+		finishAgentPod(g, job, 137, result.Result{})
 		expectFailed(g, "killed", etcdv1alpha1.ReasonBackupPodFailed, "exit code 137")
 	})
 }
@@ -330,7 +330,7 @@ func TestDeletingABackupWithDeletionPolicyDeleteDeletesItsArtifactFirst(t *testi
 	g.Expect(k8sClient.Create(ctx, b)).To(Succeed())
 	job := &batchv1.Job{}
 	g.Eventually(func(g Gomega) { get(g, ns, "doomed-backup", job) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	finishAgentPod(g, job, 0, agent.Result{SHA256: strings.Repeat("ab", 32), Size: 1, SnapshotSize: 2, Revision: 3, EtcdVersion: "3.7.3"})
+	finishAgentPod(g, job, 0, result.Result{SHA256: strings.Repeat("ab", 32), Size: 1, SnapshotSize: 2, Revision: 3, EtcdVersion: "3.7.3"})
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "doomed", &etcdv1alpha1.EtcdBackup{})
 		g.Expect(got.Finalizers).To(ContainElement("etcd.etcdpilot.io/delete-artifact"))
@@ -552,7 +552,7 @@ func TestRestoredClusterWaitsForItsBackupThenRestoresTheFirstMember(t *testing.T
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 	// The restore fails (as the kubelet would report the init container): Degraded, with the agent's words.
-	res, _ := json.Marshal(agent.Result{Reason: agent.ReasonChecksumMismatch, Error: "artifact etcd/k.db.gz has sha256 ff, expected " + sum})
+	res, _ := json.Marshal(result.Result{Reason: result.ReasonChecksumMismatch, Error: "artifact etcd/k.db.gz has sha256 ff, expected " + sum})
 	seed.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "restore", Image: testAgentImage, ImageID: testAgentImage,
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: string(res), StartedAt: metav1.Now(), FinishedAt: metav1.Now()}}}}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
@@ -14,71 +13,62 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/consistency"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/internal/status"
 )
 
 // checkConsistency compares the voting members' hashes (spec.consistencyCheck) once the last
-// check is an interval old. It returns the new status.consistency, or nil when no check was
-// due or possible (the last stays), and sets next to when the next check is due.
-func (r *EtcdClusterReconciler) checkConsistency(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, next *time.Duration) *etcdv1alpha1.ConsistencyStatus {
+// check is an interval old (consistency.Due, consistency.Plan, consistency.Judge). It
+// returns the new status.consistency, or nil when no check was due or possible (the last
+// stays), and asks for the next pass when the next check is due.
+func (r *EtcdClusterReconciler) checkConsistency(ctx context.Context, p *clusterPass) *etcdv1alpha1.ConsistencyStatus {
+	c, obs := p.cluster, p.obs
 	if !resources.ConsistencyCheckEnabled(c) || obs.etcd == nil {
 		return nil
 	}
-	interval, now := resources.ConsistencyInterval(c), r.now()
-	if last := c.Status.Consistency; last != nil {
-		if wait := last.LastCheckTime.Add(interval).Sub(now); wait > 0 {
-			*next = wait
-			return nil
-		}
+	now := r.now()
+	var last time.Time
+	if c.Status.Consistency != nil {
+		last = c.Status.Consistency.LastCheckTime.Time
 	}
-	*next = interval
-	var revisions []int64
-	var voters []uint64
-	byID := map[uint64]string{}
-	for _, m := range obs.planner.Members {
-		if m.Started && !m.Learner {
-			voters = append(voters, m.ID)
-			byID[m.ID] = m.Name
-			revisions = append(revisions, obs.details[m.Name].Revision)
-		}
+	due, wait := consistency.Due(last, resources.ConsistencyInterval(c), now)
+	p.after(wait)
+	if !due {
+		return nil
 	}
-	rev, ok := consistency.CommonRevision(revisions)
+	members := make([]consistency.Member, 0, len(obs.membership.Members))
+	for _, m := range obs.membership.Members {
+		d := obs.details[m.Name]
+		members = append(members, consistency.Member{Name: m.Name, ID: m.ID, Started: m.Started, Learner: m.Learner,
+			Revision: d.Revision, Corrupt: slices.Contains(d.Alarms, alarmCorrupt)})
+	}
+	check, ok := consistency.Plan(members)
 	if !ok {
 		return nil
 	}
-	hashes := hashMembers(ctx, obs.etcd, cluster.For(c), voters, byID, rev)
+	hashes := hashMembers(ctx, obs.etcd, cluster.For(c), check)
 	if ctx.Err() != nil {
 		return nil // the pass is ending: no verdict from a check cut short
 	}
-	var corrupt []uint64
-	for _, id := range voters {
-		if slices.Contains(obs.details[byID[id]].Alarms, alarmCorrupt) {
-			corrupt = append(corrupt, id)
-		}
-	}
-	v := consistency.Judge(len(voters), hashes, corrupt)
+	v := consistency.Judge(len(check.Voters), hashes, check.Corrupt)
 	if v.Kind != consistency.Consistent {
 		log.FromContext(ctx).Info("Consistency check", "result", v.Kind, "message", v.Message)
 	}
-	out := &etcdv1alpha1.ConsistencyStatus{LastCheckTime: metav1.NewTime(now), Revision: v.Revision,
-		Result: string(v.Kind), Message: v.Message}
-	for i, name := range v.Suspects {
-		out.Suspects = append(out.Suspects, etcdv1alpha1.SuspectMember{Name: name, ID: strconv.FormatUint(v.SuspectIDs[i], 16)})
-	}
-	return out
+	return status.ConsistencyChecked(v, now)
 }
 
 // alarmCorrupt is etcd's alarm for a member its own corruption checks found diverged.
 const alarmCorrupt = "CORRUPT"
 
-// hashMembers asks each voter for its HashKV at rev; a member that cannot answer has Err set.
-func hashMembers(ctx context.Context, cli etcd.Client, names cluster.Cluster, voters []uint64, byID map[uint64]string, rev int64) []consistency.Hash {
-	hashes := make([]consistency.Hash, 0, len(voters))
-	for _, id := range voters {
-		h := consistency.Hash{Member: byID[id], ID: id}
-		kv, err := cli.HashKV(ctx, names.ClientURL(h.Member), rev)
+// hashMembers asks each voter of the check for its HashKV at the check's revision; a member
+// that cannot answer has Err set.
+func hashMembers(ctx context.Context, cli etcd.Client, names cluster.Cluster, check consistency.Check) []consistency.Hash {
+	hashes := make([]consistency.Hash, 0, len(check.Voters))
+	for _, m := range check.Voters {
+		h := consistency.Hash{Member: m.Name, ID: m.ID}
+		kv, err := cli.HashKV(ctx, names.ClientURL(m.Name), check.Revision)
 		switch {
 		case etcd.IsCompacted(err):
-			h.Err = "revision " + strconv.FormatInt(rev, 10) + " was compacted during the check"
+			h.Err = "revision " + strconv.FormatInt(check.Revision, 10) + " was compacted during the check"
 		case err != nil:
 			h.Err = err.Error()
 		default:

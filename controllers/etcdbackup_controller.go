@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/internal/agent"
+	"github.com/etcdpilot/etcdpilot/internal/agent/result"
 	"github.com/etcdpilot/etcdpilot/internal/backup"
 	"github.com/etcdpilot/etcdpilot/internal/metrics"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
@@ -64,18 +64,34 @@ type EtcdBackupReconciler struct {
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackups/finalizers,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 
-// Reconcile takes one backup through its steps:
-//
-//  1. Deleted: with deletionPolicy Delete, run the deletion Job until the artifact is gone,
-//     then let the object go.
-//  2. Keep the finalizer in line with deletionPolicy.
-//  3. Finished (Succeeded True or False): a backup is never retried; its timestamps go to
-//     the cluster's metrics on every pass (observeMetrics), so that they come back after an
-//     operator restart; one that succeeded with spec.verify is verified (verify), once.
-//  4. Preflight: the cluster, the credentials and the claim must exist; otherwise the
-//     backup fails at once with the reason.
-//  5. Create the Job, or read its outcome from the agent's termination message.
-//  6. Patch the status, once.
+// backupPass is what one pass over an EtcdBackup carries from step to step: where the
+// backup stands, or where its verification stands, whichever the pass looked at.
+type backupPass struct {
+	backup       *etcdv1alpha1.EtcdBackup
+	outcome      *status.BackupOutcome
+	verification *status.VerificationOutcome
+}
+
+// steps is one pass over a backup that is not being deleted, in order; then the status is
+// patched once (finish).
+func (r *EtcdBackupReconciler) steps() []step[*backupPass] {
+	return []step[*backupPass]{
+		// The artifact-deletion finalizer on exactly the backups with deletionPolicy Delete.
+		r.stepSyncFinalizer,
+		// Unfinished: the preflight (the cluster, the credentials and the claim exist, or the
+		// backup fails at once with the reason), then the Job created, or its outcome read
+		// from the agent's termination message. A backup is never retried.
+		r.stepTakeBackup,
+		// Finished: its timestamps go to the cluster's metrics on every pass, so that they
+		// come back after an operator restart.
+		r.stepRecordMetrics,
+		// Succeeded with spec.verify: verified once, in a throwaway member (verification).
+		r.stepVerify,
+	}
+}
+
+// Reconcile takes one backup through its steps (steps); a deleted one with deletionPolicy
+// Delete has its artifact deleted by a Job first (finalize).
 func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	b := &etcdv1alpha1.EtcdBackup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
@@ -84,27 +100,72 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if !b.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, b)
 	}
-	if err := r.syncFinalizer(ctx, b); err != nil {
+	p := &backupPass{backup: b}
+	if err := runSteps(ctx, p, r.steps()); err != nil {
 		return reconcile.Result{}, err
 	}
-	if status.BackupFinished(b) {
-		r.observeMetrics(ctx, b)
-		if !status.VerificationWanted(b) {
-			return reconcile.Result{}, nil
-		}
-		return r.verify(ctx, b)
-	}
-	outcome, err := r.observe(ctx, b)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := r.patchStatus(ctx, b, outcome); err != nil {
-		return reconcile.Result{}, err
-	}
-	if outcome.Finished {
+	return r.finish(ctx, p)
+}
+
+// finish patches the status computed from what the pass learned of the backup or of its
+// verification, emits the events of the transitions the patch made, and comes back soon
+// while either runs.
+func (r *EtcdBackupReconciler) finish(ctx context.Context, p *backupPass) (reconcile.Result, error) {
+	b := p.backup
+	var desired etcdv1alpha1.EtcdBackupStatus
+	var running bool
+	transitions, record := status.BackupTransitions, r.Metrics.RecordBackup
+	switch {
+	case p.outcome != nil:
+		desired, running = status.ComputeBackup(b, *p.outcome, r.now()), !p.outcome.Finished
+	case p.verification != nil:
+		desired, running = status.ComputeVerification(b, *p.verification, r.now()), !p.verification.Finished
+		transitions, record = status.VerificationTransitions, r.Metrics.RecordVerification
+	default:
 		return reconcile.Result{}, nil
 	}
+	old, changed, err := patchStatus(ctx, r.Client, b, &b.Status, desired)
+	if changed {
+		emit(r.Recorder, b, transitions(old, b.Status))
+		record(b, old, b.Status)
+	}
+	if err != nil || !running {
+		return reconcile.Result{}, err
+	}
 	return reconcile.Result{RequeueAfter: requeueBackup}, nil
+}
+
+func (r *EtcdBackupReconciler) stepSyncFinalizer(ctx context.Context, p *backupPass) (stepOutcome, error) {
+	return next, r.syncFinalizer(ctx, p.backup)
+}
+
+func (r *EtcdBackupReconciler) stepTakeBackup(ctx context.Context, p *backupPass) (stepOutcome, error) {
+	if status.BackupFinished(p.backup) {
+		return next, nil
+	}
+	o, err := r.observe(ctx, p.backup)
+	if err != nil {
+		return endPass, err
+	}
+	p.outcome = &o
+	return endPass, nil
+}
+
+func (r *EtcdBackupReconciler) stepRecordMetrics(ctx context.Context, p *backupPass) (stepOutcome, error) {
+	r.observeMetrics(ctx, p.backup)
+	return next, nil
+}
+
+func (r *EtcdBackupReconciler) stepVerify(ctx context.Context, p *backupPass) (stepOutcome, error) {
+	if !status.VerificationWanted(p.backup) {
+		return endPass, nil
+	}
+	o, err := r.verification(ctx, p.backup)
+	if err != nil {
+		return endPass, err
+	}
+	p.verification = &o
+	return next, nil
 }
 
 // observeMetrics sets the cluster's backup timestamps from a finished backup (an operator
@@ -117,25 +178,6 @@ func (r *EtcdBackupReconciler) observeMetrics(ctx context.Context, b *etcdv1alph
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.ClusterName}, &etcdv1alpha1.EtcdCluster{}); err == nil {
 		r.Metrics.ObserveBackup(b)
 	}
-}
-
-// verify runs the verification of a backup that succeeded (spec.verify): the verification
-// Job is created (after the same preflight as the backup's), then its outcome read; the
-// status is patched once per pass.
-func (r *EtcdBackupReconciler) verify(ctx context.Context, b *etcdv1alpha1.EtcdBackup) (reconcile.Result, error) {
-	o, err := r.verification(ctx, b)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	old, changed, err := patchStatus(ctx, r.Client, b, &b.Status, status.ComputeVerification(b, o, r.now()))
-	if changed {
-		emit(r.Recorder, b, status.VerificationTransitions(old, b.Status))
-		r.Metrics.RecordVerification(b, old, b.Status)
-	}
-	if err != nil || o.Finished {
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{RequeueAfter: requeueBackup}, nil
 }
 
 // verification creates the verification Job when there is none yet and returns where the
@@ -199,11 +241,11 @@ func (r *EtcdBackupReconciler) verificationOutcome(ctx context.Context, b *etcdv
 // verificationResult turns the verify agent's termination message into the outcome.
 func verificationResult(b *etcdv1alpha1.EtcdBackup, term *corev1.ContainerStateTerminated) status.VerificationOutcome {
 	out := status.VerificationOutcome{Finished: true}
-	res, ok := agent.ParseResult(term.Message)
+	res, ok := result.Parse(term.Message)
 	switch {
 	case !ok:
 		out.Reason = etcdv1alpha1.ReasonBackupPodFailed
-		out.Message = fmt.Sprintf("the verification pod ended (exit code %d, %s) without a result: %s", term.ExitCode, term.Reason, agent.LastLine(term.Message))
+		out.Message = fmt.Sprintf("the verification pod ended (exit code %d, %s) without a result: %s", term.ExitCode, term.Reason, result.LastLine(term.Message))
 	case term.ExitCode != 0:
 		out.Reason, out.Message = res.Reason, res.Error
 		if out.Reason == "" {
@@ -217,21 +259,6 @@ func verificationResult(b *etcdv1alpha1.EtcdBackup, term *corev1.ContainerStateT
 		})
 	}
 	return out
-}
-
-// artifactKey is where backup b's artifact, compressed with c, goes (the object key, or the
-// path inside the claim) and its location, derived from the object and c alone so every
-// reconcile finds the same key. The Job is given the key of spec.compression; the status
-// records the key of the compression the agent reports, which differs only for a Job an
-// older operator started (gzip, .db.gz). The deletion uses the key in status.
-func artifactKey(b *etcdv1alpha1.EtcdBackup, c etcdv1alpha1.BackupCompression) (key, location string) {
-	d := b.Spec.Destination
-	if d.S3 != nil {
-		key = backup.ArtifactKey(d.S3.Prefix, b.Namespace, b.Spec.ClusterName, b.Name, b.CreationTimestamp.Time, c)
-		return key, backup.Location(d, key)
-	}
-	rel := backup.ArtifactKey("", b.Namespace, b.Spec.ClusterName, b.Name, b.CreationTimestamp.Time, c)
-	return backup.ClaimPath(*d.PVC, rel), backup.Location(d, rel)
 }
 
 // observe creates the backup Job when there is none yet and returns where the backup
@@ -283,7 +310,7 @@ func (r *EtcdBackupReconciler) start(ctx context.Context, b *etcdv1alpha1.EtcdBa
 	if r.AgentImage == "" {
 		return fail(etcdv1alpha1.ReasonBackupPodFailed, "the operator does not know its own image, which backups run: set ETCDPILOT_AGENT_IMAGE")
 	}
-	key, _ := artifactKey(b, backup.CompressionOf(b.Spec))
+	key, _ := backup.ArtifactOf(b, backup.CompressionOf(b.Spec))
 	job := resources.BackupJob(b, c, endpoints, key, r.AgentImage)
 	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return status.BackupOutcome{}, fmt.Errorf("creating backup job: %w", err)
@@ -363,10 +390,10 @@ func (r *EtcdBackupReconciler) jobOutcome(ctx context.Context, b *etcdv1alpha1.E
 // resultOutcome turns the agent's termination message into the outcome.
 func resultOutcome(b *etcdv1alpha1.EtcdBackup, out status.BackupOutcome, term *corev1.ContainerStateTerminated) status.BackupOutcome {
 	out.Finished = true
-	res, ok := agent.ParseResult(term.Message)
+	res, ok := result.Parse(term.Message)
 	if !ok {
 		out.Reason = etcdv1alpha1.ReasonBackupPodFailed
-		out.Message = fmt.Sprintf("the backup pod ended (exit code %d, %s) without a result: %s", term.ExitCode, term.Reason, agent.LastLine(term.Message))
+		out.Message = fmt.Sprintf("the backup pod ended (exit code %d, %s) without a result: %s", term.ExitCode, term.Reason, result.LastLine(term.Message))
 		return out
 	}
 	if term.ExitCode != 0 {
@@ -377,7 +404,7 @@ func resultOutcome(b *etcdv1alpha1.EtcdBackup, out status.BackupOutcome, term *c
 		return out
 	}
 	compression := backup.ReportedCompression(res.Compression)
-	key, location := artifactKey(b, compression)
+	key, location := backup.ArtifactOf(b, compression)
 	out.Succeeded = true
 	out.Reason = etcdv1alpha1.ReasonBackupCompleted
 	out.Artifact = &etcdv1alpha1.BackupArtifact{
@@ -514,7 +541,7 @@ func (r *EtcdBackupReconciler) deleteArtifact(ctx context.Context, b *etcdv1alph
 		case batchv1.JobFailed:
 			msg := cond.Message
 			if term, _, err := agentTermination(ctx, r.Client, job); err == nil && term != nil {
-				if res, ok := agent.ParseResult(term.Message); ok && res.Error != "" {
+				if res, ok := result.Parse(term.Message); ok && res.Error != "" {
 					msg = res.Reason + ": " + res.Error
 				}
 			}
@@ -535,17 +562,6 @@ func (r *EtcdBackupReconciler) deleteArtifact(ctx context.Context, b *etcdv1alph
 		err = nil
 	}
 	return false, err
-}
-
-// patchStatus computes the backup's status from the outcome, patches it if it changed, then
-// emits the events of its transitions (BackupCompleted, BackupFailed).
-func (r *EtcdBackupReconciler) patchStatus(ctx context.Context, b *etcdv1alpha1.EtcdBackup, o status.BackupOutcome) error {
-	old, changed, err := patchStatus(ctx, r.Client, b, &b.Status, status.ComputeBackup(b, o, r.now()))
-	if changed {
-		emit(r.Recorder, b, status.BackupTransitions(old, b.Status))
-		r.Metrics.RecordBackup(b, old, b.Status)
-	}
-	return err
 }
 
 func (r *EtcdBackupReconciler) event(b *etcdv1alpha1.EtcdBackup, eventType, reason, action, note string, args ...any) {

@@ -45,14 +45,39 @@ const scheduleGapRuns = 16
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackupschedules,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd.etcdpilot.io,resources=etcdbackupschedules/status,verbs=get;update;patch
 
-// Reconcile runs one pass of a schedule:
-//
-//  1. List the schedule's backups (by label: a schedule does not own them, so deleting it
-//     keeps them and their artifacts).
-//  2. When a run is due and not suspended: create its backup, unless the previous one is
-//     still running (that run is skipped). Several missed runs make one backup, not a burst.
-//  3. Delete the backups retention no longer keeps; each takes its artifact with it.
-//  4. Patch the status and come back at the next run.
+// schedulePass is what one pass over an EtcdBackupSchedule carries from step to step.
+type schedulePass struct {
+	schedule *etcdv1alpha1.EtcdBackupSchedule
+	now      time.Time
+	// sched is spec.schedule parsed, from the first step on.
+	sched backup.Schedule
+	// backups are the schedule's backups, as created and pruned by the steps.
+	backups []etcdv1alpha1.EtcdBackup
+	// in is what the status is computed from once the pass ends.
+	in status.Schedule
+}
+
+// steps is one pass over a schedule, in order; then the status is patched once (finish).
+func (r *EtcdBackupScheduleReconciler) steps() []step[*schedulePass] {
+	return []step[*schedulePass]{
+		// spec.schedule parsed (backup.ParseSchedule): one that does not parse ends the
+		// pass, and the schedule's Ready says why.
+		r.stepParseSchedule,
+		// The schedule's backups, by label: a schedule does not own them, so deleting it
+		// keeps them and their artifacts.
+		r.stepListBackups,
+		// When a run is due (backup.Due) and the schedule not suspended, its backup,
+		// unless the previous one still runs (that run is skipped). Several missed runs
+		// make one backup, not a burst.
+		r.stepStartRun,
+		// The backups retention no longer keeps (backup.Prune), deleted; each takes its
+		// artifact with it.
+		r.stepPrune,
+	}
+}
+
+// Reconcile runs one pass of a schedule (steps), patches its status once and comes back
+// at the next run.
 func (r *EtcdBackupScheduleReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	s := &etcdv1alpha1.EtcdBackupSchedule{}
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
@@ -65,42 +90,74 @@ func (r *EtcdBackupScheduleReconciler) Reconcile(ctx context.Context, req reconc
 		r.Metrics.ForgetSchedule(req.Namespace, req.Name)
 		return reconcile.Result{}, nil
 	}
-	now := r.now().UTC()
+	p := &schedulePass{schedule: s, now: r.now().UTC(), in: status.Schedule{LastSchedule: s.Status.LastScheduleTime}}
+	if err := runSteps(ctx, p, r.steps()); err != nil {
+		// What the pass saw is partial: the status keeps the last full look.
+		return reconcile.Result{}, err
+	}
+	return r.finish(ctx, p)
+}
+
+// finish patches the status computed from what the pass recorded, emits the events of the
+// transitions the patch made, and asks for the pass of the next run.
+func (r *EtcdBackupScheduleReconciler) finish(ctx context.Context, p *schedulePass) (reconcile.Result, error) {
+	old, changed, err := patchStatus(ctx, r.Client, p.schedule, &p.schedule.Status, status.ComputeSchedule(p.schedule, p.in))
+	if changed {
+		emit(r.Recorder, p.schedule, status.ScheduleTransitions(old, p.schedule.Status))
+	}
+	if err != nil || p.in.Invalid != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: p.in.Next.Sub(p.now) + time.Second}, nil
+}
+
+func (r *EtcdBackupScheduleReconciler) stepParseSchedule(_ context.Context, p *schedulePass) (stepOutcome, error) {
+	s := p.schedule
 	sched, err := backup.ParseSchedule(s.Spec.Schedule)
 	if err != nil {
 		// The API refuses such a schedule; an object stored before a stricter rule may have one.
-		r.Metrics.ForgetSchedule(req.Namespace, req.Name)
-		return reconcile.Result{}, r.patchStatus(ctx, s, status.ComputeSchedule(s, status.Schedule{Invalid: err}))
+		r.Metrics.ForgetSchedule(s.Namespace, s.Name)
+		p.in.Invalid = err
+		return endPass, nil
 	}
-	r.Metrics.RecordSchedule(s, sched.LongestGap(now, scheduleGapRuns))
+	p.sched = sched
+	r.Metrics.RecordSchedule(s, sched.LongestGap(p.now, scheduleGapRuns))
+	return next, nil
+}
 
-	backups, err := r.backups(ctx, s)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
+func (r *EtcdBackupScheduleReconciler) stepListBackups(ctx context.Context, p *schedulePass) (stepOutcome, error) {
+	var err error
+	p.backups, err = r.backups(ctx, p.schedule)
+	return next, err
+}
+
+func (r *EtcdBackupScheduleReconciler) stepStartRun(ctx context.Context, p *schedulePass) (stepOutcome, error) {
+	s := p.schedule
 	var last *time.Time
 	if s.Status.LastScheduleTime != nil {
 		last = &s.Status.LastScheduleTime.Time
 	}
-	run, due, next := backup.Due(sched, s.CreationTimestamp.UTC(), last, now)
-	lastSchedule := s.Status.LastScheduleTime
-	if due && !s.Spec.Suspend {
-		if backups, err = r.startRun(ctx, s, backups, run); err != nil {
-			return reconcile.Result{}, err
-		}
-		lastSchedule = &metav1.Time{Time: run}
+	run, due, nextRun := backup.Due(p.sched, s.CreationTimestamp.UTC(), last, p.now)
+	p.in.Next = &metav1.Time{Time: nextRun}
+	if !due || s.Spec.Suspend {
+		return next, nil
 	}
+	var err error
+	if p.backups, err = r.startRun(ctx, s, p.backups, run); err != nil {
+		return endPass, err
+	}
+	p.in.LastSchedule = &metav1.Time{Time: run}
+	return next, nil
+}
 
-	backups, err = r.prune(ctx, s, backups, now)
-	if err != nil {
-		return reconcile.Result{}, err
+func (r *EtcdBackupScheduleReconciler) stepPrune(ctx context.Context, p *schedulePass) (stepOutcome, error) {
+	var err error
+	if p.backups, err = r.prune(ctx, p.schedule, p.backups, p.now); err != nil {
+		return endPass, err
 	}
-	st := status.ComputeSchedule(s, status.Schedule{Backups: items(backups), Next: &metav1.Time{Time: next}, LastSchedule: lastSchedule,
-		LastVerification: status.LastVerification(backups)})
-	if err := r.patchStatus(ctx, s, st); err != nil {
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{RequeueAfter: next.Sub(now) + time.Second}, nil
+	p.in.Backups = items(p.backups)
+	p.in.LastVerification = status.LastVerification(p.backups)
+	return next, nil
 }
 
 // startRun creates the backup of the run at time run, unless an earlier run's backup still
@@ -232,11 +289,6 @@ func items(backups []etcdv1alpha1.EtcdBackup) []backup.Item {
 		out = append(out, it)
 	}
 	return out
-}
-
-func (r *EtcdBackupScheduleReconciler) patchStatus(ctx context.Context, s *etcdv1alpha1.EtcdBackupSchedule, desired etcdv1alpha1.EtcdBackupScheduleStatus) error {
-	_, _, err := patchStatus(ctx, r.Client, s, &s.Status, desired)
-	return err
 }
 
 func (r *EtcdBackupScheduleReconciler) event(s *etcdv1alpha1.EtcdBackupSchedule, eventType, reason, action, note string, args ...any) {

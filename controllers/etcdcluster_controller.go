@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -140,54 +139,64 @@ type EtcdClusterReconciler struct {
 // Events about what the operator did.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile brings one EtcdCluster towards its spec. Steps:
-//
-//  1. Read the EtcdCluster. A deleted one is finalized: its PVC deletion policy is applied
-//     and the finalizer removed; everything else it owns is garbage-collected.
-//  2. Add the finalizer, before anything is created.
-//  3. Ensure the TLS secrets: the member and client certificates, issued by the operator's
-//     CA, by cert-manager, or given by the user; wait while cert-manager issues them.
-//  4. Ensure the peer and client Services and the PodDisruptionBudget, and the monitoring
-//     objects spec.monitoring asks for (monitoring.go): a failure there is reported in the
-//     Monitoring condition and does not stop the pass.
-//  5. Observe the member pods and claims, and the etcd membership and health; which spec
-//     each member's pod should run (its spec hash), and, when a claim must grow, whether
-//     its StorageClass allows it.
-//  6. Apply in place what needs no restart: pod template labels and annotations, and the
-//     spec hash on pods made before it was recorded.
-//  7. Plan one change (internal/membership) and carry it out: create, add, promote, move
-//     leadership, remove, replace; for an upgrade or a rollout of a changed spec, one member
-//     restarted (and, for an upgrade, a snapshot, forced raft snapshots or a rollback
-//     recorded); one claim expanded. A cluster restored from a backup (restore.go) creates
-//     its first member only once the backup is ready, with an init container that
-//     restores it. A cluster that lost its quorum (recovery.go, internal/recovery) is
-//     watched instead: once the loss has lasted spec.quorumLossRecovery.after and is
-//     approved (or Automatic allows it), the recovery's steps replace the planner's: a
-//     snapshot of the survivor, the lost members removed, the survivor restarted alone
-//     from the snapshot; then the planner grows the cluster back. Before a restart or a
-//     removal, look again (recheck: the pods uncached, the members' health) and go ahead
-//     only if every other voter the plan saw healthy still is
-//     (membership.ConfirmDisruption); otherwise do nothing this pass.
-//  8. With no membership change to make, one step of maintenance (maintenance.go,
-//     internal/maintenance): defragment one member, or, under a NOSPACE alarm, compact,
-//     defragment or disarm, as spec.maintenance says and only while every member is healthy.
-//     Then, with every member healthy and running the spec, the self-tuning of
-//     autopilot.go: the raft timing of etcd.timingProfile Auto from the measured round
-//     trips (internal/tuning), and storage.autoscaling's quota and volume size
-//     (internal/autoscale); both decide into the status, and the next passes roll the
-//     decision out like a change of the spec (resources.Effective). And, once the last is
-//     spec.consistencyCheck.interval old, the consistency check (consistency.go,
-//     internal/consistency): the voting members' hashes compared; the members that differ
-//     from a majority go into status.consistency, which fences them, and step 7 of the
-//     next passes replaces them (mode Replace).
-//  9. With nothing else to do and every member healthy, move the rotation of the operator's
-//     CA on (pki.NextRotation): start it when asked (annotation etcd.etcdpilot.io/rotate-ca)
-//     or when the CA nears its expiry, and end each phase once every member runs it; the
-//     next pass issues and rolls out what the new phase asks for.
-//  10. Patch the status once, computed from what steps 3 to 9 saw and did (internal/status),
-//     and emit events for the transitions it shows. A pass that ends before step 5 keeps
-//     the last observation.
-func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, err error) {
+// steps is one pass over an EtcdCluster, in order. The pass ends early when a step says so;
+// then the status is patched once from what the steps recorded (finish).
+func (r *EtcdClusterReconciler) steps() []step[*clusterPass] {
+	return []step[*clusterPass]{
+		// The members' and clients' certificates: from the operator's CA, from cert-manager
+		// (waiting while it issues them), or the user's own Secrets (tls.go).
+		r.stepEnsureTLS,
+		// The peer and client Services, the PodDisruptionBudget and the NetworkPolicy.
+		r.stepEnsureServices,
+		// The monitoring objects spec.monitoring asks for (monitoring.go); a failure goes to
+		// the Monitoring condition and does not end the pass.
+		r.stepEnsureMonitoring,
+		// The member pods and claims, etcd's membership and health, and the pod each
+		// member should run (observe.go).
+		r.stepObserve,
+		// What needs no restart: pod labels and annotations, spec hashes, and the claims
+		// of members seen started marked bootstrapped.
+		r.stepApplyInPlace,
+		// The one membership change of the pass (membership.Plan), with the backup the first
+		// member of a restored cluster starts from (internal/restore, restore.go).
+		r.stepPlanMembership,
+		// A cluster that lost its quorum (recovery.Plan, recovery.go): once the loss has
+		// lasted and is approved, the recovery's step replaces the planned change.
+		r.stepRecoverQuorum,
+		// Before a restart or a removal, a second look: the change goes ahead only if every
+		// other voter the plan saw healthy still is (membership.ConfirmDisruption).
+		r.stepConfirmDisruption,
+		// The planned change carried out: create, add, promote, move leadership, remove,
+		// restart, snapshot, expand a claim (act).
+		r.stepChangeMembership,
+		// With no change to make, one step of spec.maintenance (maintenance.Plan,
+		// maintenance.go): defragment one member, or recover from NOSPACE.
+		r.stepMaintain,
+		// Settled (no change, every member healthy on the spec): the raft timing of
+		// timingProfile Auto from the measured round trips (tuning.Decide, autopilot.go).
+		r.stepTuneRaftTiming,
+		// Settled: storage.autoscaling's quota and volume size (autoscale.Plan,
+		// autopilot.go).
+		r.stepAutoscaleStorage,
+		// Settled, once spec.consistencyCheck.interval has passed: the voters' hashes
+		// compared (consistency.Judge, consistency.go); the members that differ are fenced
+		// and, under mode Replace, replaced by the next passes.
+		r.stepCheckConsistency,
+		// The pods the members should run follow what the two self-tuning steps decided
+		// (resources.Effective): the next passes roll the change out like a spec change.
+		r.stepFollowDecisions,
+		// The rotation of the operator's CA moved on (pki.NextRotation, tls.go): started
+		// when asked or near expiry, each phase ended once every member runs it; only a
+		// settled cluster starts or ends a phase.
+		r.stepRotateCA,
+	}
+}
+
+// Reconcile brings one EtcdCluster towards its spec. A deleted one is finalized (its PVC
+// deletion policy applied, finalize); one without the finalizer gets it before anything is
+// created. Then one pass runs the steps in order (steps) and patches the status once
+// (finish).
+func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	c := &etcdv1alpha1.EtcdCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -203,163 +212,43 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		// The update's watch event brings the next reconcile.
 		return reconcile.Result{}, r.Client.Update(ctx, c)
 	}
-
-	in := status.Input{Cluster: c}
-	defer func() { r.finish(ctx, c, in, &result, &err) }()
-
-	tlsState, err := r.ensureTLS(ctx, c)
-	var waiting *waitingError
-	if errors.As(err, &waiting) {
-		in.Action = membership.Action{Kind: membership.Wait, Reason: waiting.reason, Message: waiting.message}
-		return reconcile.Result{RequeueAfter: requeueProgressing}, nil
-	}
-	if err != nil {
-		in.Err = err
-		return reconcile.Result{}, err
-	}
-	in.TLSSeen, in.CARotation, in.TLS = true, tlsState.caStatus(), tlsState.tlsStatus()
-	if err := r.ensureServices(ctx, c); err != nil {
-		in.Err = err
-		return reconcile.Result{}, err
-	}
-	in.Monitoring = r.ensureMonitoring(ctx, c)
-	obs, err := r.observe(ctx, c, tlsState)
-	if err != nil {
-		in.Err = fmt.Errorf("observing members: %w", err)
-		return reconcile.Result{}, in.Err
-	}
-	defer obs.close()
-	// The planner's maps are shared: what the next steps record there, the status sees.
-	in.Seen, in.Observed, in.Details = true, obs.planner, obs.details
-	if in.Err = r.applyObserved(ctx, obs); in.Err != nil {
-		return reconcile.Result{}, in.Err
-	}
-	recovering, err := r.decide(ctx, c, obs, &in)
-	if err != nil {
-		in.Err = err
-		return reconcile.Result{}, err
-	}
-	if recovering {
-		return reconcile.Result{RequeueAfter: requeueProgressing}, nil
-	}
-	result, err = r.act(ctx, c, obs, in.Action)
-	var exists *alreadyCreatedError
-	if errors.As(err, &exists) {
-		// The cache had not yet shown what an earlier pass created: nothing was done.
-		in.Action = membership.Action{Kind: membership.Wait, Member: in.Action.Member, Reason: in.Action.Reason, Message: in.Action.Message}
-		result, err = reconcile.Result{RequeueAfter: requeueProgressing}, nil
-	}
-	if err == nil {
-		err = r.whenIdle(ctx, c, obs, tlsState, &in, &result)
-	}
-	in.Err = err
-	return result, err
+	p := &clusterPass{cluster: c, in: status.Input{Cluster: c}}
+	defer p.close()
+	err := runSteps(ctx, p, r.steps())
+	p.in.Err = err
+	return r.finish(ctx, p, err)
 }
 
-// applyObserved records what the observation found on the objects (step 6 of Reconcile):
-// the claims of members seen started, and the in-place changes of member pods.
-func (r *EtcdClusterReconciler) applyObserved(ctx context.Context, obs *observation) error {
-	if err := r.recordBootstrapped(ctx, obs); err != nil {
-		return fmt.Errorf("recording bootstrapped members: %w", err)
-	}
-	if err := r.updatePodsInPlace(ctx, obs); err != nil {
-		return fmt.Errorf("updating member pods in place: %w", err)
-	}
-	return nil
-}
-
-// whenIdle runs steps 8 and 9 of Reconcile once the planned membership action was carried
-// out: maintenance when there was none to make, then the CA rotation, which moves on only
-// when every member is healthy too.
-func (r *EtcdClusterReconciler) whenIdle(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, tlsState *tlsState, in *status.Input, result *reconcile.Result) error {
-	idle := in.Action.Kind == membership.None
-	if idle {
-		var err error
-		if in.Maintenance, err = r.maintain(ctx, c, obs, result); err != nil {
-			return err
-		}
-		if obs.planner.Settled() {
-			r.selfTune(ctx, c, obs, in, result)
-		}
-	}
-	err := r.advanceCARotation(ctx, c, tlsState, idle && obs.planner.Settled(), result)
-	in.CARotation = tlsState.caStatus()
-	return err
-}
-
-// selfTune runs the decisions of a settled cluster (autopilot.go, consistency.go): the raft
-// timing, the storage autoscaling and the consistency check, each into in, and shortens the
-// requeue to the soonest next look. When a decision changes the spec the members should run
-// (resources.Effective), the desired pods follow it, so that this pass's status counts the
-// members that run the decided spec, not the last one.
-func (r *EtcdClusterReconciler) selfTune(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input, result *reconcile.Result) {
-	var next, check time.Duration
-	in.RaftTiming = r.tune(ctx, c, obs, &next)
-	in.Storage = r.autoscaleStorage(ctx, c, obs)
-	in.Consistency = r.checkConsistency(ctx, c, obs, &check)
-	for _, d := range []time.Duration{next, check} {
-		if d > 0 && (result.RequeueAfter == 0 || d < result.RequeueAfter) {
-			result.RequeueAfter = d
-		}
-	}
-	decided := c.DeepCopy()
-	if in.RaftTiming != nil {
-		decided.Status.RaftTiming = in.RaftTiming
-	}
-	if in.Storage != nil {
-		decided.Status.Storage = in.Storage
-	}
-	if !equality.Semantic.DeepEqual(resources.Effective(c), resources.Effective(decided)) {
-		r.desiredPods(decided, obs)
-	}
-}
-
-// finish ends a pass: it patches the status computed from in (the patch's error becomes
-// the pass's when it had none) and records the pass in the metrics. A patch refused because
-// the cluster changed since this pass read it (patchStatus) is no error: the pass decided
-// from an old object, and the next, soon, decides again from the new one.
-func (r *EtcdClusterReconciler) finish(ctx context.Context, c *etcdv1alpha1.EtcdCluster, in status.Input, result *reconcile.Result, err *error) {
-	acted := *err == nil
-	perr := r.patchStatus(ctx, c, in)
+// finish ends a pass: it patches the status computed from what the steps recorded (the
+// patch's error becomes the pass's when it had none) and records the pass in the metrics.
+// A patch refused because the cluster changed since this pass read it (patchStatus) is no
+// error: the pass decided from an old object, and the next, soon, decides again from the
+// new one.
+func (r *EtcdClusterReconciler) finish(ctx context.Context, p *clusterPass, err error) (reconcile.Result, error) {
+	acted := err == nil
+	perr := r.patchStatus(ctx, p.cluster, p.in)
 	switch {
-	case perr == nil || *err != nil:
+	case perr == nil || err != nil:
 	case apierrors.IsConflict(perr):
 		log.FromContext(ctx).V(1).Info("The cluster changed while this pass ran; deciding again")
-		*result = reconcile.Result{RequeueAfter: requeueStale}
+		p.after(requeueStale)
 	default:
-		*err = perr
+		err = perr
 	}
-	pass := metrics.Pass{Cluster: c, Seen: in.Seen, Action: in.Action, Acted: acted, Succeeded: *err == nil, Now: r.now()}
-	if in.Maintenance != nil {
-		pass.Maintenance = in.Maintenance.Action
+	pass := metrics.Pass{Cluster: p.cluster, Seen: p.in.Seen, Action: p.in.Action, Acted: acted, Succeeded: err == nil, Now: r.now()}
+	if p.in.Maintenance != nil {
+		pass.Maintenance = p.in.Maintenance.Action
 	}
 	r.Metrics.Record(pass)
-}
-
-// decide plans the pass's one change (step 7) into in.Action: the planner's, with its
-// restore source resolved; unless a quorum-loss recovery is under way, whose step then was
-// taken instead (recovering); and, when the change takes a voter away, confirmed by a
-// second look (recheck, membership.ConfirmDisruption) or held back.
-func (r *EtcdClusterReconciler) decide(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input) (recovering bool, err error) {
-	in.Action, obs.restore, err = r.planRestore(ctx, c, membership.Plan(obs.planner))
 	if err != nil {
-		return false, fmt.Errorf("resolving the restore source: %w", err)
+		return reconcile.Result{}, err
 	}
-	if recovering, err := r.recoverQuorum(ctx, c, obs, in); recovering || err != nil {
-		return recovering, err
-	}
-	if membership.Disruptive(in.Action) {
-		now, err := r.recheck(ctx, c, obs)
-		if err != nil {
-			return false, fmt.Errorf("looking again before %s of member %s: %w", in.Action.Kind, in.Action.Member, err)
-		}
-		in.Action = obs.planner.ConfirmDisruption(in.Action, now)
-	}
-	return false, nil
+	return reconcile.Result{RequeueAfter: p.requeue}, nil
 }
 
-// act carries out the planned action: at most one membership change.
-func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, a membership.Action) (reconcile.Result, error) {
+// act carries out the planned action, at most one membership change, and says how soon to
+// look again: soon after a change or while waiting, periodically when there is none.
+func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, a membership.Action) (time.Duration, error) {
 	logger := log.FromContext(ctx)
 	if a.Kind == membership.None {
 		logger = logger.V(1) // the steady state, every 30 s: only when asked for
@@ -368,9 +257,9 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 	var err error
 	switch a.Kind {
 	case membership.None, membership.Blocked:
-		return reconcile.Result{RequeueAfter: requeueSteady}, nil
+		return requeueSteady, nil
 	case membership.Wait:
-		return reconcile.Result{RequeueAfter: requeueProgressing}, nil
+		return requeueProgressing, nil
 	case membership.CreateSeed, membership.CreatePod, membership.AddLearner, membership.Promote:
 		err = r.grow(ctx, c, obs, a)
 	case membership.MoveLeader, membership.RemoveMember, membership.DeletePod:
@@ -394,9 +283,9 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 	}
 	var waiting *waitingError
 	if errors.As(err, &waiting) {
-		return reconcile.Result{RequeueAfter: requeueProgressing}, nil
+		return requeueProgressing, nil
 	}
-	return reconcile.Result{RequeueAfter: requeueProgressing}, err
+	return requeueProgressing, err
 }
 
 // grow carries out the actions that create or add members.
@@ -544,9 +433,9 @@ func (r *EtcdClusterReconciler) updatePodsInPlace(ctx context.Context, obs *obse
 		if err := r.Client.Patch(ctx, pod, patch); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("pod %s: %w", pod.Name, err)
 		}
-		if p, ok := obs.planner.Pods[member]; ok && p.SpecHash == "" {
+		if p, ok := obs.membership.Pods[member]; ok && p.SpecHash == "" {
 			p.SpecHash = annotations[resources.AnnotationSpecHash]
-			obs.planner.Pods[member] = p
+			obs.membership.Pods[member] = p
 		}
 	}
 	return nil
@@ -559,7 +448,7 @@ func (r *EtcdClusterReconciler) expandVolume(ctx context.Context, c *etcdv1alpha
 	if !ok {
 		return fmt.Errorf("expanding the claim of member %s: it is gone", a.Member)
 	}
-	size := obs.planner.Storage.Size
+	size := obs.membership.Storage.Size
 	patch := client.MergeFrom(pvc.DeepCopy())
 	if pvc.Spec.Resources.Requests == nil {
 		pvc.Spec.Resources.Requests = corev1.ResourceList{}

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/autoscale"
@@ -25,22 +24,9 @@ import (
 // carries it out. The NOSPACE recovery compacts first (to keep the history, then to the
 // current revision when the history does not fit), then defragments: a pass that finds a
 // revision already compacted goes on to the next step at once. The outcome goes to the
-// status, which records the defragmentation and the completed scheduled run; an error is
-// the pass's error. After a step, the next pass comes soon (result), to see what it did.
-func (r *EtcdClusterReconciler) maintain(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, result *reconcile.Result) (*status.Maintenance, error) {
-	out, err := r.maintainOnce(ctx, c, obs)
-	if err != nil {
-		return out, fmt.Errorf("maintenance: %w", err)
-	}
-	if k := out.Action.Kind; k != maintenance.None && k != maintenance.CannotRecover {
-		*result = reconcile.Result{RequeueAfter: requeueProgressing}
-	}
-	return out, nil
-}
-
-// maintainOnce is maintain without the error's context. It returns a nil outcome only with
-// an error: the status then keeps the last.
-func (r *EtcdClusterReconciler) maintainOnce(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) (*status.Maintenance, error) {
+// status, which records the defragmentation and the completed scheduled run. It is nil
+// only with an error: the status then keeps the last.
+func (r *EtcdClusterReconciler) maintain(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) (*status.Maintenance, error) {
 	now := r.now()
 	policy, err := maintenance.PolicyFor(c, now)
 	if err != nil {
@@ -118,7 +104,7 @@ func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, c *etcdv1al
 		out.Defragmented = a.Member
 		out.Record = etcdv1alpha1.DefragmentationRecord{Time: metav1.NewTime(now), SizeBefore: before, SizeAfter: after.DBSize}
 	case maintenance.Disarm:
-		for _, m := range obs.planner.Members {
+		for _, m := range obs.membership.Members {
 			if !slices.Contains(obs.details[m.Name].Alarms, maintenance.AlarmNoSpace) {
 				continue
 			}
@@ -160,7 +146,7 @@ func maintenanceObserved(c *etcdv1alpha1.EtcdCluster, obs *observation, now time
 			last[m.Name] = m.LastDefragmentation.Time.Time
 		}
 	}
-	for _, m := range obs.planner.Members {
+	for _, m := range obs.membership.Members {
 		d, answered := obs.details[m.Name]
 		o.Members = append(o.Members, maintenance.Member{
 			Name: m.Name, ID: m.ID, Learner: m.Learner, Leader: m.Leader, Reachable: answered,

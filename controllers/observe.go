@@ -42,10 +42,12 @@ const annotationInitialCluster = "etcd.etcdpilot.io/initial-cluster"
 
 // observation is everything one reconcile saw, and the etcd client it saw it with.
 type observation struct {
-	planner membership.Observed
-	details map[string]status.Detail
-	pvcs    map[string]*corev1.PersistentVolumeClaim
-	pods    map[string]*corev1.Pod
+	// membership is what the membership planner decides from (internal/membership); the
+	// status reads the same maps, so what later steps record there, it sees.
+	membership membership.Observed
+	details    map[string]status.Detail
+	pvcs       map[string]*corev1.PersistentVolumeClaim
+	pods       map[string]*corev1.Pod
 	// desired are, by member, the pods the current spec gives the members that have pods,
 	// at the release they should run: their spec hashes, and what is applied in place.
 	desired map[string]*corev1.Pod
@@ -69,12 +71,12 @@ func (o *observation) close() {
 }
 
 // observe lists the member pods and claims and asks the members about the membership and
-// their health. A cluster where no member answers has planner.Members == nil.
+// their health. A cluster where no member answers has membership.Members == nil.
 func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.EtcdCluster, st *tlsState) (*observation, error) {
 	names := cluster.For(c)
 	spec := resources.WithDefaults(c.Spec)
 	o := &observation{
-		planner: membership.Observed{
+		membership: membership.Observed{
 			Cluster: names, Size: int(c.Spec.Size), Ephemeral: c.Spec.Storage.Ephemeral,
 			Pods: map[string]membership.Pod{}, PVCs: map[string]membership.PVC{}, ClaimsGoing: map[string]bool{},
 			Now:                   r.now(),
@@ -97,7 +99,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		p := &pods.Items[i]
 		if member := p.Labels[cluster.LabelMember]; member != "" {
 			o.pods[member] = p
-			o.planner.Pods[member] = plannerPod(p)
+			o.membership.Pods[member] = plannerPod(p)
 		}
 	}
 	var pvcs corev1.PersistentVolumeClaimList
@@ -117,15 +119,15 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 			since[m.Name] = m.UnhealthySince.Time
 		}
 	}
-	membership.TrackUnhealthy(o.planner.Members, since, o.planner.Now)
+	membership.TrackUnhealthy(o.membership.Members, since, o.membership.Now)
 	if resources.ReplacesCorruptMembers(c) {
-		o.planner.Corrupt = status.Suspects(c)
+		o.membership.Corrupt = status.Suspects(c)
 	}
 	// Pods made before the version label existed run what their member reports.
-	for name, p := range o.planner.Pods {
+	for name, p := range o.membership.Pods {
 		if p.Version == "" {
 			p.Version = o.details[name].Version
-			o.planner.Pods[name] = p
+			o.membership.Pods[name] = p
 		}
 	}
 	r.desiredPods(c, o)
@@ -136,15 +138,15 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 // desiredPods computes the spec each member's pod should be built from, at the release it
 // should run, and its hash: from c's spec and what its status decided (resources.Effective).
 func (r *EtcdClusterReconciler) desiredPods(c *etcdv1alpha1.EtcdCluster, o *observation) {
-	version := o.planner.Upgrade.Desired()
-	if o.planner.SpecHashes == nil {
-		o.planner.SpecHashes = map[string]string{}
+	version := o.membership.Upgrade.Desired()
+	if o.membership.SpecHashes == nil {
+		o.membership.SpecHashes = map[string]string{}
 	}
-	clear(o.planner.SpecHashes) // the same map: the status's copy of the planner sees it
-	for name := range o.planner.Pods {
+	clear(o.membership.SpecHashes) // the same map: the status reads this map too
+	for name := range o.membership.Pods {
 		m := resources.MemberConfig{Name: name, Version: version, Image: r.brokenImage(c, version), TrustHash: o.trustHash}
 		o.desired[name] = resources.MemberPod(c, m, r.EtcdImages)
-		o.planner.SpecHashes[name] = o.desired[name].Annotations[resources.AnnotationSpecHash]
+		o.membership.SpecHashes[name] = o.desired[name].Annotations[resources.AnnotationSpecHash]
 	}
 }
 
@@ -157,10 +159,10 @@ func (o *observation) addClaims(pvcs []corev1.PersistentVolumeClaim) {
 		switch {
 		case member == "":
 		case pvc.DeletionTimestamp != nil:
-			o.planner.ClaimsGoing[member] = true
+			o.membership.ClaimsGoing[member] = true
 		default:
 			o.pvcs[member] = pvc
-			o.planner.PVCs[member] = claimOf(pvc)
+			o.membership.PVCs[member] = claimOf(pvc)
 		}
 	}
 }
@@ -203,11 +205,11 @@ func (r *EtcdClusterReconciler) observeStorage(ctx context.Context, c *etcdv1alp
 	if spec.Storage.Ephemeral || spec.Storage.Size == nil {
 		return
 	}
-	st := &o.planner.Storage
+	st := &o.membership.Storage
 	st.Size = spec.Storage.Size.DeepCopy()
 	for _, member := range sortedKeys(o.pvcs) {
 		pvc := o.pvcs[member]
-		if !st.NeedsToGrow(o.planner.PVCs[member].Volume) {
+		if !st.NeedsToGrow(o.membership.PVCs[member].Volume) {
 			continue
 		}
 		st.Class = ptr.Deref(pvc.Spec.StorageClassName, "")
@@ -240,11 +242,11 @@ func sortedKeys[V any](m map[string]V) []string {
 // observeUpgradeBackup reads, with spec.upgradeBackupDestination and until the snapshot of
 // the upgrade to spec.version is recorded, the EtcdBackup that is to hold it.
 func (r *EtcdClusterReconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster, o *observation) error {
-	u := &o.planner.Upgrade
+	u := &o.membership.Upgrade
 	if c.Spec.UpgradeBackupDestination == nil || u.SnapshotTaken {
 		return nil
 	}
-	u.Backup = &membership.UpgradeBackup{Name: o.planner.Cluster.PreUpgradeBackup(u.Target), State: membership.BackupMissing}
+	u.Backup = &membership.UpgradeBackup{Name: o.membership.Cluster.PreUpgradeBackup(u.Target), State: membership.BackupMissing}
 	b := &etcdv1alpha1.EtcdBackup{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: u.Backup.Name}, b); err != nil {
 		return client.IgnoreNotFound(err)
@@ -280,9 +282,9 @@ func upgradeOf(spec etcdv1alpha1.EtcdClusterSpec, last *etcdv1alpha1.UpgradeStat
 // that have pods. Errors leave the membership unknown (nil): to the planner, a cluster that
 // does not answer.
 func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.Config, o *observation) {
-	names := o.planner.Cluster
-	endpoints := make([]string, 0, len(o.planner.Pods))
-	for member := range o.planner.Pods {
+	names := o.membership.Cluster
+	endpoints := make([]string, 0, len(o.membership.Pods))
+	for member := range o.membership.Pods {
 		endpoints = append(endpoints, names.ClientURL(member))
 	}
 	if len(endpoints) == 0 {
@@ -296,7 +298,7 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 		return
 	}
 	o.etcd = cli
-	list, err := memberList(ctx, cli, o.planner.Pods)
+	list, err := memberList(ctx, cli, o.membership.Pods)
 	if err != nil {
 		logger.Info("No member answered the member list", "error", err.Error())
 		o.askPods(ctx, cli)
@@ -314,7 +316,7 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 		}
 		members = append(members, membership.Member{Name: name, ID: m.ID, PeerURL: m.PeerURLs[0], Started: m.Name != "", Learner: m.IsLearner})
 	}
-	statuses := askMembers(ctx, cli, names, members, o.planner.Pods)
+	statuses := askMembers(ctx, cli, names, members, o.membership.Pods)
 	for i := range members {
 		member := &members[i]
 		st, asked := statuses[member.Name]
@@ -322,7 +324,7 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 			continue
 		}
 		member.Healthy = st.err == nil && maintenance.Healthy(member.ID, st.Errors)
-		member.Ready = o.planner.Pods[member.Name].Ready
+		member.Ready = o.membership.Pods[member.Name].Ready
 		if st.err == nil {
 			o.heard(member.Name, st.MemberStatus)
 			member.Leader = st.LeaderID == member.ID
@@ -331,18 +333,18 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 				Alarms: etcd.Alarms(st.Errors)[member.ID], Revision: st.Revision}
 		}
 	}
-	o.planner.Members = members
+	o.membership.Members = members
 }
 
 // askPods asks the member of every pod that is not being deleted for its status, when the
 // member list did not answer: which members still run, and how far each got, for a
 // quorum-loss recovery.
 func (o *observation) askPods(ctx context.Context, cli etcd.Client) {
-	members := make([]membership.Member, 0, len(o.planner.Pods))
-	for name := range o.planner.Pods {
+	members := make([]membership.Member, 0, len(o.membership.Pods))
+	for name := range o.membership.Pods {
 		members = append(members, membership.Member{Name: name, Started: true})
 	}
-	for name, st := range askMembers(ctx, cli, o.planner.Cluster, members, o.planner.Pods) {
+	for name, st := range askMembers(ctx, cli, o.membership.Cluster, members, o.membership.Pods) {
 		if st.err == nil {
 			o.heard(name, st.MemberStatus)
 		}
@@ -438,7 +440,7 @@ func plannerPod(p *corev1.Pod) membership.Pod {
 // its status.
 func (r *EtcdClusterReconciler) recheck(ctx context.Context, c *etcdv1alpha1.EtcdCluster, o *observation) (map[string]membership.Recheck, error) {
 	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(o.planner.Cluster.SelectorLabels())); err != nil {
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(o.membership.Cluster.SelectorLabels())); err != nil {
 		return nil, err
 	}
 	fresh := map[string]membership.Pod{}
@@ -447,9 +449,9 @@ func (r *EtcdClusterReconciler) recheck(ctx context.Context, c *etcdv1alpha1.Etc
 			fresh[member] = plannerPod(&pods.Items[i])
 		}
 	}
-	statuses := askMembers(ctx, o.etcd, o.planner.Cluster, o.planner.Members, fresh)
-	out := make(map[string]membership.Recheck, len(o.planner.Members))
-	for _, m := range o.planner.Members {
+	statuses := askMembers(ctx, o.etcd, o.membership.Cluster, o.membership.Members, fresh)
+	out := make(map[string]membership.Recheck, len(o.membership.Members))
+	for _, m := range o.membership.Members {
 		pod, hasPod := fresh[m.Name]
 		st, asked := statuses[m.Name]
 		out[m.Name] = membership.Recheck{HasPod: hasPod, Pod: pod, Healthy: asked && st.err == nil && maintenance.Healthy(m.ID, st.Errors)}
@@ -469,7 +471,7 @@ func podReady(p *corev1.Pod) bool {
 // recordBootstrapped marks the claims of started members, so that a later reconcile never
 // starts such a member as a new cluster, even if nothing answers then.
 func (r *EtcdClusterReconciler) recordBootstrapped(ctx context.Context, o *observation) error {
-	for _, m := range o.planner.Members {
+	for _, m := range o.membership.Members {
 		pvc, ok := o.pvcs[m.Name]
 		if !ok || !m.Started || pvc.Annotations[annotationBootstrapped] == "true" {
 			continue
@@ -477,9 +479,9 @@ func (r *EtcdClusterReconciler) recordBootstrapped(ctx context.Context, o *obser
 		if err := r.annotate(ctx, pvc, annotationBootstrapped); err != nil {
 			return err
 		}
-		p := o.planner.PVCs[m.Name]
+		p := o.membership.PVCs[m.Name]
 		p.Bootstrapped = true
-		o.planner.PVCs[m.Name] = p
+		o.membership.PVCs[m.Name] = p
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func TestTheSecondLookSeesWhatChangedSinceThePassBegan(t *testing.T) {
 		}
 		etcdMembers = append(etcdMembers, m)
 	}
-	o := &observation{etcd: etcdfake.New(etcdMembers...), planner: membership.Observed{Cluster: names, Members: members,
+	o := &observation{etcd: etcdfake.New(etcdMembers...), membership: membership.Observed{Cluster: names, Members: members,
 		Pods: map[string]membership.Pod{e0: {Ready: true}, e1: {Ready: true}, e2: {Ready: true}, e3: {Ready: true}}}}
 	r := &EtcdClusterReconciler{APIReader: api}
 
@@ -65,5 +65,5 @@ func TestTheSecondLookSeesWhatChangedSinceThePassBegan(t *testing.T) {
 
 	// What the planner makes of it: a restart of e-1 is held back.
 	restart := membership.Action{Kind: membership.RestartMember, Member: e1, Reason: etcdv1alpha1.ReasonRollingOut, Message: "restarting member " + e1}
-	g.Expect(o.planner.ConfirmDisruption(restart, got).Kind).To(Equal(membership.Wait))
+	g.Expect(o.membership.ConfirmDisruption(restart, got).Kind).To(Equal(membership.Wait))
 }

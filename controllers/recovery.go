@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
@@ -18,30 +17,13 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/status"
 )
 
-// recoverQuorum decides the quorum-loss recovery (planRecovery), emits the event of the
-// phase it enters, and carries out its step when the step replaces the planner's action
-// (overrode).
-func (r *EtcdClusterReconciler) recoverQuorum(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input) (overrode bool, err error) {
-	step, err := r.planRecovery(ctx, c, obs, in)
-	if err != nil {
-		return false, err
-	}
-	r.recoveryEvents(c, step.Status)
-	if !step.Overrides() {
-		return false, nil
-	}
-	// Like the membership planner's "Planned": a recovery that waits says on what.
-	log.FromContext(ctx).Info("Recovery", "action", step.Kind, "member", step.Member, "message", step.Message)
-	return true, r.recover(ctx, c, obs, step)
-}
-
 // planRecovery asks internal/recovery what a cluster that lost its quorum needs, from the
 // observation and the last status.recovery, given the action the membership planner chose
 // (a). It records the decision in the status input, and returns the step; when the step
 // overrides the planner, in.Action says what it does.
 func (r *EtcdClusterReconciler) planRecovery(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input) (recovery.Step, error) {
 	o := recoveryObserved(c, obs, in)
-	if obs.planner.Members == nil || c.Status.Recovery != nil {
+	if obs.membership.Members == nil || c.Status.Recovery != nil {
 		// The newest backup matters only while the quorum is lost.
 		b, err := r.newestBackup(ctx, c)
 		if err != nil {
@@ -71,17 +53,17 @@ func (r *EtcdClusterReconciler) planRecovery(ctx context.Context, c *etcdv1alpha
 func recoveryObserved(c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input) recovery.Observed {
 	policy, after := resources.QuorumLossRecovery(c)
 	o := recovery.Observed{
-		Policy: policy, After: after, Now: obs.planner.Now, Ephemeral: c.Spec.Storage.Ephemeral, Size: int(c.Spec.Size),
-		Quorum: obs.planner.Members != nil, Answering: obs.answering, LeaderKnown: obs.leaderKnown,
+		Policy: policy, After: after, Now: obs.membership.Now, Ephemeral: c.Spec.Storage.Ephemeral, Size: int(c.Spec.Size),
+		Quorum: obs.membership.Members != nil, Answering: obs.answering, LeaderKnown: obs.leaderKnown,
 		Pods: map[string]recovery.Pod{}, Claims: map[string]recovery.Claim{},
 		Last: c.Status.Recovery, Approval: c.Annotations[etcdv1alpha1.AnnotationApproveRecovery],
-		Settled: in.Action.Kind == membership.None, MemberName: obs.planner.Cluster.MemberName,
+		Settled: in.Action.Kind == membership.None, MemberName: obs.membership.Cluster.MemberName,
 		Seeding: in.Action.Kind == membership.CreateSeed,
 	}
 	if in.Action.Kind == membership.CreatePod && in.Action.Reason == etcdv1alpha1.ReasonRecreatingPod {
 		o.Restarting = in.Action.Member
 	}
-	for _, m := range obs.planner.Members {
+	for _, m := range obs.membership.Members {
 		o.Members = append(o.Members, m.Name)
 	}
 	for _, m := range c.Status.Members {
@@ -165,8 +147,8 @@ func (r *EtcdClusterReconciler) startSurvivor(ctx context.Context, c *etcdv1alph
 	if r.AgentImage == "" {
 		return fmt.Errorf("cannot recover: the operator does not know its own image (ETCDPILOT_AGENT_IMAGE)")
 	}
-	names := obs.planner.Cluster
-	version := obs.planner.Upgrade.Desired()
+	names := obs.membership.Cluster
+	version := obs.membership.Upgrade.Desired()
 	m := resources.MemberConfig{
 		Name: st.Survivor, InitialCluster: []string{st.Survivor + "=" + names.PeerURL(st.Survivor)}, InitialClusterState: "new",
 		Version: version, Image: r.brokenImage(c, version), TrustHash: obs.trustHash,
@@ -200,8 +182,8 @@ func (r *EtcdClusterReconciler) startFromBackup(ctx context.Context, c *etcdv1al
 	if err := r.createClaim(ctx, c, step.Member, nil); err != nil {
 		return err
 	}
-	names := obs.planner.Cluster
-	version := obs.planner.Upgrade.Desired()
+	names := obs.membership.Cluster
+	version := obs.membership.Upgrade.Desired()
 	m := resources.MemberConfig{
 		Name: step.Member, InitialCluster: []string{step.Member + "=" + names.PeerURL(step.Member)}, InitialClusterState: "new",
 		Version: version, Image: r.brokenImage(c, version), TrustHash: obs.trustHash,
@@ -214,29 +196,4 @@ func (r *EtcdClusterReconciler) startFromBackup(ctx context.Context, c *etcdv1al
 	}
 	r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "Recover", "Created the pod of member %s, which starts alone from EtcdBackup %s (recovery %s)", step.Member, st.Backup, st.ID)
 	return nil
-}
-
-// recoveryEvents emits the event of the recovery phase a pass enters.
-func (r *EtcdClusterReconciler) recoveryEvents(c *etcdv1alpha1.EtcdCluster, st *etcdv1alpha1.RecoveryStatus) {
-	if st == nil {
-		return
-	}
-	last := etcdv1alpha1.RecoveryPhase("")
-	if c.Status.Recovery != nil {
-		last = c.Status.Recovery.Phase
-	}
-	if st.Phase == last {
-		return
-	}
-	phases := map[etcdv1alpha1.RecoveryPhase]struct{ kind, reason string }{
-		etcdv1alpha1.RecoveryQuorumLost:       {corev1.EventTypeWarning, "QuorumLost"},
-		etcdv1alpha1.RecoveryAwaitingApproval: {corev1.EventTypeWarning, etcdv1alpha1.ReasonRecoveryAwaitingApproval},
-		etcdv1alpha1.RecoveryBlocked:          {corev1.EventTypeWarning, etcdv1alpha1.ReasonRecoveryBlocked},
-		etcdv1alpha1.RecoveryRecovering:       {corev1.EventTypeWarning, etcdv1alpha1.ReasonRecoveringQuorum},
-		etcdv1alpha1.RecoveryGrowing:          {corev1.EventTypeNormal, "RecoveredSurvivor"},
-		etcdv1alpha1.RecoverySucceeded:        {corev1.EventTypeNormal, "RecoverySucceeded"},
-	}
-	if e, ok := phases[st.Phase]; ok {
-		r.event(c, e.kind, e.reason, "Recover", "%s", st.Message)
-	}
 }

@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
@@ -391,9 +390,8 @@ func (r *EtcdClusterReconciler) ensureLeaf(ctx context.Context, c *etcdv1alpha1.
 // cluster is settled (nothing else to do, every member healthy and on the current spec): it
 // starts when the EtcdCluster's rotate-ca annotation has a new value or the CA nears its
 // expiry, and each phase ends once it is in force on every member. The next pass issues and
-// rolls out what the new phase asks for. While a rotation runs, the cluster is looked at
-// again within requeueRotating.
-func (r *EtcdClusterReconciler) advanceCARotation(ctx context.Context, c *etcdv1alpha1.EtcdCluster, st *tlsState, settled bool, result *reconcile.Result) error {
+// rolls out what the new phase asks for.
+func (r *EtcdClusterReconciler) advanceCARotation(ctx context.Context, c *etcdv1alpha1.EtcdCluster, st *tlsState, settled bool) error {
 	if st == nil || st.ca == nil {
 		return nil
 	}
@@ -417,10 +415,13 @@ func (r *EtcdClusterReconciler) advanceCARotation(ctx context.Context, c *etcdv1
 		st.ca.secret, st.ca.store = secret, step.Store
 		r.event(c, corev1.EventTypeNormal, step.Event, "RotateCA", "%s", step.Message)
 	}
-	if st.ca.store.Phase != pki.RotationNone && (result.RequeueAfter == 0 || result.RequeueAfter > requeueRotating) {
-		result.RequeueAfter = requeueRotating
-	}
 	return nil
+}
+
+// rotatingCA says that a rotation of the operator's CA is under way: the cluster is looked
+// at again within requeueRotating, to end each phase in time.
+func (st *tlsState) rotatingCA() bool {
+	return st != nil && st.ca != nil && st.ca.store.Phase != pki.RotationNone
 }
 
 func tlsSecret(c *etcdv1alpha1.EtcdCluster, name string, typ corev1.SecretType, data map[string][]byte) *corev1.Secret {

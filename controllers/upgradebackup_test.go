@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/internal/agent"
+	"github.com/etcdpilot/etcdpilot/internal/agent/result"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/etcd/fake"
 )
@@ -62,7 +62,7 @@ func TestAnUpgradeBacksUpToTheDestinationBeforeTheFirstRestart(t *testing.T) {
 	g.Expect(calls(f, fake.AppendNoOps)).To(BeEmpty())
 
 	// Once it succeeded: recorded as the upgrade's snapshot, and the upgrade goes on.
-	finishAgentPod(g, job, 0, agent.Result{SHA256: "0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a", Size: 1, SnapshotSize: 2,
+	finishAgentPod(g, job, 0, result.Result{SHA256: "0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a", Size: 1, SnapshotSize: 2,
 		Revision: 42, EtcdVersion: "3.6.16", Member: "up-1", Compression: "zstd"})
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "up", &etcdv1alpha1.EtcdCluster{})

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/internal/agent"
+	"github.com/etcdpilot/etcdpilot/internal/agent/result"
 )
 
 // verifiedCondition is the backup's Verified condition, empty when absent.
@@ -31,7 +31,7 @@ func verifiedCondition(b *etcdv1alpha1.EtcdBackup) metav1.Condition {
 func succeedBackup(g Gomega, ns, name string) {
 	job := &batchv1.Job{}
 	g.Eventually(func(g Gomega) { get(g, ns, name+"-backup", job) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	finishAgentPod(g, job, 0, agent.Result{SHA256: strings.Repeat("0a", 32), Size: 1234, SnapshotSize: 9999, Revision: 42,
+	finishAgentPod(g, job, 0, result.Result{SHA256: strings.Repeat("0a", 32), Size: 1234, SnapshotSize: 9999, Revision: 42,
 		EtcdVersion: "3.7.3", MemberID: "1f", ClusterID: "2e", Member: "src-1", Compression: "zstd",
 		Keys: ptr.To[int64](7), KVHash: "1f2e", HashCompactRevision: 30})
 	g.Eventually(func(g Gomega) {
@@ -41,7 +41,7 @@ func succeedBackup(g Gomega, ns, name string) {
 
 // failRestore plays the kubelet for a verification Job whose restore init container failed
 // with res: the pod fails there, its member and check never start.
-func failRestore(g Gomega, job *batchv1.Job, res agent.Result) {
+func failRestore(g Gomega, job *batchv1.Job, res result.Result) {
 	endAgentPod(g, job, corev1.PodFailed, func(pod *corev1.Pod, ended corev1.ContainerStatus) {
 		ended.Name, ended.State.Terminated.ExitCode = "restore", 1
 		pod.Status.InitContainerStatuses = []corev1.ContainerStatus{ended}
@@ -74,7 +74,7 @@ func TestAVerifiedBackupIsRestoredIntoAThrowawayMemberAndChecked(t *testing.T) {
 		g.Expect(v.Reason).To(Equal(etcdv1alpha1.ReasonVerifying))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
-	finishAgentPod(g, job, 0, agent.Result{SHA256: strings.Repeat("0a", 32), Size: 1234, SnapshotSize: 9999, Compression: "zstd",
+	finishAgentPod(g, job, 0, result.Result{SHA256: strings.Repeat("0a", 32), Size: 1234, SnapshotSize: 9999, Compression: "zstd",
 		Revision: 42, RestoredRevision: 43, Keys: ptr.To[int64](7), KVHash: "1f2e", HashCompactRevision: 30, KeysChecked: true, HashChecked: true})
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "checked", &etcdv1alpha1.EtcdBackup{})
@@ -112,13 +112,13 @@ func TestABackupThatDoesNotVerifyIsNotReadyAndSaysWhy(t *testing.T) {
 
 	job := &batchv1.Job{}
 	g.Eventually(func(g Gomega) { get(g, ns, "tampered-verify", job) }).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	failRestore(g, job, agent.Result{Reason: agent.ReasonChecksumMismatch,
+	failRestore(g, job, result.Result{Reason: result.ReasonChecksumMismatch,
 		Error: "artifact s3://backups/x has sha256 ffff, expected 0a0a: refusing to restore a corrupt or different backup"})
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "tampered", &etcdv1alpha1.EtcdBackup{})
 		v := verifiedCondition(got)
 		g.Expect(v.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(v.Reason).To(Equal(agent.ReasonChecksumMismatch))
+		g.Expect(v.Reason).To(Equal(result.ReasonChecksumMismatch))
 		ready := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionReady)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Message).To(ContainSubstring("the backup did not verify: artifact s3://backups/x has sha256 ffff"))

@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, env *environment) int {
 	if res.Failed() {
 		fmt.Fprintf(env.stderr, "agent %s failed (%s): %s\n", name, res.Reason, err)
 	} else {
-		fmt.Fprintf(env.stderr, "agent %s succeeded: %s\n", name, res.summary())
+		fmt.Fprintf(env.stderr, "agent %s succeeded: %s\n", name, summary(res))
 	}
 	if werr := writeResult(env.resultFile, res); werr != nil {
 		fmt.Fprintf(env.stderr, "agent %s: %v\n", name, werr)

@@ -19,6 +19,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcdpilot/etcdpilot/internal/agent/result"
 	"github.com/etcdpilot/etcdpilot/internal/artifact"
 	"github.com/etcdpilot/etcdpilot/internal/artifact/s3test"
 	backuppkg "github.com/etcdpilot/etcdpilot/internal/backup"
@@ -290,7 +291,7 @@ func readResult(b *testing.B, path string) Result {
 	if err != nil {
 		b.Fatal(err)
 	}
-	res, ok := ParseResult(string(data))
+	res, ok := result.Parse(string(data))
 	if !ok {
 		b.Fatalf("no result in %q", data)
 	}

@@ -61,3 +61,18 @@ func Location(dest etcdv1alpha1.BackupDestination, key string) string {
 		return ""
 	}
 }
+
+// ArtifactOf is where backup b's artifact, compressed with c, goes (the object key, or the
+// path inside the claim) and its location, derived from the object and c alone so every
+// reconcile finds the same key. The Job is given the key of spec.compression; the status
+// records the key of the compression the agent reports, which differs only for a Job an
+// older operator started (gzip, .db.gz). The deletion uses the key in status.
+func ArtifactOf(b *etcdv1alpha1.EtcdBackup, c etcdv1alpha1.BackupCompression) (key, location string) {
+	d := b.Spec.Destination
+	if d.S3 != nil {
+		key = ArtifactKey(d.S3.Prefix, b.Namespace, b.Spec.ClusterName, b.Name, b.CreationTimestamp.Time, c)
+		return key, Location(d, key)
+	}
+	rel := ArtifactKey("", b.Namespace, b.Spec.ClusterName, b.Name, b.CreationTimestamp.Time, c)
+	return ClaimPath(*d.PVC, rel), Location(d, rel)
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/backup"
@@ -72,4 +73,27 @@ func TestClaimPathNeverEscapes(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(backup.ClaimPath(etcdv1alpha1.PVCDestination{Path: "a/../../.."}, "../x.db.gz")).To(Equal("x.db.gz"))
 	g.Expect(backup.ClaimPath(etcdv1alpha1.PVCDestination{}, "ns/c/k.db.gz")).To(Equal("ns/c/k.db.gz"))
+}
+
+// A backup's artifact is found again from the object alone: an S3 destination's key
+// carries its prefix, a claim's its directory.
+func TestArtifactOf(t *testing.T) {
+	g := NewWithT(t)
+	created := metav1.NewTime(time.Date(2025, time.June, 3, 8, 4, 5, 0, time.UTC))
+	b := &etcdv1alpha1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "b", CreationTimestamp: created},
+		Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "main", Destination: etcdv1alpha1.BackupDestination{
+			S3: &etcdv1alpha1.S3Destination{S3Bucket: etcdv1alpha1.S3Bucket{Bucket: "backups"}, Prefix: "etcd"}}},
+	}
+	key, location := backup.ArtifactOf(b, etcdv1alpha1.BackupCompressionZstd)
+	g.Expect(key).To(Equal("etcd/prod/main/20250603T080405Z-b.db.zst"))
+	g.Expect(location).To(Equal("s3://backups/etcd/prod/main/20250603T080405Z-b.db.zst"))
+
+	b.Spec.Destination = etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "keep", Path: "etcd"}}
+	key, location = backup.ArtifactOf(b, etcdv1alpha1.BackupCompressionGzip)
+	g.Expect(key).To(Equal("etcd/prod/main/20250603T080405Z-b.db.gz"), "the path inside the claim")
+	g.Expect(location).To(Equal("pvc://keep/etcd/prod/main/20250603T080405Z-b.db.gz"))
+
+	again, _ := backup.ArtifactOf(b.DeepCopy(), etcdv1alpha1.BackupCompressionGzip)
+	g.Expect(again).To(Equal(key), "the same object gives the same key on every pass")
 }

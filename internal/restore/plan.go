@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/internal/agent"
+	"github.com/etcdpilot/etcdpilot/internal/agent/result"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 )
 
@@ -83,9 +83,9 @@ func progress(a membership.Action, r Observed) membership.Action {
 		return restoring
 	}
 	msg := term.Message
-	if res, ok := agent.ParseResult(term.Message); ok && res.Error != "" {
+	if res, ok := result.Parse(term.Message); ok && res.Error != "" {
 		msg = res.Error
 	}
 	return membership.Action{Kind: membership.Blocked, Reason: etcdv1alpha1.ReasonRestoreFailed,
-		Message: fmt.Sprintf("the first member %s could not restore the backup (it retries with a growing back-off): %s", r.FirstMember, agent.LastLine(msg))}
+		Message: fmt.Sprintf("the first member %s could not restore the backup (it retries with a growing back-off): %s", r.FirstMember, result.LastLine(msg))}
 }

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/internal/agent"
+	"github.com/etcdpilot/etcdpilot/internal/agent/result"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 	"github.com/etcdpilot/etcdpilot/internal/restore"
 )
@@ -25,7 +25,7 @@ func terminated(code int32, message string) *corev1.ContainerStatus {
 }
 
 func TestPlan(t *testing.T) {
-	failure, err := json.Marshal(agent.Result{Reason: agent.ReasonChecksumMismatch, Error: "artifact has sha256 x, expected y"})
+	failure, err := json.Marshal(result.Result{Reason: result.ReasonChecksumMismatch, Error: "artifact has sha256 x, expected y"})
 	if err != nil {
 		t.Fatal(err)
 	}

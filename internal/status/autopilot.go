@@ -55,6 +55,28 @@ func AutoRaftTiming(d tuning.Decision, last *etcdv1alpha1.RaftTimingStatus, now 
 	return out
 }
 
+// RaftTimingUnseen says whether decided, the raft timing change this operator made last,
+// is newer than last, the status.raftTiming a pass read: the status patch that recorded it
+// has not reached the cache yet, and the pass repeats decided rather than decide afresh from
+// a window the change reset. Once the status shows it, the memory of it can go.
+func RaftTimingUnseen(decided, last *etcdv1alpha1.RaftTimingStatus) bool {
+	if decided == nil {
+		return false
+	}
+	return last == nil || last.LastChangeTime == nil || last.LastChangeTime.Before(decided.LastChangeTime)
+}
+
+// SinceRaftTimingChange is how long the timing has been in force, for tuning.Input: since
+// the measuring window started (windowStart: this operator's start, or its last change),
+// or since the status's last Auto change, whichever is later.
+func SinceRaftTimingChange(last *etcdv1alpha1.RaftTimingStatus, windowStart, now time.Time) time.Duration {
+	since := now.Sub(windowStart)
+	if last != nil && last.Profile == etcdv1alpha1.TimingAuto && last.LastChangeTime != nil {
+		since = min(since, now.Sub(last.LastChangeTime.Time))
+	}
+	return since
+}
+
 // millis is a reported round trip; zero for none.
 func millis(p *int32) int32 {
 	if p == nil {

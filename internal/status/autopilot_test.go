@@ -260,3 +260,34 @@ func TestAutoRaftTimingIsTheSameOverASteadyNoisyNetwork(t *testing.T) {
 		})
 	}
 }
+
+// A timing change this operator made is repeated until the status a pass reads shows it,
+// then forgotten: a pass that reads the status from before the change does not decide
+// afresh from a window the change reset.
+func TestRaftTimingUnseen(t *testing.T) {
+	g := NewWithT(t)
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	at := func(t time.Time) *etcdv1alpha1.RaftTimingStatus {
+		return &etcdv1alpha1.RaftTimingStatus{Profile: etcdv1alpha1.TimingAuto, LastChangeTime: &metav1.Time{Time: t}}
+	}
+	decided := at(t0)
+	g.Expect(status.RaftTimingUnseen(nil, at(t0))).To(BeFalse(), "nothing decided: nothing to repeat")
+	g.Expect(status.RaftTimingUnseen(decided, nil)).To(BeTrue(), "no status yet")
+	g.Expect(status.RaftTimingUnseen(decided, &etcdv1alpha1.RaftTimingStatus{Profile: etcdv1alpha1.TimingAuto})).To(BeTrue(), "a status that never changed")
+	g.Expect(status.RaftTimingUnseen(decided, at(t0.Add(-time.Hour)))).To(BeTrue(), "the status from before the change")
+	g.Expect(status.RaftTimingUnseen(decided, at(t0))).To(BeFalse(), "the status shows it")
+	g.Expect(status.RaftTimingUnseen(decided, at(t0.Add(time.Hour)))).To(BeFalse(), "a later change shows it too")
+}
+
+func TestSinceRaftTimingChange(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	started := now.Add(-10 * time.Minute)
+	g.Expect(status.SinceRaftTimingChange(nil, started, now)).To(Equal(10*time.Minute), "since the window started")
+	changed := &etcdv1alpha1.RaftTimingStatus{Profile: etcdv1alpha1.TimingAuto, LastChangeTime: &metav1.Time{Time: now.Add(-3 * time.Minute)}}
+	g.Expect(status.SinceRaftTimingChange(changed, started, now)).To(Equal(3*time.Minute), "a later change counts")
+	changed.Profile = etcdv1alpha1.TimingStandard
+	g.Expect(status.SinceRaftTimingChange(changed, started, now)).To(Equal(10*time.Minute), "another profile's change is not Auto's")
+	old := &etcdv1alpha1.RaftTimingStatus{Profile: etcdv1alpha1.TimingAuto, LastChangeTime: &metav1.Time{Time: now.Add(-time.Hour)}}
+	g.Expect(status.SinceRaftTimingChange(old, started, now)).To(Equal(10*time.Minute), "the window is the later")
+}

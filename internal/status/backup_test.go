@@ -72,3 +72,32 @@ func TestComputeSchedule(t *testing.T) {
 	g.Expect(ready.Reason).To(Equal(etcdv1alpha1.ReasonInvalidSchedule))
 	g.Expect(ready.Message).To(ContainSubstring("expected 5 fields"))
 }
+
+// A schedule's Ready condition changing its reason is one event; the first status of a
+// schedule that works, and a status that does not change, say nothing.
+func TestScheduleTransitions(t *testing.T) {
+	g := NewWithT(t)
+	with := func(s metav1.ConditionStatus, reason string) etcdv1alpha1.EtcdBackupScheduleStatus {
+		return etcdv1alpha1.EtcdBackupScheduleStatus{Conditions: []metav1.Condition{{Type: etcdv1alpha1.ConditionReady, Status: s, Reason: reason, Message: reason + " message"}}}
+	}
+	scheduled := with(metav1.ConditionTrue, etcdv1alpha1.ReasonScheduled)
+	failed := with(metav1.ConditionFalse, etcdv1alpha1.ReasonLastBackupFailed)
+	suspended := with(metav1.ConditionFalse, etcdv1alpha1.ReasonSuspended)
+	unverified := with(metav1.ConditionFalse, etcdv1alpha1.ReasonLastVerificationFailed)
+	invalid := with(metav1.ConditionFalse, etcdv1alpha1.ReasonInvalidSchedule)
+
+	g.Expect(status.ScheduleTransitions(etcdv1alpha1.EtcdBackupScheduleStatus{}, scheduled)).To(BeEmpty(), "a new schedule that works is no news")
+	g.Expect(status.ScheduleTransitions(scheduled, scheduled)).To(BeEmpty(), "no change, no event")
+	g.Expect(status.ScheduleTransitions(scheduled, failed)).To(ConsistOf(
+		status.Event{Type: corev1.EventTypeWarning, Reason: etcdv1alpha1.ReasonLastBackupFailed, Action: "Schedule", Message: "LastBackupFailed message"}))
+	g.Expect(status.ScheduleTransitions(failed, failed)).To(BeEmpty(), "told once")
+	g.Expect(status.ScheduleTransitions(failed, unverified)).To(ConsistOf(
+		status.Event{Type: corev1.EventTypeWarning, Reason: etcdv1alpha1.ReasonLastVerificationFailed, Action: "Schedule", Message: "LastVerificationFailed message"}),
+		"a new reason is news, though Ready stays False")
+	g.Expect(status.ScheduleTransitions(unverified, scheduled)).To(ConsistOf(
+		status.Event{Type: corev1.EventTypeNormal, Reason: etcdv1alpha1.ReasonScheduled, Action: "Schedule", Message: "Scheduled message"}))
+	g.Expect(status.ScheduleTransitions(scheduled, suspended)).To(ConsistOf(
+		status.Event{Type: corev1.EventTypeNormal, Reason: etcdv1alpha1.ReasonSuspended, Action: "Schedule", Message: "Suspended message"}))
+	g.Expect(status.ScheduleTransitions(etcdv1alpha1.EtcdBackupScheduleStatus{}, invalid)).To(ConsistOf(
+		status.Event{Type: corev1.EventTypeWarning, Reason: etcdv1alpha1.ReasonInvalidSchedule, Action: "Schedule", Message: "InvalidSchedule message"}))
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,18 @@ func Suspects(c *etcdv1alpha1.EtcdCluster) map[uint64]string {
 		if id, err := strconv.ParseUint(s.ID, 16, 64); err == nil {
 			out[id] = st.Message
 		}
+	}
+	return out
+}
+
+// ConsistencyChecked is status.consistency after a check made at now found v: the
+// revision compared, the result, and the suspects with their etcd member IDs (hex, as
+// etcdctl shows them).
+func ConsistencyChecked(v consistency.Verdict, now time.Time) *etcdv1alpha1.ConsistencyStatus {
+	out := &etcdv1alpha1.ConsistencyStatus{LastCheckTime: metav1.NewTime(now), Revision: v.Revision,
+		Result: string(v.Kind), Message: v.Message}
+	for i, name := range v.Suspects {
+		out.Suspects = append(out.Suspects, etcdv1alpha1.SuspectMember{Name: name, ID: strconv.FormatUint(v.SuspectIDs[i], 16)})
 	}
 	return out
 }

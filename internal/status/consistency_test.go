@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/consistency"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 	"github.com/etcdpilot/etcdpilot/internal/status"
 )
@@ -86,4 +87,19 @@ func TestAnInconclusiveCheckFencesNothing(t *testing.T) {
 	g.Expect(status.Suspects(c)).To(BeEmpty())
 	g.Expect(cond(g, s, etcdv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(s.Consistency.Message).To(Equal("no 2 of the 3 voting members agree"), "what was found stays in the status")
+}
+
+func TestConsistencyCheckedNamesSuspectsByHexID(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	v := consistency.Verdict{Kind: consistency.Mismatch, Revision: 118, Suspects: []string{"e-1"}, SuspectIDs: []uint64{0xbeef}, Message: "e-1 differs"}
+	st := status.ConsistencyChecked(v, now)
+	g.Expect(st.LastCheckTime.Time).To(Equal(now))
+	g.Expect(st.Revision).To(Equal(int64(118)))
+	g.Expect(st.Result).To(Equal(string(consistency.Mismatch)))
+	g.Expect(st.Message).To(Equal("e-1 differs"))
+	g.Expect(st.Suspects).To(Equal([]etcdv1alpha1.SuspectMember{{Name: "e-1", ID: "beef"}}), "the ID as etcdctl shows it")
+
+	st = status.ConsistencyChecked(consistency.Verdict{Kind: consistency.Consistent, Revision: 118}, now)
+	g.Expect(st.Suspects).To(BeEmpty())
 }

@@ -3,6 +3,7 @@ package status
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -60,4 +61,22 @@ func ComputeSchedule(s *etcdv1alpha1.EtcdBackupSchedule, in Schedule) etcdv1alph
 	}
 	meta.SetStatusCondition(&out.Conditions, ready)
 	return out
+}
+
+// ScheduleTransitions returns the events the change of a schedule's status from old to
+// updated deserves: its Ready condition changing reason (a schedule suspended, resumed, its
+// last backup or verification failed, its spec.schedule unreadable). The first status of a
+// schedule that works is no news.
+func ScheduleTransitions(old, updated etcdv1alpha1.EtcdBackupScheduleStatus) []Event {
+	was := meta.FindStatusCondition(old.Conditions, etcdv1alpha1.ConditionReady)
+	now := meta.FindStatusCondition(updated.Conditions, etcdv1alpha1.ConditionReady)
+	switch {
+	case now == nil || was != nil && was.Status == now.Status && was.Reason == now.Reason:
+		return nil
+	case now.Status == metav1.ConditionTrue && was == nil:
+		return nil
+	case now.Status == metav1.ConditionTrue, now.Reason == etcdv1alpha1.ReasonSuspended:
+		return []Event{{corev1.EventTypeNormal, now.Reason, "Schedule", now.Message}}
+	}
+	return []Event{{corev1.EventTypeWarning, now.Reason, "Schedule", now.Message}}
 }

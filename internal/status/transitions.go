@@ -38,6 +38,7 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	out = append(out, defragmentationTransitions(old, updated)...)
 	out = append(out, autopilotTransitions(old, updated)...)
 	out = append(out, consistencyTransitions(old, updated)...)
+	out = append(out, recoveryTransitions(old.Recovery, updated.Recovery)...)
 	wasHealthy := map[string]bool{}
 	for _, m := range old.Members {
 		wasHealthy[m.Name] = m.Healthy
@@ -110,6 +111,32 @@ func monitoringTransitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event 
 		return []Event{{corev1.EventTypeWarning, "MonitoringFailed", "Monitoring", now.Message}}
 	}
 	return nil
+}
+
+// recoveryEvents are the events of the phases a quorum-loss recovery enters: a warning while
+// the cluster is without quorum, a normal event once a survivor or a backup serves again.
+// The recovery's first phase, QuorumLost, starts its clock at the first look that finds no
+// leader and no majority answering: that is not yet a confirmed loss, which the Available
+// condition's transition tells (event QuorumLost, Transitions).
+var recoveryEvents = map[etcdv1alpha1.RecoveryPhase]struct{ kind, reason string }{
+	etcdv1alpha1.RecoveryAwaitingApproval: {corev1.EventTypeWarning, etcdv1alpha1.ReasonRecoveryAwaitingApproval},
+	etcdv1alpha1.RecoveryBlocked:          {corev1.EventTypeWarning, etcdv1alpha1.ReasonRecoveryBlocked},
+	etcdv1alpha1.RecoveryRecovering:       {corev1.EventTypeWarning, etcdv1alpha1.ReasonRecoveringQuorum},
+	etcdv1alpha1.RecoveryGrowing:          {corev1.EventTypeNormal, "RecoveredSurvivor"},
+	etcdv1alpha1.RecoverySucceeded:        {corev1.EventTypeNormal, "RecoverySucceeded"},
+}
+
+// recoveryTransitions: the quorum-loss recovery entered a phase. A recovery that ends
+// (status.recovery cleared) is no news: its Succeeded phase said so.
+func recoveryTransitions(old, updated *etcdv1alpha1.RecoveryStatus) []Event {
+	if updated == nil || old != nil && old.Phase == updated.Phase {
+		return nil
+	}
+	e, ok := recoveryEvents[updated.Phase]
+	if !ok {
+		return nil
+	}
+	return []Event{{e.kind, e.reason, "Recover", updated.Message}}
 }
 
 // flipped returns the new condition of type t when its status or reason changed.

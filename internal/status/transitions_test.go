@@ -90,3 +90,29 @@ func TestDefragmentationAndNoSpaceTransitionsAreToldOnce(t *testing.T) {
 	g.Expect(status.Transitions(full, with(at(2), metav1.ConditionFalse, ok))).To(ConsistOf(
 		status.Event{Type: "Normal", Reason: "NoSpaceRecovered", Action: "Observe", Message: "The NOSPACE alarm is gone: the cluster accepts writes again"}))
 }
+
+func TestRecoveryPhasesAreToldOnceAfterThePatch(t *testing.T) {
+	g := NewWithT(t)
+	with := func(phase etcdv1alpha1.RecoveryPhase) etcdv1alpha1.EtcdClusterStatus {
+		if phase == "" {
+			return etcdv1alpha1.EtcdClusterStatus{}
+		}
+		return etcdv1alpha1.EtcdClusterStatus{Recovery: &etcdv1alpha1.RecoveryStatus{Phase: phase, Message: string(phase) + " message"}}
+	}
+	lost, recovering := with(etcdv1alpha1.RecoveryQuorumLost), with(etcdv1alpha1.RecoveryRecovering)
+	growing, done := with(etcdv1alpha1.RecoveryGrowing), with(etcdv1alpha1.RecoverySucceeded)
+
+	g.Expect(status.Transitions(with(""), lost)).To(BeEmpty(), "the recovery's first look is no confirmed loss")
+	g.Expect(status.Transitions(lost, with(etcdv1alpha1.RecoveryAwaitingApproval))).To(ConsistOf(
+		status.Event{Type: "Warning", Reason: etcdv1alpha1.ReasonRecoveryAwaitingApproval, Action: "Recover", Message: "AwaitingApproval message"}))
+	g.Expect(status.Transitions(lost, with(etcdv1alpha1.RecoveryBlocked))).To(ConsistOf(
+		status.Event{Type: "Warning", Reason: etcdv1alpha1.ReasonRecoveryBlocked, Action: "Recover", Message: "Blocked message"}))
+	g.Expect(status.Transitions(lost, recovering)).To(ConsistOf(
+		status.Event{Type: "Warning", Reason: etcdv1alpha1.ReasonRecoveringQuorum, Action: "Recover", Message: "Recovering message"}))
+	g.Expect(status.Transitions(recovering, recovering)).To(BeEmpty(), "a phase is told once")
+	g.Expect(status.Transitions(recovering, growing)).To(ConsistOf(
+		status.Event{Type: "Normal", Reason: "RecoveredSurvivor", Action: "Recover", Message: "Growing message"}))
+	g.Expect(status.Transitions(growing, done)).To(ConsistOf(
+		status.Event{Type: "Normal", Reason: "RecoverySucceeded", Action: "Recover", Message: "Succeeded message"}))
+	g.Expect(status.Transitions(done, with(""))).To(BeEmpty(), "the end of a recovery was told by its Succeeded phase")
+}

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/internal/agent"
+	"github.com/etcdpilot/etcdpilot/internal/agent/result"
 	"github.com/etcdpilot/etcdpilot/internal/etcdtest"
 )
 
@@ -120,7 +120,7 @@ func BenchmarkBackup512MiBToS3(b *testing.B) {
 // returns how long it took from its creation to Succeeded, the succeeded backup and the
 // agent's result. The artifact goes with the backup (deletionPolicy Delete), before the
 // namespace.
-func backupOnce(ctx context.Context, b *testing.B, c client.Client, s3 s3Server, ns string, comp etcdv1alpha1.BackupCompression) (time.Duration, *etcdv1alpha1.EtcdBackup, agent.Result) {
+func backupOnce(ctx context.Context, b *testing.B, c client.Client, s3 s3Server, ns string, comp etcdv1alpha1.BackupCompression) (time.Duration, *etcdv1alpha1.EtcdBackup, result.Result) {
 	bk := &etcdv1alpha1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "big-" + string(comp), Namespace: ns},
 		Spec: etcdv1alpha1.EtcdBackupSpec{ClusterName: "big", DeletionPolicy: etcdv1alpha1.BackupDeletionPolicyDelete,
 			Compression: comp,
@@ -225,7 +225,7 @@ func waitGone(ctx context.Context, b *testing.B, c client.Client, obj client.Obj
 }
 
 // agentResult is the result the agent reported in its backup pod's termination message.
-func agentResult(ctx context.Context, b *testing.B, c client.Client, ns, job string) agent.Result {
+func agentResult(ctx context.Context, b *testing.B, c client.Client, ns, job string) result.Result {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"batch.kubernetes.io/job-name": job}); err != nil {
 		b.Fatal(err)
@@ -233,7 +233,7 @@ func agentResult(ctx context.Context, b *testing.B, c client.Client, ns, job str
 	for _, p := range pods.Items {
 		for _, s := range p.Status.ContainerStatuses {
 			if t := s.State.Terminated; t != nil {
-				var res agent.Result
+				var res result.Result
 				if err := json.Unmarshal([]byte(t.Message), &res); err == nil {
 					return res
 				}
@@ -241,7 +241,7 @@ func agentResult(ctx context.Context, b *testing.B, c client.Client, ns, job str
 		}
 	}
 	b.Fatalf("no result in the pods of job %s", job)
-	return agent.Result{}
+	return result.Result{}
 }
 
 // operatorRSS returns a function reading the operator pod's resident memory from its
