@@ -21,7 +21,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/autoscale"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
-	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/status"
 	"github.com/etcdpilot/etcdpilot/internal/tuning"
 )
@@ -121,7 +121,7 @@ func readPeerRoundTrip(ctx context.Context, pod *corev1.Pod) (tuning.Histogram, 
 // every scrapeEvery), and decides the timing from the window (internal/tuning). The
 // decision goes to status.raftTiming (status.AutoRaftTiming, which changes it only with the
 // decision, so that a steady cluster costs no write), from which the member pods are built
-// (resources.Effective): a change is rolled out by the next passes, one member at a time.
+// (clusterspec.Effective): a change is rolled out by the next passes, one member at a time.
 //
 // It asks for the next pass when the next read is due: Auto clusters are passed more often
 // than steady ones.
@@ -150,7 +150,7 @@ func (r *EtcdClusterReconciler) tune(ctx context.Context, p *clusterPass) *etcdv
 		return st.decided
 	}
 	st.decided = nil
-	current, _ := resources.Timing(c)
+	current, _ := clusterspec.Timing(c)
 	sinceChange := status.SinceRaftTimingChange(last, st.since, now)
 	probe := tuning.ProbeRoundTripsPlain
 	if cluster.For(c).TLS {
@@ -197,15 +197,15 @@ func (r *EtcdClusterReconciler) readRoundTrips(ctx context.Context, obs *observa
 // cluster's history (autoscale.Used: the file, or the size in use of a member maintenance
 // is defragmenting, storageMembers) and plans (internal/autoscale) whether to raise the
 // quota or grow the volumes. The decision goes to status.storage, from which the member
-// pods and claims are built (resources.Effective): the next passes roll the quota out one
+// pods and claims are built (clusterspec.Effective): the next passes roll the quota out one
 // member at a time, or expand the claims one at a time. The StorageClass is read only when
 // the volumes would have to grow.
 func (r *EtcdClusterReconciler) autoscaleStorage(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obs *observation) *etcdv1alpha1.StorageStatus {
-	if !resources.AutoscalingEnabled(c) {
+	if !clusterspec.AutoscalingEnabled(c) {
 		return nil
 	}
 	now := r.now()
-	spec := resources.Effective(c)
+	spec := clusterspec.Effective(c)
 	members := storageMembers(c, obs, now)
 	used := autoscale.Used(members...)
 	st := r.autopilot.get(client.ObjectKeyFromObject(c))
@@ -214,7 +214,7 @@ func (r *EtcdClusterReconciler) autoscaleStorage(ctx context.Context, c *etcdv1a
 	}
 	p := autoscale.Policy{
 		QuotaBytes:    spec.Etcd.QuotaBackendBytes.Value(),
-		MaxQuotaBytes: resources.MaxQuotaBytes(c),
+		MaxQuotaBytes: clusterspec.MaxQuotaBytes(c),
 	}
 	if !spec.Storage.Ephemeral {
 		p.VolumeBytes = claimCapacity(obs, spec.Storage.Size.Value())

@@ -10,9 +10,9 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/consistency"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
-	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
 )
 
@@ -22,7 +22,7 @@ import (
 // stays), and asks for the next pass when the next check is due.
 func (r *EtcdClusterReconciler) checkConsistency(ctx context.Context, p *clusterPass) *etcdv1alpha1.ConsistencyStatus {
 	c, obs := p.cluster, p.obs
-	if !resources.ConsistencyCheckEnabled(c) || obs.etcd == nil {
+	if !clusterspec.ConsistencyCheckEnabled(c) || obs.etcd == nil {
 		return nil
 	}
 	now := r.now()
@@ -30,7 +30,7 @@ func (r *EtcdClusterReconciler) checkConsistency(ctx context.Context, p *cluster
 	if c.Status.Consistency != nil {
 		last = c.Status.Consistency.LastCheckTime.Time
 	}
-	due, wait := consistency.Due(last, resources.ConsistencyInterval(c), now)
+	due, wait := consistency.Due(last, clusterspec.ConsistencyInterval(c), now)
 	p.after(wait)
 	if !due {
 		return nil

@@ -205,7 +205,7 @@ func (r *EtcdBackupReconciler) verification(ctx context.Context, b *etcdv1alpha1
 		if err := r.Client.Create(ctx, resources.VerifyJob(b, r.AgentImage, r.EtcdImages.For(release))); err != nil && !apierrors.IsAlreadyExists(err) {
 			return status.VerificationOutcome{}, fmt.Errorf("creating verification job: %w", err)
 		}
-		r.event(b, corev1.EventTypeNormal, "VerificationStarted", "Verify", "Restoring %s into a throwaway member to verify it", b.Status.Artifact.Location)
+		eventf(r.Recorder, b, corev1.EventTypeNormal, "VerificationStarted", "Verify", "Restoring %s into a throwaway member to verify it", b.Status.Artifact.Location)
 		return status.VerificationOutcome{Reason: etcdv1alpha1.ReasonVerifying, Message: "the verification pod is starting"}, nil
 	}
 	if err != nil {
@@ -315,7 +315,7 @@ func (r *EtcdBackupReconciler) start(ctx context.Context, b *etcdv1alpha1.EtcdBa
 	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return status.BackupOutcome{}, fmt.Errorf("creating backup job: %w", err)
 	}
-	r.event(b, corev1.EventTypeNormal, "BackupStarted", "Backup", "Backing up EtcdCluster %s from one of %d healthy members", c.Name, len(endpoints))
+	eventf(r.Recorder, b, corev1.EventTypeNormal, "BackupStarted", "Backup", "Backing up EtcdCluster %s from one of %d healthy members", c.Name, len(endpoints))
 	return status.BackupOutcome{Reason: etcdv1alpha1.ReasonBackupPending, Message: "the backup pod is starting"}, nil
 }
 
@@ -501,12 +501,12 @@ func (r *EtcdBackupReconciler) finalize(ctx context.Context, b *etcdv1alpha1.Etc
 			// longer be deleted, and holding the backup would hold the namespace forever.
 			// The event is refused too, in a namespace being deleted: the log keeps the location.
 			log.FromContext(ctx).Info("Kept the artifact of a deleted backup: its namespace is being deleted", "location", b.Status.Artifact.Location)
-			r.event(b, corev1.EventTypeWarning, "ArtifactRetained", "Delete",
+			eventf(r.Recorder, b, corev1.EventTypeWarning, "ArtifactRetained", "Delete",
 				"Kept %s: namespace %s is being deleted, so no Job can run in it to delete the artifact", b.Status.Artifact.Location, b.Namespace)
 		case err != nil || !done:
 			return reconcile.Result{RequeueAfter: requeueBackup}, err
 		default:
-			r.event(b, corev1.EventTypeNormal, "ArtifactDeleted", "Delete", "Deleted %s", b.Status.Artifact.Location)
+			eventf(r.Recorder, b, corev1.EventTypeNormal, "ArtifactDeleted", "Delete", "Deleted %s", b.Status.Artifact.Location)
 		}
 	}
 	controllerutil.RemoveFinalizer(b, BackupFinalizer)
@@ -545,7 +545,7 @@ func (r *EtcdBackupReconciler) deleteArtifact(ctx context.Context, b *etcdv1alph
 					msg = res.Reason + ": " + res.Error
 				}
 			}
-			r.event(b, corev1.EventTypeWarning, "ArtifactDeletionFailed", "Delete", "Deleting %s failed, retrying: %s", b.Status.Artifact.Location, msg)
+			eventf(r.Recorder, b, corev1.EventTypeWarning, "ArtifactDeletionFailed", "Delete", "Deleting %s failed, retrying: %s", b.Status.Artifact.Location, msg)
 			return false, client.IgnoreNotFound(r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 		}
 	}
@@ -564,18 +564,7 @@ func (r *EtcdBackupReconciler) deleteArtifact(ctx context.Context, b *etcdv1alph
 	return false, err
 }
 
-func (r *EtcdBackupReconciler) event(b *etcdv1alpha1.EtcdBackup, eventType, reason, action, note string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(b, nil, eventType, reason, action, note, args...)
-	}
-}
-
-func (r *EtcdBackupReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
+func (r *EtcdBackupReconciler) now() time.Time { return nowOf(r.Now) }
 
 // SetupWithManager registers the reconciler: it watches EtcdBackups and their Jobs (the
 // Jobs' pods carry the Job's labels, and a Job's status changes when its pod ends).

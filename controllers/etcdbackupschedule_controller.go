@@ -170,7 +170,7 @@ func (r *EtcdBackupScheduleReconciler) startRun(ctx context.Context, s *etcdv1al
 		// lastScheduleTime) has not reached the cache yet. Nothing is skipped.
 		return backups, nil
 	case running != nil:
-		r.event(s, corev1.EventTypeWarning, "RunSkipped", "Backup", "Skipped the run of %s: backup %s is still running", run.Format(time.RFC3339), running.Name)
+		eventf(r.Recorder, s, corev1.EventTypeWarning, "RunSkipped", "Backup", "Skipped the run of %s: backup %s is still running", run.Format(time.RFC3339), running.Name)
 		return backups, nil
 	}
 	b, err := r.createBackup(ctx, s, run)
@@ -223,7 +223,7 @@ func (r *EtcdBackupScheduleReconciler) createBackup(ctx context.Context, s *etcd
 	if err != nil {
 		return nil, fmt.Errorf("creating backup %s: %w", b.Name, err)
 	}
-	r.event(s, corev1.EventTypeNormal, "BackupCreated", "Backup", "Created backup %s for the run of %s", b.Name, run.Format(time.RFC3339))
+	eventf(r.Recorder, s, corev1.EventTypeNormal, "BackupCreated", "Backup", "Created backup %s for the run of %s", b.Name, run.Format(time.RFC3339))
 	return b, nil
 }
 
@@ -239,7 +239,7 @@ func (r *EtcdBackupScheduleReconciler) prune(ctx context.Context, s *etcdv1alpha
 		if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
 			return nil, fmt.Errorf("deleting backup %s: %w", name, err)
 		}
-		r.event(s, corev1.EventTypeNormal, "BackupPruned", "Delete", "Deleted backup %s and its artifact (retention)", name)
+		eventf(r.Recorder, s, corev1.EventTypeNormal, "BackupPruned", "Delete", "Deleted backup %s and its artifact (retention)", name)
 		gone[name] = true
 	}
 	var kept []etcdv1alpha1.EtcdBackup
@@ -291,18 +291,7 @@ func items(backups []etcdv1alpha1.EtcdBackup) []backup.Item {
 	return out
 }
 
-func (r *EtcdBackupScheduleReconciler) event(s *etcdv1alpha1.EtcdBackupSchedule, eventType, reason, action, note string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(s, nil, eventType, reason, action, note, args...)
-	}
-}
-
-func (r *EtcdBackupScheduleReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
+func (r *EtcdBackupScheduleReconciler) now() time.Time { return nowOf(r.Now) }
 
 // SetupWithManager registers the reconciler: it watches schedules, and the backups they
 // created (found by label), so a finished backup updates its schedule at once.

@@ -183,7 +183,7 @@ func (r *EtcdClusterReconciler) steps() []step[*clusterPass] {
 		// and, under mode Replace, replaced by the next passes.
 		r.stepCheckConsistency,
 		// The pods the members should run follow what the two self-tuning steps decided
-		// (resources.Effective): the next passes roll the change out like a spec change.
+		// (clusterspec.Effective): the next passes roll the change out like a spec change.
 		r.stepFollowDecisions,
 		// The rotation of the operator's CA moved on (pki.NextRotation, tls.go): started
 		// when asked or near expiry, each phase ended once every member runs it; only a
@@ -270,7 +270,7 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 		err = r.createUpgradeBackup(ctx, c, a)
 	case membership.ForceRaftSnapshots:
 		if err = obs.etcd.AppendNoOps(ctx, a.Entries); err == nil {
-			r.event(c, corev1.EventTypeNormal, "RaftSnapshotsForced", "Upgrade",
+			eventf(r.Recorder, c, corev1.EventTypeNormal, "RaftSnapshotsForced", "Upgrade",
 				"Appended %d no-op raft entries so that every member takes a raft snapshot before the upgrade to etcd %s", a.Entries, a.Version)
 		}
 	case membership.RestartMember:
@@ -279,7 +279,7 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 		err = r.expandVolume(ctx, c, obs, a)
 	case membership.RollBack:
 		// Recorded in the status (status.upgrade.rolledBack); the member goes back next pass.
-		r.event(c, corev1.EventTypeWarning, "UpgradeRolledBack", "Upgrade", "%s", a.Message)
+		eventf(r.Recorder, c, corev1.EventTypeWarning, "UpgradeRolledBack", "Upgrade", "%s", a.Message)
 	}
 	var waiting *waitingError
 	if errors.As(err, &waiting) {
@@ -303,7 +303,7 @@ func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCl
 		if !created {
 			return &alreadyCreatedError{what: "the pod of member " + a.Member}
 		}
-		r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", a.Member, a.Message)
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", a.Member, a.Message)
 	case membership.AddLearner:
 		_, _, err := obs.etcd.MemberAddAsLearner(ctx, []string{a.PeerURL})
 		if etcd.IsUnhealthyCluster(err) {
@@ -314,7 +314,7 @@ func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCl
 		if err != nil {
 			return fmt.Errorf("adding member %s as a learner: %w", a.Member, err)
 		}
-		r.event(c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "Added member %s as a learner", a.Member)
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "MemberAdded", "AddMember", "Added member %s as a learner", a.Member)
 		r.crashAfter(ctx, c, a.Kind)
 		if _, err := r.createMember(ctx, c, a, obs.trustHash, nil); err != nil {
 			return fmt.Errorf("creating the pod of member %s: %w", a.Member, err)
@@ -327,7 +327,7 @@ func (r *EtcdClusterReconciler) grow(ctx context.Context, c *etcdv1alpha1.EtcdCl
 		if err != nil {
 			return fmt.Errorf("promoting learner %s: %w", a.Member, err)
 		}
-		r.event(c, corev1.EventTypeNormal, "LearnerPromoted", "PromoteMember", "Promoted learner %s to a voting member", a.Member)
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "LearnerPromoted", "PromoteMember", "Promoted learner %s to a voting member", a.Member)
 	}
 	return nil
 }
@@ -339,7 +339,7 @@ func (r *EtcdClusterReconciler) shrink(ctx context.Context, c *etcdv1alpha1.Etcd
 		if err := obs.etcd.MoveLeader(ctx, a.MemberID); err != nil {
 			return fmt.Errorf("moving leadership away from %s: %w", a.Member, err)
 		}
-		r.event(c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership away from member %s (%s)", a.Member, a.Message)
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "LeaderMoved", "MoveLeader", "Moved leadership away from member %s (%s)", a.Member, a.Message)
 	case membership.RemoveMember:
 		err := obs.etcd.MemberRemove(ctx, a.MemberID)
 		if etcd.IsUnhealthyCluster(err) {
@@ -348,7 +348,7 @@ func (r *EtcdClusterReconciler) shrink(ctx context.Context, c *etcdv1alpha1.Etcd
 		if err != nil && !etcd.IsMemberNotFound(err) {
 			return fmt.Errorf("removing member %s: %w", a.Member, err)
 		}
-		r.event(c, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "Removed member %s (%s)", a.Member, a.Message)
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "MemberRemoved", "RemoveMember", "Removed member %s (%s)", a.Member, a.Message)
 		r.crashAfter(ctx, c, a.Kind)
 		return r.deleteMember(ctx, c, obs, a.Member)
 	case membership.DeletePod:
@@ -365,20 +365,30 @@ const snapshotTimeout = 5 * time.Minute
 // upgrade restarts the first member. The status records it once this succeeds.
 func (r *EtcdClusterReconciler) snapshot(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action) error {
 	if a.Backup != "" {
-		r.event(c, corev1.EventTypeNormal, "SnapshotTaken", "Upgrade", "EtcdBackup %s holds the snapshot taken before upgrading to etcd %s", a.Backup, a.Version)
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "SnapshotTaken", "Upgrade", "EtcdBackup %s holds the snapshot taken before upgrading to etcd %s", a.Backup, a.Version)
 		return nil
 	}
+	if err := r.saveSnapshot(ctx, c, a.Member, resources.PreUpgradeSnapshotPath); err != nil {
+		return fmt.Errorf("saving the pre-upgrade snapshot: %w", err)
+	}
+	eventf(r.Recorder, c, corev1.EventTypeNormal, "SnapshotTaken", "Upgrade", "Saved a snapshot to %s on member %s's volume before upgrading to etcd %s",
+		resources.PreUpgradeSnapshotPath, a.Member, a.Version)
+	return nil
+}
+
+// saveSnapshot saves a snapshot of the cluster's data to path on a member's volume, with
+// etcdctl in the member's container (preconfigured to reach the member with its
+// certificate), within snapshotTimeout.
+func (r *EtcdClusterReconciler) saveSnapshot(ctx context.Context, c *etcdv1alpha1.EtcdCluster, member, path string) error {
 	if r.Exec == nil {
-		return errors.New("saving the pre-upgrade snapshot: this operator cannot run commands in pods")
+		return errors.New("this operator cannot run commands in pods")
 	}
 	sctx, cancel := context.WithTimeout(ctx, snapshotTimeout)
 	defer cancel()
-	cmd := []string{resources.EtcdctlBinary, "snapshot", "save", resources.PreUpgradeSnapshotPath}
-	if _, stderr, err := r.Exec(sctx, c.Namespace, a.Member, resources.ContainerName, cmd); err != nil {
-		return fmt.Errorf("saving the pre-upgrade snapshot on member %s: %w (%s)", a.Member, err, strings.TrimSpace(stderr))
+	cmd := []string{resources.EtcdctlBinary, "snapshot", "save", path}
+	if _, stderr, err := r.Exec(sctx, c.Namespace, member, resources.ContainerName, cmd); err != nil {
+		return fmt.Errorf("on member %s: %w (%s)", member, err, strings.TrimSpace(stderr))
 	}
-	r.event(c, corev1.EventTypeNormal, "SnapshotTaken", "Upgrade", "Saved a snapshot to %s on member %s's volume before upgrading to etcd %s",
-		resources.PreUpgradeSnapshotPath, a.Member, a.Version)
 	return nil
 }
 
@@ -399,7 +409,7 @@ func (r *EtcdClusterReconciler) createUpgradeBackup(ctx context.Context, c *etcd
 		}
 		return fmt.Errorf("creating EtcdBackup %s before the upgrade to etcd %s: %w", a.Backup, a.Version, err)
 	}
-	r.event(c, corev1.EventTypeNormal, "UpgradeBackupCreated", "Upgrade", "Created EtcdBackup %s to back the cluster up before upgrading to etcd %s", a.Backup, a.Version)
+	eventf(r.Recorder, c, corev1.EventTypeNormal, "UpgradeBackupCreated", "Upgrade", "Created EtcdBackup %s to back the cluster up before upgrading to etcd %s", a.Backup, a.Version)
 	return nil
 }
 
@@ -411,7 +421,7 @@ func (r *EtcdClusterReconciler) restartMember(ctx context.Context, c *etcdv1alph
 	if err := client.IgnoreNotFound(r.Client.Delete(ctx, pod)); err != nil {
 		return fmt.Errorf("restarting member %s: %w", a.Member, err)
 	}
-	r.event(c, corev1.EventTypeNormal, "MemberRestarted", a.Reason, "Restarting member %s at etcd %s (%s)", a.Member, a.Version, a.Message)
+	eventf(r.Recorder, c, corev1.EventTypeNormal, "MemberRestarted", a.Reason, "Restarting member %s at etcd %s (%s)", a.Member, a.Version, a.Message)
 	return nil
 }
 
@@ -457,7 +467,7 @@ func (r *EtcdClusterReconciler) expandVolume(ctx context.Context, c *etcdv1alpha
 	if err := r.Client.Patch(ctx, pvc, patch); err != nil {
 		return fmt.Errorf("expanding the claim of member %s to %s: %w", a.Member, size.String(), err)
 	}
-	r.event(c, corev1.EventTypeNormal, "VolumeExpanding", "ExpandVolume", "Expanding the claim %s of member %s to %s", pvc.Name, a.Member, size.String())
+	eventf(r.Recorder, c, corev1.EventTypeNormal, "VolumeExpanding", "ExpandVolume", "Expanding the claim %s of member %s to %s", pvc.Name, a.Member, size.String())
 	return nil
 }
 
@@ -506,7 +516,7 @@ func (r *EtcdClusterReconciler) createInitialMembers(ctx context.Context, c *etc
 		}
 		if ok {
 			created++
-			r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", m, a.Message)
+			eventf(r.Recorder, c, corev1.EventTypeNormal, "MemberPodCreated", "CreatePod", "Created the pod of member %s (%s)", m, a.Message)
 			r.crashAfter(ctx, c, "CreateInitialMember")
 		}
 	}
@@ -538,10 +548,8 @@ func (r *EtcdClusterReconciler) createClaim(ctx context.Context, c *etcdv1alpha1
 // createPod creates a member's pod from the action's flags and version; created is false
 // when it exists already.
 func (r *EtcdClusterReconciler) createPod(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, trustHash string, restore *resources.RestoreSource) (created bool, err error) {
-	m := resources.MemberConfig{
-		Name: a.Member, InitialCluster: a.InitialCluster, InitialClusterState: a.InitialClusterState,
-		Version: a.Version, Image: r.brokenImage(c, a.Version), TrustHash: trustHash,
-	}
+	m := r.memberConfig(c, a.Member, a.Version, trustHash)
+	m.InitialCluster, m.InitialClusterState = a.InitialCluster, a.InitialClusterState
 	pod := resources.MemberPod(c, m, r.EtcdImages)
 	if restore != nil {
 		if r.AgentImage == "" {
@@ -555,6 +563,21 @@ func (r *EtcdClusterReconciler) createPod(ctx context.Context, c *etcdv1alpha1.E
 		return false, err
 	}
 	return true, nil
+}
+
+// memberConfig is what a member's pod is built from: its name, its release (and the
+// image, which the crash tests can break), and the TLS material it starts with.
+func (r *EtcdClusterReconciler) memberConfig(c *etcdv1alpha1.EtcdCluster, member, version, trustHash string) resources.MemberConfig {
+	return resources.MemberConfig{Name: member, Version: version, Image: r.brokenImage(c, version), TrustHash: trustHash}
+}
+
+// soloMemberConfig is memberConfig for a member that starts a new cluster of its own (a
+// recovery's): at the release the cluster should run.
+func (r *EtcdClusterReconciler) soloMemberConfig(c *etcdv1alpha1.EtcdCluster, obs *observation, member string) resources.MemberConfig {
+	m := r.memberConfig(c, member, obs.membership.Upgrade.Desired(), obs.trustHash)
+	m.InitialCluster = []string{member + "=" + obs.membership.Cluster.PeerURL(member)}
+	m.InitialClusterState = "new"
+	return m
 }
 
 // deleteMember deletes the pod of a member that is no longer in the cluster, and applies the
@@ -692,7 +715,7 @@ func (r *EtcdClusterReconciler) finalize(ctx context.Context, c *etcdv1alpha1.Et
 	if c.Spec.DeletionPolicy == etcdv1alpha1.DeletionPolicyDelete {
 		verb = "Deleted"
 	}
-	r.event(c, corev1.EventTypeNormal, "Finalized", "Delete", "%s %d member volume claims (deletionPolicy %s)", verb, len(pvcs.Items), c.Spec.DeletionPolicy)
+	eventf(r.Recorder, c, corev1.EventTypeNormal, "Finalized", "Delete", "%s %d member volume claims (deletionPolicy %s)", verb, len(pvcs.Items), c.Spec.DeletionPolicy)
 	controllerutil.RemoveFinalizer(c, Finalizer)
 	return r.Client.Update(ctx, c)
 }
@@ -707,18 +730,7 @@ func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, c *etcdv1alpha1
 	return err
 }
 
-func (r *EtcdClusterReconciler) event(c *etcdv1alpha1.EtcdCluster, eventType, reason, action, note string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(c, nil, eventType, reason, action, note, args...)
-	}
-}
-
-func (r *EtcdClusterReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
+func (r *EtcdClusterReconciler) now() time.Time { return nowOf(r.Now) }
 
 // SetupWithManager registers the reconciler with the manager: it watches EtcdClusters and
 // everything they own.

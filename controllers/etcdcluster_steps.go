@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/maintenance"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
-	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
 )
 
@@ -182,7 +182,7 @@ func (r *EtcdClusterReconciler) stepCheckConsistency(ctx context.Context, p *clu
 }
 
 // stepFollowDecisions gives the observation the pods of the spec the self-tuning steps
-// decided, when it differs from the last (resources.Effective), so that this pass's status
+// decided, when it differs from the last (clusterspec.Effective), so that this pass's status
 // counts the members that run the decided spec, not the last one.
 func (r *EtcdClusterReconciler) stepFollowDecisions(_ context.Context, p *clusterPass) (stepOutcome, error) {
 	if p.in.RaftTiming == nil && p.in.Storage == nil {
@@ -195,7 +195,7 @@ func (r *EtcdClusterReconciler) stepFollowDecisions(_ context.Context, p *cluste
 	if p.in.Storage != nil {
 		decided.Status.Storage = p.in.Storage
 	}
-	if !equality.Semantic.DeepEqual(resources.Effective(p.cluster), resources.Effective(decided)) {
+	if !equality.Semantic.DeepEqual(clusterspec.Effective(p.cluster), clusterspec.Effective(decided)) {
 		r.desiredPods(decided, p.obs)
 	}
 	return next, nil

@@ -13,9 +13,9 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/autoscale"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/maintenance"
-	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
 )
 
@@ -72,7 +72,7 @@ func (r *EtcdClusterReconciler) maintenanceCompact(ctx context.Context, c *etcdv
 		err = obs.etcd.Compact(ctx, a.Revision)
 		switch {
 		case err == nil:
-			r.event(c, corev1.EventTypeNormal, "Compacted", "Maintenance", "%s", a.Message)
+			eventf(r.Recorder, c, corev1.EventTypeNormal, "Compacted", "Maintenance", "%s", a.Message)
 			return true, nil
 		case !etcd.IsCompacted(err):
 			return false, fmt.Errorf("compacting to revision %d: %w", a.Revision, err)
@@ -92,7 +92,7 @@ func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, c *etcdv1al
 		endpoint := cluster.For(c).ClientURL(a.Member)
 		before := obs.details[a.Member].DBSize
 		if err := obs.etcd.Defragment(ctx, endpoint); err != nil {
-			r.event(c, corev1.EventTypeWarning, "DefragmentationFailed", "Maintenance", "Defragmenting member %s failed: %v", a.Member, err)
+			eventf(r.Recorder, c, corev1.EventTypeWarning, "DefragmentationFailed", "Maintenance", "Defragmenting member %s failed: %v", a.Member, err)
 			return err
 		}
 		// The size after is what the member reports right after: the record says only what
@@ -112,7 +112,7 @@ func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, c *etcdv1al
 				return err
 			}
 		}
-		r.event(c, corev1.EventTypeNormal, "NoSpaceDisarmed", "Maintenance", "%s", a.Message)
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "NoSpaceDisarmed", "Maintenance", "%s", a.Message)
 	}
 	return nil
 }
@@ -139,7 +139,7 @@ func storageMembers(c *etcdv1alpha1.EtcdCluster, obs *observation, now time.Time
 
 // maintenanceObserved is what maintenance.Plan needs of this pass's observation.
 func maintenanceObserved(c *etcdv1alpha1.EtcdCluster, obs *observation, now time.Time) maintenance.Observed {
-	o := maintenance.Observed{Size: int(resources.WithDefaults(c.Spec).Size), Alarms: map[uint64][]string{}}
+	o := maintenance.Observed{Size: int(clusterspec.WithDefaults(c.Spec).Size), Alarms: map[uint64][]string{}}
 	last := map[string]time.Time{}
 	for _, m := range c.Status.Members {
 		if m.LastDefragmentation != nil {

@@ -20,6 +20,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/maintenance"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
@@ -74,7 +75,7 @@ func (o *observation) close() {
 // their health. A cluster where no member answers has membership.Members == nil.
 func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.EtcdCluster, st *tlsState) (*observation, error) {
 	names := cluster.For(c)
-	spec := resources.WithDefaults(c.Spec)
+	spec := clusterspec.WithDefaults(c.Spec)
 	o := &observation{
 		membership: membership.Observed{
 			Cluster: names, Size: int(c.Spec.Size), Ephemeral: c.Spec.Storage.Ephemeral,
@@ -120,7 +121,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		}
 	}
 	membership.TrackUnhealthy(o.membership.Members, since, o.membership.Now)
-	if resources.ReplacesCorruptMembers(c) {
+	if clusterspec.ReplacesCorruptMembers(c) {
 		o.membership.Corrupt = status.Suspects(c)
 	}
 	// Pods made before the version label existed run what their member reports.
@@ -136,7 +137,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 }
 
 // desiredPods computes the spec each member's pod should be built from, at the release it
-// should run, and its hash: from c's spec and what its status decided (resources.Effective).
+// should run, and its hash: from c's spec and what its status decided (clusterspec.Effective).
 func (r *EtcdClusterReconciler) desiredPods(c *etcdv1alpha1.EtcdCluster, o *observation) {
 	version := o.membership.Upgrade.Desired()
 	if o.membership.SpecHashes == nil {
@@ -144,8 +145,7 @@ func (r *EtcdClusterReconciler) desiredPods(c *etcdv1alpha1.EtcdCluster, o *obse
 	}
 	clear(o.membership.SpecHashes) // the same map: the status reads this map too
 	for name := range o.membership.Pods {
-		m := resources.MemberConfig{Name: name, Version: version, Image: r.brokenImage(c, version), TrustHash: o.trustHash}
-		o.desired[name] = resources.MemberPod(c, m, r.EtcdImages)
+		o.desired[name] = resources.MemberPod(c, r.memberConfig(c, name, version, o.trustHash), r.EtcdImages)
 		o.membership.SpecHashes[name] = o.desired[name].Annotations[resources.AnnotationSpecHash]
 	}
 }
@@ -201,7 +201,7 @@ func volumeOf(pvc *corev1.PersistentVolumeClaim) membership.Volume {
 // does not cache StorageClasses for a question it rarely asks). A class it cannot read leaves
 // Expandable unknown, with the reason: the planner then changes no claim and says why.
 func (r *EtcdClusterReconciler) observeStorage(ctx context.Context, c *etcdv1alpha1.EtcdCluster, o *observation) {
-	spec := resources.Effective(c)
+	spec := clusterspec.Effective(c)
 	if spec.Storage.Ephemeral || spec.Storage.Size == nil {
 		return
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 	"github.com/etcdpilot/etcdpilot/internal/recovery"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
@@ -51,7 +51,7 @@ func (r *EtcdClusterReconciler) planRecovery(ctx context.Context, c *etcdv1alpha
 // recoveryObserved is what internal/recovery decides from: the spec, the last status, the
 // members that answered, and the member pods and claims.
 func recoveryObserved(c *etcdv1alpha1.EtcdCluster, obs *observation, in *status.Input) recovery.Observed {
-	policy, after := resources.QuorumLossRecovery(c)
+	policy, after := clusterspec.QuorumLossRecovery(c)
 	o := recovery.Observed{
 		Policy: policy, After: after, Now: obs.membership.Now, Ephemeral: c.Spec.Storage.Ephemeral, Size: int(c.Spec.Size),
 		Quorum: obs.membership.Members != nil, Answering: obs.answering, LeaderKnown: obs.leaderKnown,
@@ -110,24 +110,18 @@ func (r *EtcdClusterReconciler) recover(ctx context.Context, c *etcdv1alpha1.Etc
 	st := step.Status
 	switch step.Kind {
 	case recovery.SaveSnapshot:
-		if r.Exec == nil {
-			return fmt.Errorf("saving the snapshot of member %s: this operator cannot run commands in pods", step.Member)
-		}
-		sctx, cancel := context.WithTimeout(ctx, snapshotTimeout)
-		defer cancel()
 		key := recovery.SnapshotKey(st.ID)
-		cmd := []string{resources.EtcdctlBinary, "snapshot", "save", path.Join(resources.DataMountPath, key)}
-		if _, stderr, err := r.Exec(sctx, c.Namespace, step.Member, resources.ContainerName, cmd); err != nil {
-			return fmt.Errorf("saving the snapshot of member %s: %w (%s)", step.Member, err, strings.TrimSpace(stderr))
+		if err := r.saveSnapshot(ctx, c, step.Member, path.Join(resources.DataMountPath, key)); err != nil {
+			return fmt.Errorf("saving the recovery's snapshot: %w", err)
 		}
 		st.Snapshot = key
-		r.event(c, corev1.EventTypeNormal, "RecoverySnapshotSaved", "Recover", "Saved a snapshot of member %s to %s on its volume", step.Member, key)
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "RecoverySnapshotSaved", "Recover", "Saved a snapshot of member %s to %s on its volume", step.Member, key)
 		r.crashAfter(ctx, c, "RecoverySnapshot")
 	case recovery.Retire:
 		if err := r.deleteMember(ctx, c, obs, step.Member); err != nil {
 			return err
 		}
-		r.event(c, corev1.EventTypeNormal, "MemberRetired", "Recover", "Removed member %s, lost with the quorum (recovery %s)", step.Member, st.ID)
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "MemberRetired", "Recover", "Removed member %s, lost with the quorum (recovery %s)", step.Member, st.ID)
 	case recovery.StopSurvivor:
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: step.Member, Namespace: c.Namespace}}
 		if err := client.IgnoreNotFound(r.Client.Delete(ctx, pod)); err != nil {
@@ -147,18 +141,13 @@ func (r *EtcdClusterReconciler) startSurvivor(ctx context.Context, c *etcdv1alph
 	if r.AgentImage == "" {
 		return fmt.Errorf("cannot recover: the operator does not know its own image (ETCDPILOT_AGENT_IMAGE)")
 	}
-	names := obs.membership.Cluster
-	version := obs.membership.Upgrade.Desired()
-	m := resources.MemberConfig{
-		Name: st.Survivor, InitialCluster: []string{st.Survivor + "=" + names.PeerURL(st.Survivor)}, InitialClusterState: "new",
-		Version: version, Image: r.brokenImage(c, version), TrustHash: obs.trustHash,
-	}
+	m := r.soloMemberConfig(c, obs, st.Survivor)
 	pod := resources.MemberPod(c, m, r.EtcdImages)
 	resources.WithRecovery(pod, c, m, st.ID, st.Snapshot, st.RevisionBump, r.AgentImage)
 	if err := r.Client.Create(ctx, pod); err != nil {
 		return client.IgnoreAlreadyExists(err)
 	}
-	r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "Recover", "Created the pod of member %s, which starts alone from the snapshot %s (recovery %s)", st.Survivor, st.Snapshot, st.ID)
+	eventf(r.Recorder, c, corev1.EventTypeNormal, "MemberPodCreated", "Recover", "Created the pod of member %s, which starts alone from the snapshot %s (recovery %s)", st.Survivor, st.Snapshot, st.ID)
 	return nil
 }
 
@@ -182,18 +171,13 @@ func (r *EtcdClusterReconciler) startFromBackup(ctx context.Context, c *etcdv1al
 	if err := r.createClaim(ctx, c, step.Member, nil); err != nil {
 		return err
 	}
-	names := obs.membership.Cluster
-	version := obs.membership.Upgrade.Desired()
-	m := resources.MemberConfig{
-		Name: step.Member, InitialCluster: []string{step.Member + "=" + names.PeerURL(step.Member)}, InitialClusterState: "new",
-		Version: version, Image: r.brokenImage(c, version), TrustHash: obs.trustHash,
-	}
+	m := r.soloMemberConfig(c, obs, step.Member)
 	pod := resources.MemberPod(c, m, r.EtcdImages)
 	resources.WithRestore(pod, c, m, *src, r.AgentImage)
 	pod.Annotations[resources.AnnotationRecovery] = st.ID
 	if err := r.Client.Create(ctx, pod); err != nil {
 		return client.IgnoreAlreadyExists(err)
 	}
-	r.event(c, corev1.EventTypeNormal, "MemberPodCreated", "Recover", "Created the pod of member %s, which starts alone from EtcdBackup %s (recovery %s)", step.Member, st.Backup, st.ID)
+	eventf(r.Recorder, c, corev1.EventTypeNormal, "MemberPodCreated", "Recover", "Created the pod of member %s, which starts alone from EtcdBackup %s (recovery %s)", step.Member, st.Backup, st.ID)
 	return nil
 }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,4 +46,20 @@ func emit(recorder events.EventRecorder, obj runtime.Object, evs []status.Event)
 	for _, e := range evs {
 		recorder.Eventf(obj, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
 	}
+}
+
+// eventf records one event about obj, when the reconciler has a recorder: what an action
+// did, told at once (a status transition's events go through emit, after the patch).
+func eventf(recorder events.EventRecorder, obj runtime.Object, eventType, reason, action, note string, args ...any) {
+	if recorder != nil {
+		recorder.Eventf(obj, nil, eventType, reason, action, note, args...)
+	}
+}
+
+// nowOf is the time by clock, the reconcilers' Now, or the wall clock's when it is nil.
+func nowOf(clock func() time.Time) time.Time {
+	if clock != nil {
+		return clock()
+	}
+	return time.Now()
 }

@@ -277,7 +277,7 @@ func (r *EtcdClusterReconciler) ensureCA(ctx context.Context, c *etcdv1alpha1.Et
 		if err := r.Client.Create(ctx, secret); err != nil {
 			return nil, err
 		}
-		r.event(c, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificate", "Created the certificate authority in secret %s", names.CASecret())
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificate", "Created the certificate authority in secret %s", names.CASecret())
 		return &caSecret{secret: secret, store: store}, nil
 	}
 	if err != nil {
@@ -363,7 +363,7 @@ func (r *EtcdClusterReconciler) ensureLeaf(ctx context.Context, c *etcdv1alpha1.
 		if err := r.Client.Update(ctx, secret); err != nil {
 			return pki.KeyPair{}, err
 		}
-		r.event(c, corev1.EventTypeNormal, "TrustUpdated", "IssueCertificate", "Updated the trusted CAs (ca.crt) in secret %s", name)
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "TrustUpdated", "IssueCertificate", "Updated the trusted CAs (ca.crt) in secret %s", name)
 		return pair, nil
 	}
 	pair, err := issue()
@@ -382,7 +382,7 @@ func (r *EtcdClusterReconciler) ensureLeaf(ctx context.Context, c *etcdv1alpha1.
 	if err != nil {
 		return pki.KeyPair{}, err
 	}
-	r.event(c, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificate", "Issued a certificate in secret %s (the previous: %s)", name, why)
+	eventf(r.Recorder, c, corev1.EventTypeNormal, "CertificateIssued", "IssueCertificate", "Issued a certificate in secret %s (the previous: %s)", name, why)
 	return pair, nil
 }
 
@@ -413,7 +413,7 @@ func (r *EtcdClusterReconciler) advanceCARotation(ctx context.Context, c *etcdv1
 			return fmt.Errorf("rotating the CA in secret %s: %w", secret.Name, err)
 		}
 		st.ca.secret, st.ca.store = secret, step.Store
-		r.event(c, corev1.EventTypeNormal, step.Event, "RotateCA", "%s", step.Message)
+		eventf(r.Recorder, c, corev1.EventTypeNormal, step.Event, "RotateCA", "%s", step.Message)
 	}
 	return nil
 }

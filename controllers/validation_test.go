@@ -39,7 +39,7 @@ func TestDefaults(t *testing.T) {
 		AutoCompactionMode: etcdv1alpha1.AutoCompactionPeriodic, AutoCompactionRetention: "1h",
 		SnapshotCount:           10000,
 		HeartbeatIntervalMillis: 100, ElectionTimeoutMillis: 1000, TimingProfile: etcdv1alpha1.TimingCustom,
-	}), "no quota: the operator's follows storage.size (internal/resources.DefaultQuotaBackendBytes)")
+	}), "no quota: the operator's follows storage.size (internal/clusterspec.DefaultQuotaBackendBytes)")
 	g.Expect(c.Spec.Storage.Autoscaling).To(BeNil(), "storage autoscaling is opt-in")
 	g.Expect(c.Spec.Monitoring).To(Equal(etcdv1alpha1.MonitoringSpec{Mode: etcdv1alpha1.MonitoringAuto}))
 	g.Expect(c.Spec.Maintenance).To(Equal(etcdv1alpha1.MaintenanceSpec{

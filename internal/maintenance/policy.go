@@ -9,8 +9,8 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/autoscale"
 	"github.com/etcdpilot/etcdpilot/internal/backup"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
-	"github.com/etcdpilot/etcdpilot/internal/resources"
 )
 
 // PolicyFor reads the Policy of cluster c at now from its spec.maintenance (fields left
@@ -31,7 +31,7 @@ func PolicyFor(c *etcdv1alpha1.EtcdCluster, now time.Time) (Policy, error) {
 	if q := spec.Defragmentation.MinReclaimable; q != nil {
 		p.MinReclaimableBytes = q.Value()
 	}
-	opts := resources.Effective(c).Etcd
+	opts := clusterspec.Effective(c).Etcd
 	if q := opts.QuotaBackendBytes; q != nil {
 		p.QuotaBytes = q.Value()
 	}
@@ -40,9 +40,9 @@ func PolicyFor(c *etcdv1alpha1.EtcdCluster, now time.Time) (Policy, error) {
 			p.HistoryRevisions = n
 		}
 	}
-	if resources.AutoscalingEnabled(c) {
+	if clusterspec.AutoscalingEnabled(c) {
 		quota := p.withDefaults().QuotaBytes
-		p.QuotaAutoscaled = quota < min(resources.MaxQuotaBytes(c), autoscale.EtcdMaxQuotaBytes)
+		p.QuotaAutoscaled = quota < min(clusterspec.MaxQuotaBytes(c), autoscale.EtcdMaxQuotaBytes)
 	}
 	switch spec.Defragmentation.Mode {
 	case etcdv1alpha1.DefragmentationDisabled:

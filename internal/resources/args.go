@@ -7,6 +7,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/versions"
 )
 
@@ -69,7 +70,7 @@ type MemberConfig struct {
 // its peers' refuses to start, and a divergence found at a compaction raises the CORRUPT
 // alarm.
 func EtcdArgs(c *etcdv1alpha1.EtcdCluster, m MemberConfig) []string {
-	spec := Effective(c)
+	spec := clusterspec.Effective(c)
 	cl := cluster.For(c)
 	s := scheme(cl)
 	args := []string{

@@ -9,7 +9,8 @@
 //
 // Builders never trust that the API server has filled in the CRD defaults: objects built
 // by hand in tests, or stored before a default was added, may lack them. Each builder
-// reads the spec through [WithDefaults], the one place the defaults live in Go.
+// reads the spec through clusterspec.WithDefaults (or clusterspec.Effective), the one
+// place the defaults live in Go.
 //
 // Names, labels, ports and URLs all come from package cluster, so an object built here
 // can always be found again by the name or selector the rest of the operator derives.

@@ -7,17 +7,18 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 )
 
 // PodDisruptionBudget returns the budget that keeps a quorum of members running through
 // voluntary disruptions (node drains, cluster upgrades): an eviction that would leave
-// fewer than Quorum(size) members available is refused, since the cluster would stop
+// fewer than clusterspec.Quorum(size) members available is refused, since the cluster would stop
 // accepting writes. A single-member cluster has no member to spare, so its budget
 // blocks every eviction: draining its node must be a deliberate act.
 func PodDisruptionBudget(c *etcdv1alpha1.EtcdCluster) *policyv1.PodDisruptionBudget {
-	spec := WithDefaults(c.Spec)
+	spec := clusterspec.WithDefaults(c.Spec)
 	cl := cluster.For(c)
-	minAvailable := intstr.FromInt32(int32(Quorum(int(spec.Size))))
+	minAvailable := intstr.FromInt32(int32(clusterspec.Quorum(int(spec.Size))))
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
 		ObjectMeta: objectMeta(c, cl.PodDisruptionBudget(), cl.Labels()),

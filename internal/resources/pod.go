@@ -14,6 +14,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/versions"
 )
 
@@ -68,7 +69,7 @@ func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, images versions.Imag
 		c = c.DeepCopy()
 		c.Spec.Version = m.Version
 	}
-	spec := Effective(c)
+	spec := clusterspec.Effective(c)
 	cl := cluster.For(c)
 	labels := cl.MemberLabels(m.Name)
 	labels[cluster.LabelVersion] = spec.Version

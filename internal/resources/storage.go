@@ -6,6 +6,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 )
 
 // MemberPVC returns the PersistentVolumeClaim holding member's data. It is a separate
@@ -14,7 +15,7 @@ import (
 // old identity. ReadWriteOnce is enough because only the member's own pod mounts it. A
 // nil storage class leaves the choice to the cluster's default StorageClass.
 func MemberPVC(c *etcdv1alpha1.EtcdCluster, member string) *corev1.PersistentVolumeClaim {
-	spec := Effective(c)
+	spec := clusterspec.Effective(c)
 	cl := cluster.For(c)
 	return &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},

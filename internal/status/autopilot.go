@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/tuning"
 )
 
@@ -102,7 +102,7 @@ func raftTimingStatus(c *etcdv1alpha1.EtcdCluster, decided *etcdv1alpha1.RaftTim
 			return last
 		}
 	}
-	spec := resources.Effective(c)
+	spec := clusterspec.Effective(c)
 	out := &etcdv1alpha1.RaftTimingStatus{
 		Profile:                 profile,
 		HeartbeatIntervalMillis: spec.Etcd.HeartbeatIntervalMillis,
@@ -128,7 +128,7 @@ func raftTimingStatus(c *etcdv1alpha1.EtcdCluster, decided *etcdv1alpha1.RaftTim
 // storageStatus is status.storage: what this pass's autoscaling step decided (nil when it
 // did not run: the last stays), and nothing while storage.autoscaling is off.
 func storageStatus(c *etcdv1alpha1.EtcdCluster, decided *etcdv1alpha1.StorageStatus) *etcdv1alpha1.StorageStatus {
-	if !resources.AutoscalingEnabled(c) {
+	if !clusterspec.AutoscalingEnabled(c) {
 		return nil
 	}
 	if decided != nil {
@@ -140,7 +140,7 @@ func storageStatus(c *etcdv1alpha1.EtcdCluster, decided *etcdv1alpha1.StorageSta
 // storageCeiling is the Degraded condition of a cluster whose storage autoscaling can grow
 // nothing more while the data is past its threshold.
 func storageCeiling(c *etcdv1alpha1.EtcdCluster, st *etcdv1alpha1.StorageStatus) (metav1.Condition, bool) {
-	if st == nil || !resources.AutoscalingEnabled(c) || !StorageAtCeiling(st.Reason) {
+	if st == nil || !clusterspec.AutoscalingEnabled(c) || !StorageAtCeiling(st.Reason) {
 		return metav1.Condition{}, false
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue,

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/consistency"
-	"github.com/etcdpilot/etcdpilot/internal/resources"
 )
 
 // Suspects are the members the last consistency check found holding data that differs from
@@ -19,7 +19,7 @@ import (
 // them) and, in mode Replace, replaced. Empty while the check is off.
 func Suspects(c *etcdv1alpha1.EtcdCluster) map[uint64]string {
 	st := c.Status.Consistency
-	if st == nil || st.Result != string(consistency.Mismatch) || !resources.ConsistencyCheckEnabled(c) {
+	if st == nil || st.Result != string(consistency.Mismatch) || !clusterspec.ConsistencyCheckEnabled(c) {
 		return nil
 	}
 	out := map[uint64]string{}
@@ -46,7 +46,7 @@ func ConsistencyChecked(v consistency.Verdict, now time.Time) *etcdv1alpha1.Cons
 // consistencyStatus is status.consistency: what this pass's check found (nil when none ran:
 // the last stays), and nothing while the check is off.
 func consistencyStatus(c *etcdv1alpha1.EtcdCluster, decided *etcdv1alpha1.ConsistencyStatus) *etcdv1alpha1.ConsistencyStatus {
-	if !resources.ConsistencyCheckEnabled(c) {
+	if !clusterspec.ConsistencyCheckEnabled(c) {
 		return nil
 	}
 	if decided != nil {
@@ -76,7 +76,7 @@ func corruptMembers(in Input, st *etcdv1alpha1.ConsistencyStatus) (metav1.Condit
 	}
 	// (A replacement the others' health blocks is Degraded through the planner's Blocked.)
 	what := "being replaced one at a time"
-	if !resources.ReplacesCorruptMembers(in.Cluster) {
+	if !clusterspec.ReplacesCorruptMembers(in.Cluster) {
 		what = "consistencyCheck.mode is Report: nothing is changed, a human decides (delete the member's claim and pod to replace it)"
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonMemberCorrupt,

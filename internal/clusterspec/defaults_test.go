@@ -1,4 +1,4 @@
-package resources_test
+package clusterspec_test
 
 import (
 	"testing"
@@ -11,13 +11,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/internal/resources"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/versions"
 )
 
 func TestWithDefaultsFillsEmptySpec(t *testing.T) {
 	g := NewWithT(t)
-	s := resources.WithDefaults(etcdv1alpha1.EtcdClusterSpec{})
+	s := clusterspec.WithDefaults(etcdv1alpha1.EtcdClusterSpec{})
 
 	g.Expect(s.Size).To(Equal(int32(3)))
 	g.Expect(s.Version).To(Equal(versions.Default()))
@@ -56,7 +56,7 @@ func TestWithDefaultsKeepsSetFields(t *testing.T) {
 		},
 	}
 	want := *in.DeepCopy()
-	g.Expect(resources.WithDefaults(in)).To(Equal(want))
+	g.Expect(clusterspec.WithDefaults(in)).To(Equal(want))
 	g.Expect(in).To(Equal(want), "the argument must not change")
 }
 
@@ -65,24 +65,24 @@ func TestWithDefaultsKeepsSetFields(t *testing.T) {
 func TestWithDefaultsQuotaFollowsStorageSize(t *testing.T) {
 	g := NewWithT(t)
 	for size, quota := range map[string]string{"64Mi": "32Mi", "1Gi": "512Mi", "3Gi": "1536Mi", "4Gi": "2Gi", "100Gi": "2Gi"} {
-		s := resources.WithDefaults(etcdv1alpha1.EtcdClusterSpec{Storage: etcdv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse(size))}})
+		s := clusterspec.WithDefaults(etcdv1alpha1.EtcdClusterSpec{Storage: etcdv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse(size))}})
 		g.Expect(s.Etcd.QuotaBackendBytes.Value()).To(Equal(ptr.To(resource.MustParse(quota)).Value()), "storage.size %s", size)
 		g.Expect(s.Etcd.QuotaBackendBytes.Cmp(*s.Storage.Size)).To(BeNumerically("<", 0), "smaller than the volume, as the API requires")
 	}
-	set := resources.WithDefaults(etcdv1alpha1.EtcdClusterSpec{Storage: etcdv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
+	set := clusterspec.WithDefaults(etcdv1alpha1.EtcdClusterSpec{Storage: etcdv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
 		Etcd: etcdv1alpha1.EtcdOptions{QuotaBackendBytes: ptr.To(resource.MustParse("100Mi"))}})
 	g.Expect(set.Etcd.QuotaBackendBytes.String()).To(Equal("100Mi"), "a quota the user set is kept")
 }
 
 func TestWithDefaultsRetentionFollowsMode(t *testing.T) {
 	g := NewWithT(t)
-	s := resources.WithDefaults(etcdv1alpha1.EtcdClusterSpec{Etcd: etcdv1alpha1.EtcdOptions{AutoCompactionMode: etcdv1alpha1.AutoCompactionRevision}})
+	s := clusterspec.WithDefaults(etcdv1alpha1.EtcdClusterSpec{Etcd: etcdv1alpha1.EtcdOptions{AutoCompactionMode: etcdv1alpha1.AutoCompactionRevision}})
 	g.Expect(s.Etcd.AutoCompactionRetention).To(MatchRegexp(`^[1-9][0-9]*$`), "revision mode needs a revision count")
 }
 
 func TestQuorum(t *testing.T) {
 	g := NewWithT(t)
 	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 4} {
-		g.Expect(resources.Quorum(n)).To(Equal(want), "size %d", n)
+		g.Expect(clusterspec.Quorum(n)).To(Equal(want), "size %d", n)
 	}
 }

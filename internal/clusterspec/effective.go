@@ -1,4 +1,4 @@
-package resources
+package clusterspec
 
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
