@@ -47,6 +47,9 @@ type Env struct {
 	// ReadLocal reads key from the one member at cfg.Endpoints[0], serializable: from that
 	// member's own data (ReadFromMember). clientv3 when nil; tests hand in fakes.
 	ReadLocal func(ctx context.Context, cfg etcd.Config, key string) (MemberRead, error)
+	// OpenProbe opens a VersionProbe of the one member at cfg.Endpoints[0] (ProbeMembers).
+	// clientv3 when nil; tests hand in fakes.
+	OpenProbe func(ctx context.Context, cfg etcd.Config) (VersionProbe, error)
 	// Poll is how often waits look again; 2s when zero.
 	Poll time.Duration
 	// HTTP carries the GETs of metrics endpoints (GetMetrics); when nil, a transport that

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/etcdpilot/etcdpilot/internal/etcd"
 )
 
 // What level 2 sees of an upgrade from etcd itself, rather than from the operator's status:
@@ -53,25 +51,24 @@ func (s VersionSample) Silent() []string {
 	return silent
 }
 
-// SampleVersions asks every member of endpoints (member name -> its own client URL,
-// MemberEndpoint) for its status through cli, all at once and each for at most within, and
-// returns what they answered. Status dials each member itself, whatever cli's endpoints.
-func SampleVersions(ctx context.Context, cli etcd.Client, endpoints map[string]string, within time.Duration) VersionSample {
-	s := VersionSample{At: time.Now(), Versions: make(map[string]string, len(endpoints)), Why: map[string]string{}}
+// SampleVersions asks every member for its release through its probe (ProbeMembers), all at
+// once and each for at most within, and returns what they answered.
+func SampleVersions(ctx context.Context, probes map[string]VersionProbe, within time.Duration) VersionSample {
+	s := VersionSample{At: time.Now(), Versions: make(map[string]string, len(probes)), Why: map[string]string{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for member, endpoint := range endpoints {
+	for member, probe := range probes {
 		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, within)
 			defer cancel()
-			st, err := cli.Status(sctx, endpoint)
+			version, err := probe.Version(sctx)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				s.Versions[member], s.Why[member] = "", err.Error()
 				return
 			}
-			s.Versions[member] = st.Version
+			s.Versions[member] = version
 		})
 	}
 	wg.Wait()

@@ -2,7 +2,6 @@ package harness_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 )
 
@@ -164,23 +162,26 @@ func TestMemberEndpoint(t *testing.T) {
 	g.Expect(harness.MemberEndpoint(c, "c-1")).To(Equal("https://c-1.c-peer.ns.svc:2379"))
 }
 
-// statusOf answers Status with the version of the member an endpoint names, or fails.
-type statusOf struct {
-	etcd.Client
-	versions map[string]string
+// versionOf is a VersionProbe that answers version, or, when it is empty, waits for the
+// caller's deadline, like a member that does not serve.
+type versionOf string
+
+func (v versionOf) Version(ctx context.Context) (string, error) {
+	if v == "" {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	return string(v), nil
 }
 
-func (s statusOf) Status(_ context.Context, endpoint string) (etcd.MemberStatus, error) {
-	if v, ok := s.versions[endpoint]; ok {
-		return etcd.MemberStatus{Endpoint: endpoint, Version: v}, nil
-	}
-	return etcd.MemberStatus{}, errors.New("context deadline exceeded")
-}
+func (versionOf) Close() error { return nil }
 
 func TestSampleVersions(t *testing.T) {
 	g := NewWithT(t)
-	cli := statusOf{versions: map[string]string{"https://c-0": "3.6.16", "https://c-2": "3.7.3"}}
-	s := harness.SampleVersions(context.Background(), cli, map[string]string{"c-0": "https://c-0", "c-1": "https://c-1", "c-2": "https://c-2"}, time.Second)
+	probes := map[string]harness.VersionProbe{"c-0": versionOf("3.6.16"), "c-1": versionOf(""), "c-2": versionOf("3.7.3")}
+	start := time.Now()
+	s := harness.SampleVersions(context.Background(), probes, 100*time.Millisecond)
+	g.Expect(time.Since(start)).To(BeNumerically("<", time.Second), "a silent member holds the sample for its bound only")
 	g.Expect(s.Versions).To(Equal(map[string]string{"c-0": "3.6.16", "c-1": "", "c-2": "3.7.3"}))
 	g.Expect(s.Silent()).To(Equal([]string{"c-1"}))
 	g.Expect(s.Why).To(Equal(map[string]string{"c-1": "context deadline exceeded"}))

@@ -214,6 +214,35 @@ func (f *fakeEtcds) readLocal(_ context.Context, cfg etcd.Config, key string) (h
 	return harness.MemberRead{}, fmt.Errorf("dial tcp: lookup %s: no such host", cfg.Endpoints[0])
 }
 
+// openProbe is the Env's probe of one member's release (harness.Env.OpenProbe): what that
+// member's own etcd answers, and nothing while it restarts.
+func (f *fakeEtcds) openProbe(_ context.Context, cfg etcd.Config) (harness.VersionProbe, error) {
+	return fakeProbe{etcds: f, member: memberOf(cfg.Endpoints[0]), endpoint: cfg.Endpoints[0]}, nil
+}
+
+type fakeProbe struct {
+	etcds            *fakeEtcds
+	member, endpoint string
+}
+
+func (p fakeProbe) Version(context.Context) (string, error) {
+	p.etcds.mu.Lock()
+	defer p.etcds.mu.Unlock()
+	for _, d := range p.etcds.dbs {
+		switch m := d.members[p.member]; {
+		case m == nil:
+			continue
+		case m.down():
+			return "", fmt.Errorf("etcd status of %s: %w", p.endpoint, context.DeadlineExceeded)
+		default:
+			return m.version, nil
+		}
+	}
+	return "", fmt.Errorf("etcd status of %s: dial tcp: lookup: no such host", p.endpoint)
+}
+
+func (fakeProbe) Close() error { return nil }
+
 // defragment shrinks member's file to what is in use and returns its size before and after.
 func (d *fakeDB) defragment(member string) (before, after int64) {
 	before = d.files[member]

@@ -109,10 +109,12 @@ func upgrade(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.Et
 	var cli etcd.Client
 	var w *writer
 	var s *sampler
+	var probes map[string]harness.VersionProbe
 	defer func() {
 		if s != nil {
 			s.stop()
 		}
+		harness.CloseProbes(probes)
 		if w != nil {
 			w.stop()
 		}
@@ -122,7 +124,6 @@ func upgrade(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.Et
 	}()
 	var members []string
 	var changed time.Time // when spec.version was set: the origin of the checks' times
-	endpoints := map[string]string{}
 	var samples []harness.VersionSample
 	var acked map[string]string
 	var attempts []harness.WriteAttempt
@@ -139,16 +140,19 @@ func upgrade(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.Et
 		step{"set spec.version to " + to + ", and ask every member for its version every second, 4 times a second once one restarts", func() error {
 			for _, m := range c.Status.Members {
 				members = append(members, m.Name)
-				endpoints[m.Name] = harness.MemberEndpoint(c, m.Name)
 			}
-			changed, s = time.Now(), startSampler(ctx, cli, endpoints)
+			var err error
+			if probes, err = in.Env.ProbeMembers(ctx, c, members); err != nil {
+				return err
+			}
+			changed, s = time.Now(), startSampler(ctx, probes)
 			return in.Env.SetVersion(ctx, c, to, false)
 		}},
 		step{"wait until every member runs " + to, func() error {
 			err := in.Env.WaitFor(ctx, c, "every member on "+to, harness.All(harness.RunsVersion(to), harness.Settled(upgradeSize)))
 			if err == nil {
 				acked, attempts = w.stop()
-				samples = append(s.stop(), harness.SampleVersions(ctx, cli, endpoints, sampleTimeout))
+				samples = append(s.stop(), harness.SampleVersions(ctx, probes, sampleTimeout))
 			}
 			return err
 		}},
@@ -259,7 +263,7 @@ type sampler struct {
 	samples []harness.VersionSample
 }
 
-func startSampler(ctx context.Context, cli etcd.Client, endpoints map[string]string) *sampler {
+func startSampler(ctx context.Context, probes map[string]harness.VersionProbe) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sampler{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -271,7 +275,7 @@ func startSampler(ctx context.Context, cli etcd.Client, endpoints map[string]str
 			start := time.Now()
 			answered := make(chan bool, 1)
 			inFlight.Go(func() {
-				sample := harness.SampleVersions(ctx, cli, endpoints, sampleTimeout)
+				sample := harness.SampleVersions(ctx, probes, sampleTimeout)
 				if ctx.Err() != nil {
 					return // cut short by the stop: a member's silence says nothing
 				}

@@ -214,7 +214,7 @@ func (f *fakeCluster) deps() levels.Deps {
 				{Name: "podmonitors", Kind: "PodMonitor"}, {Name: "prometheusrules", Kind: "PrometheusRule"}, {Name: "servicemonitors", Kind: "ServiceMonitor"}}})
 		}
 		return &harness.Env{
-			Client: f.client, Namespace: namespace, Report: r, NewEtcdClient: f.etcds.factory(), ReadLocal: f.etcds.readLocal,
+			Client: f.client, Namespace: namespace, Report: r, NewEtcdClient: f.etcds.factory(), ReadLocal: f.etcds.readLocal, OpenProbe: f.etcds.openProbe,
 			Poll:      10 * time.Millisecond,
 			Discovery: &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: lists}},
 			HTTP:      f.operator.transport(),
