@@ -39,7 +39,7 @@ func (r *EtcdClusterReconciler) checkConsistency(ctx context.Context, p *cluster
 	for _, m := range obs.membership.Members {
 		d := obs.details[m.Name]
 		members = append(members, consistency.Member{Name: m.Name, ID: m.ID, Started: m.Started, Learner: m.Learner,
-			Revision: d.Revision, Corrupt: slices.Contains(d.Alarms, alarmCorrupt)})
+			Revision: d.Revision, Corrupt: slices.Contains(d.Alarms, etcd.AlarmCorrupt)})
 	}
 	check, ok := consistency.Plan(members)
 	if !ok {
@@ -55,9 +55,6 @@ func (r *EtcdClusterReconciler) checkConsistency(ctx context.Context, p *cluster
 	}
 	return status.ConsistencyChecked(v, now)
 }
-
-// alarmCorrupt is etcd's alarm for a member its own corruption checks found diverged.
-const alarmCorrupt = "CORRUPT"
 
 // hashMembers asks each voter of the check for its HashKV at the check's revision; a member
 // that cannot answer has Err set.

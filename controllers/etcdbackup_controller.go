@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -293,17 +292,7 @@ func (r *EtcdBackupReconciler) start(ctx context.Context, b *etcdv1alpha1.EtcdBa
 		}
 		return fail(reason, "%s", msg)
 	}
-	var endpoints []resources.BackupEndpoint
-	fenced := status.Suspects(c)
-	for _, m := range c.Status.Members {
-		id, _ := strconv.ParseUint(m.ID, 16, 64)
-		if _, suspect := fenced[id]; suspect {
-			continue // its data differs from the majority's: never backed up
-		}
-		if m.Healthy && !m.Learner && m.ClientURL != "" {
-			endpoints = append(endpoints, resources.BackupEndpoint{Member: m.Name, ClientURL: m.ClientURL})
-		}
-	}
+	endpoints := backup.Sources(c.Status.Members, status.Suspects(c))
 	if len(endpoints) == 0 {
 		return fail(etcdv1alpha1.ReasonClusterNotAvailable, "no member of EtcdCluster %s is healthy (status.members)", c.Name)
 	}

@@ -105,10 +105,10 @@ func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, c *etcdv1al
 		out.Record = etcdv1alpha1.DefragmentationRecord{Time: metav1.NewTime(now), SizeBefore: before, SizeAfter: after.DBSize}
 	case maintenance.Disarm:
 		for _, m := range obs.membership.Members {
-			if !slices.Contains(obs.details[m.Name].Alarms, maintenance.AlarmNoSpace) {
+			if !slices.Contains(obs.details[m.Name].Alarms, etcd.AlarmNoSpace) {
 				continue
 			}
-			if err := obs.etcd.AlarmDisarm(ctx, m.ID, maintenance.AlarmNoSpace); err != nil {
+			if err := obs.etcd.AlarmDisarm(ctx, m.ID, etcd.AlarmNoSpace); err != nil {
 				return err
 			}
 		}

@@ -22,7 +22,6 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
-	"github.com/etcdpilot/etcdpilot/internal/maintenance"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
@@ -323,7 +322,7 @@ func (r *EtcdClusterReconciler) observeEtcd(ctx context.Context, tlsConfig *tls.
 		if !asked {
 			continue
 		}
-		member.Healthy = st.err == nil && maintenance.Healthy(member.ID, st.Errors)
+		member.Healthy = st.err == nil && etcd.MemberHealthy(member.ID, st.Errors)
 		member.Ready = o.membership.Pods[member.Name].Ready
 		if st.err == nil {
 			o.heard(member.Name, st.MemberStatus)
@@ -454,7 +453,7 @@ func (r *EtcdClusterReconciler) recheck(ctx context.Context, c *etcdv1alpha1.Etc
 	for _, m := range o.membership.Members {
 		pod, hasPod := fresh[m.Name]
 		st, asked := statuses[m.Name]
-		out[m.Name] = membership.Recheck{HasPod: hasPod, Pod: pod, Healthy: asked && st.err == nil && maintenance.Healthy(m.ID, st.Errors)}
+		out[m.Name] = membership.Recheck{HasPod: hasPod, Pod: pod, Healthy: asked && st.err == nil && etcd.MemberHealthy(m.ID, st.Errors)}
 	}
 	return out, nil
 }

@@ -5,8 +5,36 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 )
+
+// Source is a member the backup agent may stream the snapshot from.
+type Source struct {
+	Member    string
+	ClientURL string
+}
+
+// Sources are the members of a cluster a backup may be taken from, as its status lists
+// them: the healthy voting members with a client URL, but none that the consistency check
+// found holding data that differs from the majority's (fenced, by etcd member ID, as
+// status.Suspects gives them). The agent asks each for its status and streams from the one
+// ChooseMember picks.
+func Sources(members []etcdv1alpha1.MemberStatus, fenced map[uint64]string) []Source {
+	var out []Source
+	for _, m := range members {
+		id, _ := strconv.ParseUint(m.ID, 16, 64)
+		if _, suspect := fenced[id]; suspect {
+			continue // its data differs from the majority's: never backed up
+		}
+		if m.Healthy && !m.Learner && m.ClientURL != "" {
+			out = append(out, Source{Member: m.Name, ClientURL: m.ClientURL})
+		}
+	}
+	return out
+}
 
 // MaxLag is how many raft entries a follower may be behind the most advanced healthy
 // voting member and still be snapshotted instead of the leader. A follower that close is

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/backup"
 )
 
@@ -144,4 +145,22 @@ func TestChooseMemberErrors(t *testing.T) {
 			g.Expect(err).To(MatchError(tc.message))
 		})
 	}
+}
+
+// A backup is taken only from healthy voting members the status names with a client URL,
+// and never from one the consistency check fenced.
+func TestSources(t *testing.T) {
+	g := NewWithT(t)
+	members := []etcdv1alpha1.MemberStatus{
+		{Name: "m-0", ID: "a0", Healthy: true, ClientURL: "https://m-0:2379"},
+		{Name: "m-1", ID: "a1", Healthy: true, ClientURL: "https://m-1:2379"},
+		{Name: "m-2", ID: "a2", Healthy: false, ClientURL: "https://m-2:2379"},
+		{Name: "m-3", ID: "a3", Healthy: true, Learner: true, ClientURL: "https://m-3:2379"},
+		{Name: "m-4", ID: "a4", Healthy: true},
+	}
+	g.Expect(backup.Sources(members, nil)).To(Equal([]backup.Source{
+		{Member: "m-0", ClientURL: "https://m-0:2379"}, {Member: "m-1", ClientURL: "https://m-1:2379"}}))
+	g.Expect(backup.Sources(members, map[uint64]string{0xa1: "differs"})).To(Equal([]backup.Source{
+		{Member: "m-0", ClientURL: "https://m-0:2379"}}), "a fenced member is never backed up")
+	g.Expect(backup.Sources(members[2:], nil)).To(BeEmpty())
 }

@@ -28,3 +28,14 @@ func TestIsAlarm(t *testing.T) {
 	g.Expect(etcd.IsAlarm("memberID:42 alarm:NOSPACE")).To(BeTrue())
 	g.Expect(etcd.IsAlarm("raft: not leader")).To(BeFalse())
 }
+
+// A member is healthy despite alarms that do not stop it serving: NOSPACE, or another
+// member's CORRUPT.
+func TestHealthyDespiteAlarms(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(etcd.MemberHealthy(7, nil)).To(BeTrue())
+	g.Expect(etcd.MemberHealthy(7, []string{"memberID:7 alarm:NOSPACE"})).To(BeTrue(), "NOSPACE must not block its own recovery")
+	g.Expect(etcd.MemberHealthy(7, []string{"memberID:8 alarm:CORRUPT"})).To(BeTrue(), "another member's CORRUPT alarm")
+	g.Expect(etcd.MemberHealthy(7, []string{"memberID:7 alarm:CORRUPT"})).To(BeFalse(), "its own CORRUPT alarm")
+	g.Expect(etcd.MemberHealthy(7, []string{"raft: stopped"})).To(BeFalse(), "an error that is not an alarm")
+}

@@ -184,6 +184,29 @@ type Config struct {
 // can hand it one that returns a fake.
 type Factory func(cfg Config) (Client, error)
 
+// The alarms etcd raises, as Alarms reads them: NOSPACE when a member's database reached
+// its quota (the cluster then accepts only reads and deletes), CORRUPT on a member etcd's
+// own corruption checks found diverged.
+const (
+	AlarmNoSpace = "NOSPACE"
+	AlarmCorrupt = "CORRUPT"
+)
+
+// MemberHealthy says whether a member that answered its status call with errs (its
+// reported Errors) is healthy, as far as alarms go: an error that is not an alarm makes it
+// unhealthy, and so does a CORRUPT alarm raised on the member itself. A NOSPACE alarm does
+// not: the member still serves reads and deletes, and the recovery from it needs the member
+// counted as healthy. Every member reports every alarm of the cluster, so only the member's
+// own alarms count.
+func MemberHealthy(memberID uint64, errs []string) bool {
+	for _, e := range errs {
+		if !IsAlarm(e) {
+			return false
+		}
+	}
+	return !slices.Contains(Alarms(errs)[memberID], AlarmCorrupt)
+}
+
 // alarmPattern matches one alarm as the maintenance Status call reports it in Errors: the
 // text form of etcd's AlarmMember, "memberID:1234 alarm:NOSPACE".
 var alarmPattern = regexp.MustCompile(`memberID:(\d+)\s+alarm:([A-Z]+)`)

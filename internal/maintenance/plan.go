@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/etcdpilot/etcdpilot/internal/autoscale"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
 )
 
 // MiB is a mebibyte, in bytes.
@@ -48,12 +49,6 @@ const (
 	DefragmentedBelowBytes               = 1 * MiB
 	// DefaultQuotaBytes is etcd's own quota when --quota-backend-bytes is not set (2 GiB).
 	DefaultQuotaBytes = 2 << 30
-)
-
-// The alarms etcd raises, as internal/etcd.Alarms reads them.
-const (
-	AlarmNoSpace = "NOSPACE"
-	AlarmCorrupt = "CORRUPT"
 )
 
 // Mode says when members are defragmented.
@@ -145,7 +140,7 @@ const MinInterval = 10 * time.Minute
 type Observed struct {
 	// Members are the etcd members, in any order.
 	Members []Member
-	// Alarms are the cluster's alarms (AlarmNoSpace, AlarmCorrupt) by the ID of the member
+	// Alarms are the cluster's alarms (etcd.AlarmNoSpace, etcd.AlarmCorrupt) by the ID of the member
 	// each is raised on.
 	Alarms map[uint64][]string
 	// Size is the desired number of voting members (spec.size).
@@ -249,12 +244,12 @@ func Reclaimable(size, inUse int64) int64 {
 func Plan(p Policy, o Observed) Action {
 	p = p.withDefaults()
 	members := sortedByName(o.Members)
-	noSpace := hasAlarm(o.Alarms, AlarmNoSpace)
+	noSpace := hasAlarm(o.Alarms, etcd.AlarmNoSpace)
 	recoverNoSpace := noSpace && p.RecoverFromNoSpace
 	if a, idle := p.idle(recoverNoSpace, noSpace); idle {
 		return a
 	}
-	if id, ok := firstWith(o.Alarms, AlarmCorrupt); ok {
+	if id, ok := firstWith(o.Alarms, etcd.AlarmCorrupt); ok {
 		return none(ReasonCorruptAlarm, fmt.Sprintf(
 			"a CORRUPT alarm is raised on member %s: defragmentation and compaction are deferred until it is resolved",
 			nameOf(members, id)))

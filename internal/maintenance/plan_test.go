@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/maintenance"
 )
 
@@ -80,7 +81,7 @@ func withAlarm(o maintenance.Observed, id uint64, alarm string) maintenance.Obse
 }
 
 func noSpace(o maintenance.Observed) maintenance.Observed {
-	return withAlarm(o, 1, maintenance.AlarmNoSpace)
+	return withAlarm(o, 1, etcd.AlarmNoSpace)
 }
 
 func with(p maintenance.Policy, change func(*maintenance.Policy)) maintenance.Policy {
@@ -311,19 +312,19 @@ func TestPlan(t *testing.T) {
 		{
 			name:   "corrupt: defragmentation is deferred",
 			policy: auto,
-			obs:    withAlarm(cluster(leader(clean("e-0", 1)), member("e-1", 2, 400, 200), clean("e-2", 3)), 3, maintenance.AlarmCorrupt),
+			obs:    withAlarm(cluster(leader(clean("e-0", 1)), member("e-1", 2, 400, 200), clean("e-2", 3)), 3, etcd.AlarmCorrupt),
 			want:   none(maintenance.ReasonCorruptAlarm),
 		},
 		{
 			name:   "corrupt: NOSPACE recovery is deferred too",
 			policy: auto,
-			obs:    withAlarm(noSpace(cluster(leader(clean("e-0", 1)), clean("e-1", 2), clean("e-2", 3))), 2, maintenance.AlarmCorrupt),
+			obs:    withAlarm(noSpace(cluster(leader(clean("e-0", 1)), clean("e-1", 2), clean("e-2", 3))), 2, etcd.AlarmCorrupt),
 			want:   none(maintenance.ReasonCorruptAlarm),
 		},
 		{
 			name:   "corrupt: a scheduled run is deferred",
 			policy: scheduled,
-			obs:    withAlarm(cluster(leader(clean("e-0", 1)), member("e-1", 2, 60, 50), clean("e-2", 3)), 1, maintenance.AlarmCorrupt),
+			obs:    withAlarm(cluster(leader(clean("e-0", 1)), member("e-1", 2, 60, 50), clean("e-2", 3)), 1, etcd.AlarmCorrupt),
 			want:   none(maintenance.ReasonCorruptAlarm),
 		},
 		// NOSPACE.
@@ -548,7 +549,7 @@ func TestPlanMessages(t *testing.T) {
 	a := maintenance.Plan(auto, cluster(leader(clean("e-0", 1)), member("e-1", 2, 400, 200), clean("e-2", 3)))
 	g.Expect(a.Message).To(Equal("defragmenting member e-1: 50 % fragmented, 200.0 MiB of 400.0 MiB to reclaim"))
 
-	a = maintenance.Plan(auto, withAlarm(cluster(leader(clean("e-0", 1)), clean("e-1", 2)), 0xabc, maintenance.AlarmCorrupt))
+	a = maintenance.Plan(auto, withAlarm(cluster(leader(clean("e-0", 1)), clean("e-1", 2)), 0xabc, etcd.AlarmCorrupt))
 	g.Expect(a.Message).To(HavePrefix("a CORRUPT alarm is raised on member abc:"))
 
 	a = maintenance.Plan(auto, cluster(leader(clean("e-0", 1)), clean("e-1", 2), maintenance.Member{Name: "e-2", ID: 3, Reachable: true}))
@@ -887,11 +888,11 @@ func generate(r *rand.Rand) (maintenance.Policy, maintenance.Observed) {
 	o.Alarms = map[uint64][]string{}
 	if r.IntN(3) == 0 {
 		id := uint64(1 + r.IntN(n))
-		o.Alarms[id] = append(o.Alarms[id], maintenance.AlarmNoSpace)
+		o.Alarms[id] = append(o.Alarms[id], etcd.AlarmNoSpace)
 	}
 	if r.IntN(10) == 0 {
 		id := uint64(1 + r.IntN(n+1))
-		o.Alarms[id] = append(o.Alarms[id], maintenance.AlarmCorrupt)
+		o.Alarms[id] = append(o.Alarms[id], etcd.AlarmCorrupt)
 	}
 	o.Revision = r.Int64N(1000)
 	o.CompactedRevision = r.Int64N(1000)
@@ -904,7 +905,7 @@ func generate(r *rand.Rand) (maintenance.Policy, maintenance.Observed) {
 func corrupt(o maintenance.Observed) bool {
 	for _, raised := range o.Alarms {
 		for _, a := range raised {
-			if a == maintenance.AlarmCorrupt {
+			if a == etcd.AlarmCorrupt {
 				return true
 			}
 		}

@@ -2,7 +2,6 @@ package maintenance
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/autoscale"
 	"github.com/etcdpilot/etcdpilot/internal/backup"
 	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
-	"github.com/etcdpilot/etcdpilot/internal/etcd"
 )
 
 // PolicyFor reads the Policy of cluster c at now from its spec.maintenance (fields left
@@ -60,18 +58,4 @@ func PolicyFor(c *etcdv1alpha1.EtcdCluster, now time.Time) (Policy, error) {
 		_, p.ScheduledRunDue, _ = backup.Due(s, c.CreationTimestamp.Time, last, now)
 	}
 	return p, nil
-}
-
-// Healthy says whether a member that answered its status call with errs (its reported
-// Errors) is healthy, as far as alarms go: an error that is not an alarm makes it unhealthy,
-// and so does a CORRUPT alarm raised on the member itself. A NOSPACE alarm does not: the
-// member still serves reads and deletes, and the recovery needs it counted as healthy.
-// Every member reports every alarm of the cluster, so only the member's own alarms count.
-func Healthy(memberID uint64, errs []string) bool {
-	for _, e := range errs {
-		if !etcd.IsAlarm(e) {
-			return false
-		}
-	}
-	return !slices.Contains(etcd.Alarms(errs)[memberID], AlarmCorrupt)
 }

@@ -86,12 +86,3 @@ func TestPolicyFor(t *testing.T) {
 	_, err := maintenance.PolicyFor(bad, saturday)
 	g.Expect(err).To(MatchError(ContainSubstring("spec.maintenance.defragmentation.schedule")))
 }
-
-func TestHealthyDespiteAlarms(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(maintenance.Healthy(7, nil)).To(BeTrue())
-	g.Expect(maintenance.Healthy(7, []string{"memberID:7 alarm:NOSPACE"})).To(BeTrue(), "NOSPACE must not block its own recovery")
-	g.Expect(maintenance.Healthy(7, []string{"memberID:8 alarm:CORRUPT"})).To(BeTrue(), "another member's CORRUPT alarm")
-	g.Expect(maintenance.Healthy(7, []string{"memberID:7 alarm:CORRUPT"})).To(BeFalse(), "its own CORRUPT alarm")
-	g.Expect(maintenance.Healthy(7, []string{"raft: stopped"})).To(BeFalse(), "an error that is not an alarm")
-}

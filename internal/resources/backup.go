@@ -74,17 +74,11 @@ func jobName(backup, suffix string) string {
 	return strings.TrimRight(backup[:keep], "-.") + "-" + h + "-" + suffix
 }
 
-// BackupEndpoint is a member the agent may stream the snapshot from.
-type BackupEndpoint struct {
-	Member    string
-	ClientURL string
-}
-
 // BackupJob returns the Job that takes backup b of cluster c: the agent asks every listed
 // member for its status, streams the snapshot from the healthiest one, compresses it as
 // spec.compression says and writes it to key at the backup's destination. The Job runs once (no retries: a schedule
 // takes the next backup) and is bounded by spec.timeout.
-func BackupJob(b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, endpoints []BackupEndpoint, key, image string) *batchv1.Job {
+func BackupJob(b *etcdv1alpha1.EtcdBackup, c *etcdv1alpha1.EtcdCluster, endpoints []backup.Source, key, image string) *batchv1.Job {
 	cl := cluster.For(c)
 	eps := make([]string, 0, len(endpoints))
 	for _, e := range endpoints {

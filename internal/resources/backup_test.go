@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/backup"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 )
@@ -33,7 +34,7 @@ func s3Backup() *etcdv1alpha1.EtcdBackup {
 
 func TestBackupJob(t *testing.T) {
 	g := NewWithT(t)
-	eps := []resources.BackupEndpoint{{Member: "main-0", ClientURL: "https://main-0.main-peer.db.svc:2379"}, {Member: "main-1", ClientURL: "https://main-1.main-peer.db.svc:2379"}}
+	eps := []backup.Source{{Member: "main-0", ClientURL: "https://main-0.main-peer.db.svc:2379"}, {Member: "main-1", ClientURL: "https://main-1.main-peer.db.svc:2379"}}
 	job := resources.BackupJob(s3Backup(), newCluster(), eps, "db/main/x.db.gz", agentImage)
 
 	g.Expect(job.Name).To(Equal("nightly-backup"))
@@ -93,13 +94,13 @@ func TestBackupJobToAClaimWithoutTLS(t *testing.T) {
 	g := NewWithT(t)
 	b := s3Backup()
 	b.Spec.Destination = etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "backups", Path: "etcd"}}
-	job := resources.BackupJob(b, plainCluster(), []resources.BackupEndpoint{{Member: "main-0", ClientURL: "http://main-0:2379"}}, "etcd/db/main/x.db.gz", agentImage)
+	job := resources.BackupJob(b, plainCluster(), []backup.Source{{Member: "main-0", ClientURL: "http://main-0:2379"}}, "etcd/db/main/x.db.gz", agentImage)
 
 	ct := job.Spec.Template.Spec.Containers[0]
 	g.Expect(ct.Args).To(ContainElements("--store=file", "--file-root=/backup", "--key=etcd/db/main/x.db.gz"))
 
 	b.Spec.Compression = etcdv1alpha1.BackupCompressionGzip
-	gz := resources.BackupJob(b, plainCluster(), []resources.BackupEndpoint{{Member: "main-0", ClientURL: "http://main-0:2379"}}, "etcd/db/main/x.db.gz", agentImage)
+	gz := resources.BackupJob(b, plainCluster(), []backup.Source{{Member: "main-0", ClientURL: "http://main-0:2379"}}, "etcd/db/main/x.db.gz", agentImage)
 	g.Expect(gz.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--compression=gzip"), "spec.compression")
 	for _, a := range ct.Args {
 		g.Expect(a).NotTo(HavePrefix("--etcd-cacert"), "a plain-text cluster needs no certificate")

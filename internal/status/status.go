@@ -17,6 +17,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/maintenance"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 )
@@ -529,7 +530,7 @@ func outOfSpace(in Input, st etcdv1alpha1.EtcdClusterStatus) (metav1.Condition, 
 func noSpace(in Input) (metav1.Condition, bool) {
 	var full []string
 	for name, d := range in.Details {
-		if slices.Contains(d.Alarms, maintenance.AlarmNoSpace) {
+		if slices.Contains(d.Alarms, etcd.AlarmNoSpace) {
 			full = append(full, name)
 		}
 	}
