@@ -205,8 +205,11 @@ TEST_DEPS = envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yam
 test-deps: $(TEST_DEPS) ## Build the tools and fetch the CRDs that make test uses.
 
 .PHONY: test
+# -parallel 4: the controllers' envtests that wait in real time run in parallel (t.Parallel),
+# and the two longest (Auto raft timing over a one-minute window, 100 s and 60 s) would
+# otherwise hold both of go test's default slots on two cores while the others queue.
 test: manifests generate fmt vet $(TEST_DEPS) test-rules test-monitoring ## Run unit and integration tests, the alerting rules' tests, and the check of the rules' and dashboard's metrics against real etcd.
-	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" PROMETHEUS_OPERATOR_CRDS="$(PROMETHEUS_OPERATOR_CRDS)" PROMTOOL="$(PROMTOOL)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" VERSITYGW="$(VERSITYGW)" go test $$(go list ./... | grep -v /test/) -coverprofile cover.out
+	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" PROMETHEUS_OPERATOR_CRDS="$(PROMETHEUS_OPERATOR_CRDS)" PROMTOOL="$(PROMTOOL)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" VERSITYGW="$(VERSITYGW)" go test -parallel 4 $$(go list ./... | grep -v /test/) -coverprofile cover.out
 
 .PHONY: test-rules
 test-rules: $(PROMTOOL) ## Check the alerting rules (every expression parses) and run their promtool unit tests.

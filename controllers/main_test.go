@@ -91,8 +91,10 @@ func (r *etcdRouter) factory(cfg etcd.Config) (etcd.Client, error) {
 // Every test makes its clusters in a namespace of its own (newNamespace) and registers its
 // fakes by that namespace. The tests that wait out real time (measurement windows, rollout
 // phases, a namespace going) call t.Parallel, so they wait together, after the others: they
-// read and set nothing shared but what is keyed by their namespace. A test that moves a
-// shared clock (scheduleClock) stays serial.
+// read and set nothing shared but what is keyed by their namespace. make test runs them four
+// at a time (go test -parallel 4): with go test's default on two cores, the two longest
+// would hold both slots while the others queue. A test that moves a shared clock
+// (scheduleClock) stays serial.
 func TestMain(m *testing.M) {
 	os.Exit(runWithEnvtest(m))
 }
