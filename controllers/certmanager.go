@@ -28,7 +28,7 @@ var certificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: 
 // certManagerTLS (TLS mode CertManager) makes sure cert-manager has a Certificate for the
 // member certificate and one for the client certificate, then waits for their Secrets and
 // checks them as it checks user-provided ones.
-func (r *EtcdClusterReconciler) certManagerTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Cluster) (*tlsState, error) {
+func (r *EtcdClusterReconciler) certManagerTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Names) (*tlsState, error) {
 	issuer := c.Spec.TLS.CertManager.IssuerRef
 	member := map[string]any{
 		"secretName":  names.MemberTLSSecret(),

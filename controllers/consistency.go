@@ -58,7 +58,7 @@ func (r *EtcdClusterReconciler) checkConsistency(ctx context.Context, p *cluster
 
 // hashMembers asks each voter of the check for its HashKV at the check's revision; a member
 // that cannot answer has Err set.
-func hashMembers(ctx context.Context, cli etcd.Client, names cluster.Cluster, check consistency.Check) []consistency.Hash {
+func hashMembers(ctx context.Context, cli etcd.Client, names cluster.Names, check consistency.Check) []consistency.Hash {
 	hashes := make([]consistency.Hash, 0, len(check.Voters))
 	for _, m := range check.Voters {
 		h := consistency.Hash{Member: m.Name, ID: m.ID}

@@ -51,7 +51,7 @@ type EtcdBackupReconciler struct {
 	Now func() time.Time
 	// Metrics counts each backup that ends and keeps the timestamps of finished ones; nil
 	// records nothing.
-	Metrics *metrics.Clusters
+	Metrics *metrics.Recorder
 }
 
 // EtcdBackups: read and watched; updated to add and remove the finalizer; created and

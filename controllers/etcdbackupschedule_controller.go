@@ -33,7 +33,7 @@ type EtcdBackupScheduleReconciler struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Metrics records how far apart each schedule's runs are; nil records nothing.
-	Metrics *metrics.Clusters
+	Metrics *metrics.Recorder
 }
 
 // scheduleGapRuns is how many upcoming runs of a schedule are looked at for the longest gap

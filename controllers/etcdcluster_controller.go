@@ -88,7 +88,7 @@ type EtcdClusterReconciler struct {
 	// change.
 	CAMinPhase time.Duration
 	// Metrics records each pass in the operator's metrics; nil records nothing.
-	Metrics *metrics.Clusters
+	Metrics *metrics.Recorder
 	// AgentImage is the operator's own image, which restores a backup into the first member
 	// of a restored cluster (spec.bootstrap.restore).
 	AgentImage string

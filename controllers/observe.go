@@ -395,7 +395,7 @@ type memberStatus struct {
 // for at most statusTimeout (startingStatusTimeout while its pod is not Ready). A member
 // whose pod is being deleted is not asked: it is going away (not healthy), and a call to it
 // could only wait. The answers are by member name.
-func askMembers(ctx context.Context, cli etcd.Client, names cluster.Cluster, members []membership.Member, pods map[string]membership.Pod) map[string]memberStatus {
+func askMembers(ctx context.Context, cli etcd.Client, names cluster.Names, members []membership.Member, pods map[string]membership.Pod) map[string]memberStatus {
 	answers := make([]*memberStatus, len(members)) // each goroutine writes its own slot
 	var wg sync.WaitGroup
 	for i, m := range members {

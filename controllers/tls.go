@@ -222,7 +222,7 @@ func (r *EtcdClusterReconciler) readTLSSecret(ctx context.Context, namespace, na
 // wrong, and nothing is created until it is fixed. They are checked on every reconcile. The
 // member Secret's ca.crt may hold several CAs (a CA being rotated): a change of them, or of
 // the CA that issued the member certificate, is rolled out to the members.
-func (r *EtcdClusterReconciler) providedTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Cluster) (*tlsState, error) {
+func (r *EtcdClusterReconciler) providedTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Names) (*tlsState, error) {
 	now := r.now()
 	member, err := r.readTLSSecret(ctx, c.Namespace, names.MemberTLSSecret())
 	if err != nil {
@@ -263,7 +263,7 @@ func (r *EtcdClusterReconciler) providedTLS(ctx context.Context, c *etcdv1alpha1
 // ensureCA loads the cluster's CA, creating it when its Secret does not exist. A CA that
 // exists but cannot be loaded is an error, never silently replaced: every member and client
 // trusts it. A new CA counts the rotate-ca annotation the cluster has as handled.
-func (r *EtcdClusterReconciler) ensureCA(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Cluster, now time.Time) (*caSecret, error) {
+func (r *EtcdClusterReconciler) ensureCA(ctx context.Context, c *etcdv1alpha1.EtcdCluster, names cluster.Names, now time.Time) (*caSecret, error) {
 	secret := &corev1.Secret{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: names.CASecret()}, secret)
 	if apierrors.IsNotFound(err) {

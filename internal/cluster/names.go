@@ -38,8 +38,8 @@ const (
 	ManagedBy = "etcdpilot"
 )
 
-// Cluster is the naming view of one EtcdCluster.
-type Cluster struct {
+// Names is the naming view of one EtcdCluster.
+type Names struct {
 	Name      string
 	Namespace string
 	TLS       bool
@@ -48,8 +48,8 @@ type Cluster struct {
 }
 
 // For returns the naming view of an EtcdCluster.
-func For(c *etcdv1alpha1.EtcdCluster) Cluster {
-	out := Cluster{Name: c.Name, Namespace: c.Namespace, TLS: c.Spec.TLS.Mode != etcdv1alpha1.TLSModeDisabled}
+func For(c *etcdv1alpha1.EtcdCluster) Names {
+	out := Names{Name: c.Name, Namespace: c.Namespace, TLS: c.Spec.TLS.Mode != etcdv1alpha1.TLSModeDisabled}
 	if c.Spec.TLS.Mode == etcdv1alpha1.TLSModeSecrets && c.Spec.TLS.Secrets != nil {
 		out.UserSecrets = c.Spec.TLS.Secrets.DeepCopy()
 	}
@@ -58,7 +58,7 @@ func For(c *etcdv1alpha1.EtcdCluster) Cluster {
 
 // Labels returns the labels shared by every object of the cluster. They never change, so an
 // operator upgrade does not touch running pods.
-func (c Cluster) Labels() map[string]string {
+func (c Names) Labels() map[string]string {
 	return map[string]string{
 		LabelName:      AppName,
 		LabelInstance:  c.Name,
@@ -68,12 +68,12 @@ func (c Cluster) Labels() map[string]string {
 }
 
 // SelectorLabels select the member pods of the cluster.
-func (c Cluster) SelectorLabels() map[string]string {
+func (c Names) SelectorLabels() map[string]string {
 	return map[string]string{LabelCluster: c.Name, LabelName: AppName}
 }
 
 // MemberLabels returns the labels of one member's pod and PVC.
-func (c Cluster) MemberLabels(member string) map[string]string {
+func (c Names) MemberLabels(member string) map[string]string {
 	l := c.Labels()
 	l[LabelComponent] = "member"
 	l[LabelMember] = member
@@ -81,35 +81,35 @@ func (c Cluster) MemberLabels(member string) map[string]string {
 }
 
 // PeerService is the headless Service that gives every member a stable DNS name.
-func (c Cluster) PeerService() string { return c.Name + "-peer" }
+func (c Names) PeerService() string { return c.Name + "-peer" }
 
 // ClientService is the Service clients connect to.
-func (c Cluster) ClientService() string { return c.Name + "-client" }
+func (c Names) ClientService() string { return c.Name + "-client" }
 
 // PreUpgradeBackup is the EtcdBackup that holds the snapshot taken before the upgrade to
 // version (spec.upgradeBackupDestination), for example main-pre-upgrade-3-7-3.
-func (c Cluster) PreUpgradeBackup(version string) string {
+func (c Names) PreUpgradeBackup(version string) string {
 	return c.Name + "-pre-upgrade-" + strings.ReplaceAll(version, ".", "-")
 }
 
 // NetworkPolicy admits to the member pods only who needs them (spec.networkPolicy).
-func (c Cluster) NetworkPolicy() string { return c.Name + "-members" }
+func (c Names) NetworkPolicy() string { return c.Name + "-members" }
 
 // JobSelectorLabels select the pods of the cluster's backup Jobs: not its member pods
 // (their name label is the operator's, not "etcd").
-func (c Cluster) JobSelectorLabels() map[string]string {
+func (c Names) JobSelectorLabels() map[string]string {
 	return map[string]string{LabelName: ManagedBy, LabelManagedBy: ManagedBy, LabelComponent: "backup", LabelCluster: c.Name}
 }
 
 // PodDisruptionBudget keeps a quorum of members up during voluntary disruptions.
-func (c Cluster) PodDisruptionBudget() string { return c.Name }
+func (c Names) PodDisruptionBudget() string { return c.Name }
 
 // CASecret holds the cluster's certificate authority (OperatorCA mode).
-func (c Cluster) CASecret() string { return c.Name + "-ca" }
+func (c Names) CASecret() string { return c.Name + "-ca" }
 
 // MemberTLSSecret holds the certificate every member serves clients and peers with: the
 // operator's, or the user's in TLS mode Secrets.
-func (c Cluster) MemberTLSSecret() string {
+func (c Names) MemberTLSSecret() string {
 	if c.UserSecrets != nil {
 		return c.UserSecrets.MemberSecretName
 	}
@@ -118,11 +118,11 @@ func (c Cluster) MemberTLSSecret() string {
 
 // MemberCommonName is the common name of the member certificate; members accept peers
 // only with this name.
-func (c Cluster) MemberCommonName() string { return c.Name + "-member" }
+func (c Names) MemberCommonName() string { return c.Name + "-member" }
 
 // ClientTLSSecret holds a client certificate and the CA: for users and for the operator. It
 // is the user's in TLS mode Secrets.
-func (c Cluster) ClientTLSSecret() string {
+func (c Names) ClientTLSSecret() string {
 	if c.UserSecrets != nil {
 		return c.UserSecrets.ClientSecretName
 	}
@@ -136,10 +136,10 @@ func Token(c *etcdv1alpha1.EtcdCluster) string {
 }
 
 // MemberName is the name of the member with the given ordinal: also its pod's name.
-func (c Cluster) MemberName(ordinal int) string { return fmt.Sprintf("%s-%d", c.Name, ordinal) }
+func (c Names) MemberName(ordinal int) string { return fmt.Sprintf("%s-%d", c.Name, ordinal) }
 
 // MemberOrdinal returns the ordinal of a member name of this cluster.
-func (c Cluster) MemberOrdinal(member string) (int, bool) {
+func (c Names) MemberOrdinal(member string) (int, bool) {
 	rest, ok := strings.CutPrefix(member, c.Name+"-")
 	if !ok {
 		return 0, false
@@ -152,9 +152,9 @@ func (c Cluster) MemberOrdinal(member string) (int, bool) {
 }
 
 // PVCName is the name of a member's data volume claim.
-func (c Cluster) PVCName(member string) string { return member + "-data" }
+func (c Names) PVCName(member string) string { return member + "-data" }
 
-func (c Cluster) scheme() string {
+func (c Names) scheme() string {
 	if c.TLS {
 		return "https"
 	}
@@ -162,22 +162,22 @@ func (c Cluster) scheme() string {
 }
 
 // MemberHost is the stable DNS name of a member, through the headless peer Service.
-func (c Cluster) MemberHost(member string) string {
+func (c Names) MemberHost(member string) string {
 	return fmt.Sprintf("%s.%s.%s.svc", member, c.PeerService(), c.Namespace)
 }
 
 // PeerURL is the URL other members reach a member on.
-func (c Cluster) PeerURL(member string) string {
+func (c Names) PeerURL(member string) string {
 	return fmt.Sprintf("%s://%s:%d", c.scheme(), c.MemberHost(member), PeerPort)
 }
 
 // ClientURL is the URL clients reach one member on.
-func (c Cluster) ClientURL(member string) string {
+func (c Names) ClientURL(member string) string {
 	return fmt.Sprintf("%s://%s:%d", c.scheme(), c.MemberHost(member), ClientPort)
 }
 
 // MemberFromPeerURL returns the member name a peer URL of this cluster belongs to.
-func (c Cluster) MemberFromPeerURL(peerURL string) (string, bool) {
+func (c Names) MemberFromPeerURL(peerURL string) (string, bool) {
 	u, err := url.Parse(peerURL)
 	if err != nil {
 		return "", false
@@ -195,7 +195,7 @@ func (c Cluster) MemberFromPeerURL(peerURL string) (string, bool) {
 // ServingDNSNames are the names the member certificate must cover: every member through
 // the peer Service (a wildcard, so members come and go without re-issuing), the client
 // Service, and localhost for etcdctl inside a member pod.
-func (c Cluster) ServingDNSNames(clusterDomain string) []string {
+func (c Names) ServingDNSNames(clusterDomain string) []string {
 	peer := fmt.Sprintf("%s.%s.svc", c.PeerService(), c.Namespace)
 	client := c.ClientService()
 	return []string{

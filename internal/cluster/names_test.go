@@ -10,7 +10,7 @@ import (
 
 func TestMemberURLsRoundTrip(t *testing.T) {
 	g := NewWithT(t)
-	c := cluster.Cluster{Name: "main", Namespace: "db", TLS: true}
+	c := cluster.Names{Name: "main", Namespace: "db", TLS: true}
 
 	g.Expect(c.PeerURL("main-2")).To(Equal("https://main-2.main-peer.db.svc:2380"))
 	g.Expect(c.ClientURL("main-2")).To(Equal("https://main-2.main-peer.db.svc:2379"))
@@ -18,12 +18,12 @@ func TestMemberURLsRoundTrip(t *testing.T) {
 	g.Expect(ok).To(BeTrue())
 	g.Expect(name).To(Equal("main-2"))
 
-	plain := cluster.Cluster{Name: "main", Namespace: "db"}
+	plain := cluster.Names{Name: "main", Namespace: "db"}
 	g.Expect(plain.PeerURL("main-0")).To(Equal("http://main-0.main-peer.db.svc:2380"))
 }
 
 func TestMemberFromPeerURLRefusesForeignURLs(t *testing.T) {
-	c := cluster.Cluster{Name: "main", Namespace: "db", TLS: true}
+	c := cluster.Names{Name: "main", Namespace: "db", TLS: true}
 	for _, u := range []string{
 		"https://main-0.other-peer.db.svc:2380",  // another cluster
 		"https://main-0.main-peer.prod.svc:2380", // another namespace
@@ -40,7 +40,7 @@ func TestMemberFromPeerURLRefusesForeignURLs(t *testing.T) {
 
 func TestMemberOrdinal(t *testing.T) {
 	g := NewWithT(t)
-	c := cluster.Cluster{Name: "a-1"}
+	c := cluster.Names{Name: "a-1"}
 	n, ok := c.MemberOrdinal("a-1-7")
 	g.Expect(ok).To(BeTrue())
 	g.Expect(n).To(Equal(7))

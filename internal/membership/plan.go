@@ -29,7 +29,7 @@ import (
 // Observed is everything Plan needs, gathered by the controller in one reconcile.
 type Observed struct {
 	// Cluster names the cluster's objects and URLs.
-	Cluster cluster.Cluster
+	Cluster cluster.Names
 	// Size is spec.size.
 	Size int
 	// Ephemeral is spec.storage.ephemeral: member data lives and dies with the pod.
@@ -697,7 +697,7 @@ func (o Observed) initialClusterFromMembers() []string {
 	return out
 }
 
-func initialClusterOf(c cluster.Cluster, names []string) []string {
+func initialClusterOf(c cluster.Names, names []string) []string {
 	out := make([]string, 0, len(names))
 	for _, n := range names {
 		out = append(out, initialClusterEntry(c, n))
@@ -705,11 +705,11 @@ func initialClusterOf(c cluster.Cluster, names []string) []string {
 	return out
 }
 
-func initialClusterEntry(c cluster.Cluster, name string) string {
+func initialClusterEntry(c cluster.Names, name string) string {
 	return fmt.Sprintf("%s=%s", name, c.PeerURL(name))
 }
 
-func sortByOrdinal(c cluster.Cluster, names []string) {
+func sortByOrdinal(c cluster.Names, names []string) {
 	sort.Slice(names, func(i, j int) bool {
 		a, _ := c.MemberOrdinal(names[i])
 		b, _ := c.MemberOrdinal(names[j])

@@ -11,7 +11,7 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 )
 
-var c = cluster.Cluster{Name: "e", Namespace: "ns", TLS: true}
+var c = cluster.Names{Name: "e", Namespace: "ns", TLS: true}
 
 func member(ordinal int, id uint64, started, learner, healthy bool) membership.Member {
 	name := c.MemberName(ordinal)

@@ -33,8 +33,9 @@ var (
 	conditionTypes = []string{etcdv1alpha1.ConditionReady, etcdv1alpha1.ConditionAvailable, etcdv1alpha1.ConditionProgressing, etcdv1alpha1.ConditionDegraded}
 )
 
-// Clusters are the metrics about EtcdClusters. A nil *Clusters records nothing.
-type Clusters struct {
+// Recorder records the operator's metrics: about its EtcdClusters, their backups and the
+// backup schedules. A nil *Recorder records nothing.
+type Recorder struct {
 	desired, members, ready, healthy, learners, updated *prometheus.GaugeVec
 	quorumMargin, hasLeader                             *prometheus.GaugeVec
 	condition, progressing, degraded                    *prometheus.GaugeVec
@@ -51,13 +52,13 @@ type Clusters struct {
 }
 
 // New creates the metrics and registers them with reg.
-func New(reg prometheus.Registerer) *Clusters {
+func New(reg prometheus.Registerer) *Recorder {
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: Prefix + name, Help: help}, labels)
 		reg.MustRegister(g)
 		return g
 	}
-	m := &Clusters{
+	m := &Recorder{
 		desired:  gauge("cluster_desired_members", "Members the EtcdCluster asks for (spec.size).", clusterLabels...),
 		members:  gauge("cluster_members", "Members in etcd's member list, learners included, as last observed.", clusterLabels...),
 		ready:    gauge("cluster_ready_members", "Members whose pod is Ready: etcd answers /readyz (status.readyMembers).", clusterLabels...),
@@ -129,7 +130,7 @@ func New(reg prometheus.Registerer) *Clusters {
 // the newest backup sets it whatever the order the backups are seen in. The two failure
 // timestamps exist at 0 from the first backup that ended on, so that a rule can tell "none
 // failed" from "no backup seen". A backup that has not ended sets nothing.
-func (m *Clusters) ObserveBackup(b *etcdv1alpha1.EtcdBackup) {
+func (m *Recorder) ObserveBackup(b *etcdv1alpha1.EtcdBackup) {
 	if m == nil {
 		return
 	}
@@ -137,7 +138,7 @@ func (m *Clusters) ObserveBackup(b *etcdv1alpha1.EtcdBackup) {
 }
 
 // observeBackup is ObserveBackup for the backup status st of the cluster labelled l.
-func (m *Clusters) observeBackup(l prometheus.Labels, st etcdv1alpha1.EtcdBackupStatus) {
+func (m *Recorder) observeBackup(l prometheus.Labels, st etcdv1alpha1.EtcdBackupStatus) {
 	outcome := ended(st)
 	if outcome == "" || st.CompletedAt == nil {
 		return
@@ -181,7 +182,7 @@ func newer(g prometheus.Gauge, at time.Time) bool {
 // RecordVerification counts the verification of backup b once it ended (its Verified
 // condition went from Unknown or absent to True, False, or Unknown for good), and observes
 // its timestamps (ObserveBackup).
-func (m *Clusters) RecordVerification(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1alpha1.EtcdBackupStatus) {
+func (m *Recorder) RecordVerification(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1alpha1.EtcdBackupStatus) {
 	if m == nil || verified(old) != "" {
 		return
 	}
@@ -214,7 +215,7 @@ func verified(st etcdv1alpha1.EtcdBackupStatus) string {
 // RecordSchedule records how far apart the runs of schedule s may be: gap, the longest time
 // between two of its runs. A suspended schedule, or one that does not run twice, promises
 // nothing and has no series.
-func (m *Clusters) RecordSchedule(s *etcdv1alpha1.EtcdBackupSchedule, gap time.Duration) {
+func (m *Recorder) RecordSchedule(s *etcdv1alpha1.EtcdBackupSchedule, gap time.Duration) {
 	if m == nil {
 		return
 	}
@@ -226,7 +227,7 @@ func (m *Clusters) RecordSchedule(s *etcdv1alpha1.EtcdBackupSchedule, gap time.D
 }
 
 // ForgetSchedule removes the series of a schedule that is gone.
-func (m *Clusters) ForgetSchedule(namespace, schedule string) {
+func (m *Recorder) ForgetSchedule(namespace, schedule string) {
 	if m == nil {
 		return
 	}
@@ -235,7 +236,7 @@ func (m *Clusters) ForgetSchedule(namespace, schedule string) {
 
 // RecordBackup counts a backup whose status went from old to updated in one pass: once,
 // when the backup ends; and observes its timestamps (ObserveBackup).
-func (m *Clusters) RecordBackup(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1alpha1.EtcdBackupStatus) {
+func (m *Recorder) RecordBackup(b *etcdv1alpha1.EtcdBackup, old, updated etcdv1alpha1.EtcdBackupStatus) {
 	if m == nil || ended(old) != "" {
 		return
 	}
@@ -292,7 +293,7 @@ type Pass struct {
 }
 
 // Record sets the cluster's series from a pass.
-func (m *Clusters) Record(p Pass) {
+func (m *Recorder) Record(p Pass) {
 	if m == nil {
 		return
 	}
@@ -334,7 +335,7 @@ func (m *Clusters) Record(p Pass) {
 
 // recordCertificates sets the expiry series of the cluster's CA and of the certificates of
 // its Secrets, removing those of Secrets the status no longer lists.
-func (m *Clusters) recordCertificates(l prometheus.Labels, st etcdv1alpha1.EtcdClusterStatus) {
+func (m *Recorder) recordCertificates(l prometheus.Labels, st etcdv1alpha1.EtcdClusterStatus) {
 	if r := st.CARotation; r != nil && r.CANotAfter != nil {
 		m.caNotAfter.With(l).Set(float64(r.CANotAfter.Unix()))
 	}
@@ -348,7 +349,7 @@ func (m *Clusters) recordCertificates(l prometheus.Labels, st etcdv1alpha1.EtcdC
 
 // recordMembers sets the member series from the observed members, removing those of
 // members that are gone.
-func (m *Clusters) recordMembers(l prometheus.Labels, members []etcdv1alpha1.MemberStatus) {
+func (m *Recorder) recordMembers(l prometheus.Labels, members []etcdv1alpha1.MemberStatus) {
 	var healthy, learners, voters, healthyVoters, leader int
 	for _, g := range []*prometheus.GaugeVec{m.memberHealthy, m.memberLeader, m.memberDBSize, m.memberDBSizeInUse, m.memberAlarm, m.memberLastDefrag} {
 		g.DeletePartialMatch(l)
@@ -396,7 +397,7 @@ func (m *Clusters) recordMembers(l prometheus.Labels, members []etcdv1alpha1.Mem
 }
 
 // Forget removes every series of a cluster that is gone.
-func (m *Clusters) Forget(namespace, name string) {
+func (m *Recorder) Forget(namespace, name string) {
 	if m == nil {
 		return
 	}

@@ -208,7 +208,7 @@ func TestForgetRemovesEverySeries(t *testing.T) {
 			}
 		}
 	}
-	var nilMetrics *Clusters
+	var nilMetrics *Recorder
 	nilMetrics.Record(Pass{Cluster: other})
 	nilMetrics.Forget("ns", "other")
 }

@@ -101,7 +101,7 @@ type Observed struct {
 	// Backup is the newest successful backup of the cluster, nil when there is none: what
 	// the cluster is recovered from when no member survives.
 	Backup *Backup
-	// MemberName names the member with an ordinal (cluster.Cluster.MemberName).
+	// MemberName names the member with an ordinal (cluster.Names.MemberName).
 	MemberName func(ordinal int) string
 	// Seeding is true when the membership planner would start a new, empty cluster: it
 	// sees no member data at all.

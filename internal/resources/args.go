@@ -117,7 +117,7 @@ func EtcdArgs(c *etcdv1alpha1.EtcdCluster, m MemberConfig) []string {
 // Both listeners accept TLS 1.3 only, which every supported release allows: its cipher
 // suites are fixed by the protocol (AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305, all with
 // forward secrecy), so no cipher list is set (etcd refuses one with TLS 1.3 only).
-func tlsArgs(cl cluster.Cluster, version string) []string {
+func tlsArgs(cl cluster.Names, version string) []string {
 	args := []string{
 		"--tls-min-version=TLS1.3",
 		"--cert-file=" + TLSCertFile,
@@ -136,7 +136,7 @@ func tlsArgs(cl cluster.Cluster, version string) []string {
 }
 
 // scheme is the URL scheme of the client and peer listeners.
-func scheme(cl cluster.Cluster) string {
+func scheme(cl cluster.Names) string {
 	if cl.TLS {
 		return "https"
 	}

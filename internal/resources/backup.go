@@ -256,7 +256,7 @@ func storeOf(s3 *etcdv1alpha1.S3Bucket, claim string, key string, readOnly bool)
 func agentJob(b *etcdv1alpha1.EtcdBackup, name, image string, args []string, env []corev1.EnvVar, vols []corev1.Volume, mounts []corev1.VolumeMount) *batchv1.Job {
 	// Not the cluster's selector labels (its name is not "etcd"): the PodDisruptionBudget
 	// and the operator must never count a backup pod as a member.
-	labels := cluster.Cluster{Name: b.Spec.ClusterName}.JobSelectorLabels()
+	labels := cluster.Names{Name: b.Spec.ClusterName}.JobSelectorLabels()
 	labels[LabelBackup] = b.Name
 	vols = append(vols, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	mounts = append(mounts, corev1.VolumeMount{Name: "tmp", MountPath: agentTmp})

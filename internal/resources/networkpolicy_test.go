@@ -63,9 +63,9 @@ func TestNetworkPolicyAdmitsOnlyWhoNeedsTheMembers(t *testing.T) {
 	cl := cluster.For(c)
 	var (
 		member      = source{"db", cl.MemberLabels("main-2")}
-		otherMember = source{"db", cluster.Cluster{Name: "other"}.MemberLabels("other-0")}
+		otherMember = source{"db", cluster.Names{Name: "other"}.MemberLabels("other-0")}
 		backupJob   = source{"db", map[string]string{cluster.LabelName: "etcdpilot", cluster.LabelManagedBy: "etcdpilot", cluster.LabelComponent: "backup", cluster.LabelCluster: "main", resources.LabelBackup: "nightly"}}
-		otherJob    = source{"db", cluster.Cluster{Name: "other"}.JobSelectorLabels()}
+		otherJob    = source{"db", cluster.Names{Name: "other"}.JobSelectorLabels()}
 		op          = source{"etcdpilot-system", map[string]string{"control-plane": "controller-manager", "pod-template-hash": "5d8f"}}
 		opLookalike = source{"db", map[string]string{"control-plane": "controller-manager"}}
 		app         = source{"db", map[string]string{"app": "api"}}
@@ -138,7 +138,7 @@ func TestNetworkPolicySelectsTheMembersOnly(t *testing.T) {
 	g.Expect(np.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}), "egress is not restricted")
 	g.Expect(matches(&np.Spec.PodSelector, cl.MemberLabels("main-0"))).To(BeTrue())
 	g.Expect(matches(&np.Spec.PodSelector, cl.JobSelectorLabels())).To(BeFalse(), "backup Jobs are not members")
-	g.Expect(matches(&np.Spec.PodSelector, cluster.Cluster{Name: "other"}.MemberLabels("other-0"))).To(BeFalse())
+	g.Expect(matches(&np.Spec.PodSelector, cluster.Names{Name: "other"}.MemberLabels("other-0"))).To(BeFalse())
 }
 
 // Without a known operator pod and with the namespace denied, the peer and client ports

@@ -221,7 +221,7 @@ func volumeMounts(tls bool) []corev1.VolumeMount {
 
 // volumes are the member's data volume (its PVC, or an emptyDir capped at storage.size
 // when the cluster is ephemeral) and, with TLS, the member certificate Secret.
-func volumes(cl cluster.Cluster, spec etcdv1alpha1.EtcdClusterSpec, member string) []corev1.Volume {
+func volumes(cl cluster.Names, spec etcdv1alpha1.EtcdClusterSpec, member string) []corev1.Volume {
 	data := corev1.Volume{Name: DataVolume}
 	if spec.Storage.Ephemeral {
 		data.EmptyDir = &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(spec.Storage.Size.DeepCopy())}
@@ -265,7 +265,7 @@ func containerSecurityContext() *corev1.SecurityContext {
 // affinity is the user's affinity when set. Otherwise members prefer different nodes, so
 // losing one node costs at most one member where the cluster has room; it is only
 // preferred so that a cluster larger than the node count still schedules.
-func affinity(user *corev1.Affinity, cl cluster.Cluster) *corev1.Affinity {
+func affinity(user *corev1.Affinity, cl cluster.Names) *corev1.Affinity {
 	if user != nil {
 		return user.DeepCopy()
 	}
@@ -295,7 +295,7 @@ func copyTolerations(in []corev1.Toleration) []corev1.Toleration {
 // spreadConstraints copies the user's topology spread constraints, giving those without
 // a label selector the cluster's member selector: a constraint without one counts no
 // pods and so spreads nothing.
-func spreadConstraints(in []corev1.TopologySpreadConstraint, cl cluster.Cluster) []corev1.TopologySpreadConstraint {
+func spreadConstraints(in []corev1.TopologySpreadConstraint, cl cluster.Names) []corev1.TopologySpreadConstraint {
 	if len(in) == 0 {
 		return nil
 	}

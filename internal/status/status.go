@@ -164,7 +164,7 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 // observedMembers sets what this pass observed of the members in out: each member with the
 // version it was last seen to run, the lowest of them, and how many are updated; or, when
 // nobody answered, the members as last known, none of them healthy.
-func observedMembers(in Input, names cluster.Cluster, out *etcdv1alpha1.EtcdClusterStatus) {
+func observedMembers(in Input, names cluster.Names, out *etcdv1alpha1.EtcdClusterStatus) {
 	c := in.Cluster
 	if in.Observed.Members != nil {
 		out.Members = members(names, in.Observed.Members, in.Details, defragmentations(c.Status.Members, in.Maintenance))
@@ -237,7 +237,7 @@ func defragmentations(last []etcdv1alpha1.MemberStatus, m *Maintenance) map[stri
 	return out
 }
 
-func members(names cluster.Cluster, in []membership.Member, details map[string]Detail, defrags map[string]*etcdv1alpha1.DefragmentationRecord) []etcdv1alpha1.MemberStatus {
+func members(names cluster.Names, in []membership.Member, details map[string]Detail, defrags map[string]*etcdv1alpha1.DefragmentationRecord) []etcdv1alpha1.MemberStatus {
 	out := make([]etcdv1alpha1.MemberStatus, 0, len(in))
 	var highest uint64
 	for _, m := range in {

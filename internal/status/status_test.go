@@ -25,7 +25,7 @@ func newCluster(size int32) *etcdv1alpha1.EtcdCluster {
 }
 
 func members(healthy ...bool) []membership.Member {
-	c := cluster.Cluster{Name: "e", Namespace: "ns", TLS: true}
+	c := cluster.Names{Name: "e", Namespace: "ns", TLS: true}
 	var out []membership.Member
 	for i, h := range healthy {
 		name := c.MemberName(i)

@@ -175,7 +175,7 @@ func handStartedFloor(ctx context.Context, b *testing.B, c client.Client, ns str
 // floors are measured on.
 type handCluster struct {
 	ec    *etcdv1alpha1.EtcdCluster
-	names cluster.Cluster
+	names cluster.Names
 	ca    *pki.CA
 }
 

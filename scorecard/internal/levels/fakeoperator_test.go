@@ -543,7 +543,7 @@ func (o *fakeOperator) reconcileBackup(ctx context.Context, b *etcdv1alpha1.Etcd
 	}
 	// The Job's pod carries the labels the operator gives it (resources.BackupJob): not the
 	// members' selector.
-	labels := cluster.Cluster{Name: b.Spec.ClusterName}.JobSelectorLabels()
+	labels := cluster.Names{Name: b.Spec.ClusterName}.JobSelectorLabels()
 	labels[resources.LabelBackup] = b.Name
 	_ = o.c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.ns, Name: resources.BackupJobName(b.Name), Labels: labels}})
 	succeeded := o.takeBackup(ctx, b)
