@@ -20,6 +20,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/backup"
+	"github.com/etcdpilot/etcdpilot/internal/cron"
 	"github.com/etcdpilot/etcdpilot/internal/metrics"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
@@ -50,7 +51,7 @@ type schedulePass struct {
 	schedule *etcdv1alpha1.EtcdBackupSchedule
 	now      time.Time
 	// sched is spec.schedule parsed, from the first step on.
-	sched backup.Schedule
+	sched cron.Schedule
 	// backups are the schedule's backups, as created and pruned by the steps.
 	backups []etcdv1alpha1.EtcdBackup
 	// in is what the status is computed from once the pass ends.
@@ -60,13 +61,13 @@ type schedulePass struct {
 // steps is one pass over a schedule, in order; then the status is patched once (finish).
 func (r *EtcdBackupScheduleReconciler) steps() []step[*schedulePass] {
 	return []step[*schedulePass]{
-		// spec.schedule parsed (backup.ParseSchedule): one that does not parse ends the
+		// spec.schedule parsed (cron.Parse): one that does not parse ends the
 		// pass, and the schedule's Ready says why.
 		r.stepParseSchedule,
 		// The schedule's backups, by label: a schedule does not own them, so deleting it
 		// keeps them and their artifacts.
 		r.stepListBackups,
-		// When a run is due (backup.Due) and the schedule not suspended, its backup,
+		// When a run is due (cron.Due) and the schedule not suspended, its backup,
 		// unless the previous one still runs (that run is skipped). Several missed runs
 		// make one backup, not a burst.
 		r.stepStartRun,
@@ -113,7 +114,7 @@ func (r *EtcdBackupScheduleReconciler) finish(ctx context.Context, p *schedulePa
 
 func (r *EtcdBackupScheduleReconciler) stepParseSchedule(_ context.Context, p *schedulePass) (stepOutcome, error) {
 	s := p.schedule
-	sched, err := backup.ParseSchedule(s.Spec.Schedule)
+	sched, err := cron.Parse(s.Spec.Schedule)
 	if err != nil {
 		// The API refuses such a schedule; an object stored before a stricter rule may have one.
 		r.Metrics.ForgetSchedule(s.Namespace, s.Name)
@@ -137,7 +138,7 @@ func (r *EtcdBackupScheduleReconciler) stepStartRun(ctx context.Context, p *sche
 	if s.Status.LastScheduleTime != nil {
 		last = &s.Status.LastScheduleTime.Time
 	}
-	run, due, nextRun := backup.Due(p.sched, s.CreationTimestamp.UTC(), last, p.now)
+	run, due, nextRun := cron.Due(p.sched, s.CreationTimestamp.UTC(), last, p.now)
 	p.in.Next = &metav1.Time{Time: nextRun}
 	if !due || s.Spec.Suspend {
 		return next, nil

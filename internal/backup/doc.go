@@ -25,17 +25,9 @@
 //
 // # Schedules
 //
-// [ParseSchedule] accepts what the CRD's validation accepts: five cron fields in UTC or
-// an @ descriptor, evaluated by robfig/cron/v3 as Kubernetes CronJobs are, without time
-// zones, @every, names or "?". A test reads the generated CRD and checks that its
-// regular expressions and ParseSchedule agree on a corpus of expressions, so the API
-// cannot drift from the code. ParseSchedule also refuses what a regular expression
-// cannot see: reversed ranges and schedules that never fire.
-//
-// [Due] takes the time from its caller. After missed runs (the operator was down, the
-// schedule was suspended) it returns only the latest of them: one backup catches up,
-// never a burst. [NameForRun] derives the backup's name from the run time, so creating
-// it is idempotent: a controller that crashed after the create finds the backup again.
+// When a schedule's run is due is internal/cron's. [NameForRun] derives the backup's name
+// from the run time, so creating it is idempotent: a controller that crashed after the
+// create finds the backup again.
 //
 // # Retention
 //

@@ -7,8 +7,8 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/autoscale"
-	"github.com/etcdpilot/etcdpilot/internal/backup"
 	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
+	"github.com/etcdpilot/etcdpilot/internal/cron"
 )
 
 // PolicyFor reads the Policy of cluster c at now from its spec.maintenance (fields left
@@ -47,7 +47,7 @@ func PolicyFor(c *etcdv1alpha1.EtcdCluster, now time.Time) (Policy, error) {
 		p.Mode = Disabled
 	case etcdv1alpha1.DefragmentationSchedule:
 		p.Mode = Schedule
-		s, err := backup.ParseSchedule(spec.Defragmentation.Schedule)
+		s, err := cron.Parse(spec.Defragmentation.Schedule)
 		if err != nil {
 			return Policy{}, fmt.Errorf("spec.maintenance.defragmentation.schedule: %w", err)
 		}
@@ -55,7 +55,7 @@ func PolicyFor(c *etcdv1alpha1.EtcdCluster, now time.Time) (Policy, error) {
 		if st := c.Status.Maintenance; st != nil && st.LastScheduledRun != nil {
 			last = &st.LastScheduledRun.Time
 		}
-		_, p.ScheduledRunDue, _ = backup.Due(s, c.CreationTimestamp.Time, last, now)
+		_, p.ScheduledRunDue, _ = cron.Due(s, c.CreationTimestamp.Time, last, now)
 	}
 	return p, nil
 }

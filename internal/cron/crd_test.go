@@ -1,4 +1,4 @@
-package backup_test
+package cron_test
 
 import (
 	"fmt"
@@ -11,18 +11,18 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/etcdpilot/etcdpilot/internal/backup"
+	"github.com/etcdpilot/etcdpilot/internal/cron"
 )
 
-// scheduleCRD is the generated CRD whose spec.schedule rule must agree with ParseSchedule.
+// scheduleCRD is the generated CRD whose spec.schedule rule must agree with Parse.
 const scheduleCRD = "../../config/crd/bases/etcd.etcdpilot.io_etcdbackupschedules.yaml"
 
-// The CRD's rule on spec.schedule and ParseSchedule must accept the same expressions:
+// The CRD's rule on spec.schedule and Parse must accept the same expressions:
 // otherwise the apiserver stores a schedule the operator then refuses (a schedule that
 // never runs, with only a condition to say so), or refuses one the operator would run.
 // The test reads the rule from the generated CRD, so it fails when either side changes
 // alone.
-func TestScheduleRuleOfTheCRDAgreesWithParseSchedule(t *testing.T) {
+func TestScheduleRuleOfTheCRDAgreesWithParse(t *testing.T) {
 	crdAccepts := scheduleRule(t)
 
 	agreed := []struct {
@@ -104,8 +104,8 @@ func TestScheduleRuleOfTheCRDAgreesWithParseSchedule(t *testing.T) {
 	}
 	var wrong []string
 	for _, tc := range agreed {
-		if _, err := backup.ParseSchedule(tc.expr); (err == nil) != tc.valid {
-			wrong = append(wrong, fmt.Sprintf("ParseSchedule(%q): valid=%t, want %t (%v)", tc.expr, err == nil, tc.valid, err))
+		if _, err := cron.Parse(tc.expr); (err == nil) != tc.valid {
+			wrong = append(wrong, fmt.Sprintf("Parse(%q): valid=%t, want %t (%v)", tc.expr, err == nil, tc.valid, err))
 		}
 		if crdAccepts(tc.expr) != tc.valid {
 			wrong = append(wrong, fmt.Sprintf("the CRD's rule on %q: valid=%t, want %t", tc.expr, !tc.valid, tc.valid))
@@ -114,15 +114,15 @@ func TestScheduleRuleOfTheCRDAgreesWithParseSchedule(t *testing.T) {
 
 	// What a regular expression cannot check: the order of a range's ends, and whether
 	// the calendar has the days asked for. The CRD's regular expressions accept these;
-	// ParseSchedule refuses them, and the controller reports why in the schedule's status.
+	// Parse refuses them, and the controller reports why in the schedule's status.
 	for _, expr := range []string{
 		"30-10 * * * *",
 		"0 0 * * 6-1",
 		"0 0 30 2 *",
 		"0 0 31 4,6,9,11 *",
 	} {
-		if _, err := backup.ParseSchedule(expr); err == nil {
-			wrong = append(wrong, fmt.Sprintf("ParseSchedule(%q) accepts it", expr))
+		if _, err := cron.Parse(expr); err == nil {
+			wrong = append(wrong, fmt.Sprintf("Parse(%q) accepts it", expr))
 		}
 		if !crdAccepts(expr) {
 			wrong = append(wrong, fmt.Sprintf("the CRD's rule refuses %q now: move it to the corpus above", expr))

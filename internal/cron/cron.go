@@ -1,15 +1,13 @@
-package backup
+package cron
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
+	robfig "github.com/robfig/cron/v3"
 )
 
 // descriptors are the @ shorthands the API accepts, each a fixed five-field schedule.
@@ -35,7 +33,7 @@ var cronFields = [5]cronField{
 // maxStep is the largest step ("*/99") a field accepts: numbers have at most two digits.
 const maxStep = 99
 
-// neverFiresProbe is where ParseSchedule starts looking for a schedule's first run. The
+// neverFiresProbe is where Parse starts looking for a schedule's first run. The
 // cron library looks five years ahead; from 2000 that covers a leap year (2000, 2004)
 // and every weekday of every month, so a schedule without a run in that window has none
 // at all.
@@ -44,7 +42,7 @@ var neverFiresProbe = time.Date(2000, time.January, 1, 0, 0, 0, 0, time.UTC)
 // Schedule is a parsed spec.schedule, evaluated in UTC. The zero Schedule never fires.
 type Schedule struct {
 	expr string
-	spec *cron.SpecSchedule
+	spec *robfig.SpecSchedule
 }
 
 // String returns the expression the schedule was parsed from.
@@ -85,18 +83,18 @@ func (s Schedule) LongestGap(from time.Time, runs int) time.Duration {
 	return gap
 }
 
-// ParseSchedule parses spec.schedule: five space-separated fields in UTC (minute 0-59,
+// Parse parses a schedule (spec.schedule of a backup schedule, spec.maintenance.defragmentation.schedule): five space-separated fields in UTC (minute 0-59,
 // hour 0-23, day-of-month 1-31, month 1-12, day-of-week 0-6 with 0 Sunday), or one of
 // the descriptors @yearly (@annually), @monthly, @weekly, @daily (@midnight), @hourly.
 //
 // A field is a comma list of items, each "*", "n", "a-b", "*/s", "a-b/s" or "n/s" (from
 // n to the field's maximum, every s); numbers have one or two decimal digits, so "05"
-// is 5, and a step is 1 to 99. Schedules are evaluated with cron.ParseStandard of
-// robfig/cron/v3, as Kubernetes CronJobs are, including its day rule: when both
+// is 5, and a step is 1 to 99. Schedules are evaluated with robfig.ParseStandard of
+// robfig/cron/v3 (robfig.ParseStandard), as Kubernetes CronJobs are, including its day rule: when both
 // day-of-month and day-of-week are restricted (neither is "*"), a day matching
 // either fires.
 //
-// It accepts less than cron.ParseStandard, to accept exactly what the CRD's validation
+// It accepts less than robfig.ParseStandard, to accept exactly what the CRD's validation
 // accepts and what the API documents:
 //
 //   - no time zone prefix (CRON_TZ=, TZ=): schedules are always UTC;
@@ -105,7 +103,7 @@ func (s Schedule) LongestGap(from time.Time, runs int) time.Duration {
 //
 // and two things the CRD's regular expression cannot check: a range must not end before
 // it starts ("30-10"), and the schedule must fire at all ("0 0 30 2 *" never does).
-func ParseSchedule(expr string) (Schedule, error) {
+func Parse(expr string) (Schedule, error) {
 	if strings.HasPrefix(expr, "@") {
 		if !descriptors[expr] {
 			return Schedule{}, fmt.Errorf("schedule %q: unknown descriptor; use @hourly, @daily, @weekly, @monthly or @yearly (@every is not supported: schedules are calendar times in UTC)", expr)
@@ -114,11 +112,11 @@ func ParseSchedule(expr string) (Schedule, error) {
 		return Schedule{}, fmt.Errorf("schedule %q: %w", expr, err)
 	}
 
-	parsed, err := cron.ParseStandard(expr)
+	parsed, err := robfig.ParseStandard(expr)
 	if err != nil {
 		return Schedule{}, fmt.Errorf("schedule %q: %w", expr, err)
 	}
-	spec, ok := parsed.(*cron.SpecSchedule)
+	spec, ok := parsed.(*robfig.SpecSchedule)
 	if !ok { // Only @every parses to something else, and it was refused above.
 		return Schedule{}, fmt.Errorf("schedule %q: not a calendar schedule", expr)
 	}
@@ -261,30 +259,4 @@ func latest(s Schedule, after, now time.Time) (time.Time, bool) {
 			return time.Time{}, false
 		}
 	}
-}
-
-// MaxNameLength bounds the names of the backups a schedule creates. Object names may
-// have 253 characters, but a Job's name is copied into a label of its pods, where 63 is
-// the limit, so a backup must fit in 63 for its Job to be named after it.
-const MaxNameLength = 63
-
-// NameForRun names the backup a schedule creates for a run: <schedule>-<run as Unix
-// seconds>. The name is the same every time it is computed for the same run, so a
-// controller that crashed after creating the backup finds it again instead of creating
-// a second one.
-//
-// When that is longer than MaxNameLength the schedule's name is cut short and
-// followed by 8 hex digits of its SHA-256, so that two long schedule names with the same
-// beginning still give different backup names: <schedule, cut>-<hash>-<unix>.
-func NameForRun(schedule string, run time.Time) string {
-	suffix := "-" + strconv.FormatInt(run.Unix(), 10)
-	if len(schedule)+len(suffix) <= MaxNameLength {
-		return schedule + suffix
-	}
-	sum := sha256.Sum256([]byte(schedule))
-	hash := "-" + hex.EncodeToString(sum[:4])
-	keep := MaxNameLength - len(suffix) - len(hash)
-	// The cut must not leave a "." before the hash's "-" ("a.-b" is not a valid name),
-	// nor a doubled "-".
-	return strings.TrimRight(schedule[:keep], "-.") + hash + suffix
 }

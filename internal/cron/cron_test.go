@@ -1,14 +1,12 @@
-package backup_test
+package cron_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/etcdpilot/etcdpilot/internal/backup"
+	"github.com/etcdpilot/etcdpilot/internal/cron"
 )
 
 // at is a UTC time on 2025-06-<day> (a Tuesday on the 10th), or any date with date().
@@ -20,9 +18,9 @@ func date(year int, month time.Month, day, hour, minute int) time.Time {
 	return time.Date(year, month, day, hour, minute, 0, 0, time.UTC)
 }
 
-func mustParse(t *testing.T, expr string) backup.Schedule {
+func mustParse(t *testing.T, expr string) cron.Schedule {
 	t.Helper()
-	s, err := backup.ParseSchedule(expr)
+	s, err := cron.Parse(expr)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return s
 }
@@ -148,7 +146,7 @@ func TestDue(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			run, ok, next := backup.Due(mustParse(t, tc.schedule), tc.created, tc.last, tc.now)
+			run, ok, next := cron.Due(mustParse(t, tc.schedule), tc.created, tc.last, tc.now)
 			g.Expect(ok).To(Equal(!tc.run.IsZero()))
 			g.Expect(run).To(Equal(tc.run))
 			g.Expect(next).To(Equal(tc.next))
@@ -160,7 +158,7 @@ func TestDueIsInUTCWhateverTheInputZone(t *testing.T) {
 	g := NewWithT(t)
 	tokyo := time.FixedZone("JST", 9*60*60)
 	// 09:30 in Tokyo is 00:30 UTC: @daily ran at 00:00 UTC, not at midnight in Tokyo.
-	run, ok, next := backup.Due(mustParse(t, "@daily"), at(9, 12, 0, 0).In(tokyo), nil, at(10, 0, 30, 0).In(tokyo))
+	run, ok, next := cron.Due(mustParse(t, "@daily"), at(9, 12, 0, 0).In(tokyo), nil, at(10, 0, 30, 0).In(tokyo))
 	g.Expect(ok).To(BeTrue())
 	g.Expect(run).To(Equal(at(10, 0, 0, 0)))
 	g.Expect(run.Location()).To(Equal(time.UTC))
@@ -171,12 +169,12 @@ func TestDueIsInUTCWhateverTheInputZone(t *testing.T) {
 
 func TestDueWithTheZeroScheduleNeverFires(t *testing.T) {
 	g := NewWithT(t)
-	_, ok, next := backup.Due(backup.Schedule{}, at(1, 0, 0, 0), nil, at(10, 0, 0, 0))
+	_, ok, next := cron.Due(cron.Schedule{}, at(1, 0, 0, 0), nil, at(10, 0, 0, 0))
 	g.Expect(ok).To(BeFalse())
 	g.Expect(next.IsZero()).To(BeTrue())
 }
 
-func TestParseScheduleErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		expr string
 		want string
@@ -204,52 +202,13 @@ func TestParseScheduleErrors(t *testing.T) {
 		{"0 0 30 2 *", "never fires"},
 		{"0 0 31 4,6,9,11 *", "never fires"},
 	} {
-		_, err := backup.ParseSchedule(tc.expr)
+		_, err := cron.Parse(tc.expr)
 		NewWithT(t).Expect(err).To(MatchError(ContainSubstring(tc.want)), "%q", tc.expr)
 	}
 }
 
-func TestParseScheduleKeepsTheExpression(t *testing.T) {
+func TestParseKeepsTheExpression(t *testing.T) {
 	NewWithT(t).Expect(mustParse(t, "5,35 8-17/2 * * 1-5").String()).To(Equal("5,35 8-17/2 * * 1-5"))
-}
-
-func TestNameForRun(t *testing.T) {
-	g := NewWithT(t)
-	run := at(10, 12, 0, 0) // 1749556800
-
-	g.Expect(backup.NameForRun("nightly", run)).To(Equal("nightly-1749556800"))
-	// The name depends on the run only, not on when it is computed.
-	g.Expect(backup.NameForRun("nightly", run.In(time.FixedZone("X", 3600)))).To(Equal("nightly-1749556800"))
-
-	fits := strings.Repeat("a", 52) // 52 + "-1749556800" = 63
-	g.Expect(backup.NameForRun(fits, run)).To(Equal(fits + "-1749556800"))
-
-	long := strings.Repeat("b", 60)
-	name := backup.NameForRun(long, run)
-	g.Expect(name).To(HaveLen(backup.MaxNameLength))
-	g.Expect(name).To(MatchRegexp(`^b{43}-[0-9a-f]{8}-1749556800$`))
-	g.Expect(backup.NameForRun(long, run)).To(Equal(name), "stable")
-	g.Expect(backup.NameForRun(long+"x", run)).NotTo(Equal(name), "a different schedule gets a different name")
-	g.Expect(backup.NameForRun(long, run.Add(time.Hour))).NotTo(Equal(name), "a different run gets a different name")
-}
-
-func TestNameForRunIsAValidName(t *testing.T) {
-	run := at(10, 12, 0, 0)
-	for _, schedule := range []string{
-		"s",
-		strings.Repeat("x", 253), // the longest object name
-		strings.Repeat("a", 42) + "-b" + strings.Repeat("c", 30), // "-" at the cut
-		strings.Repeat("a", 42) + ".b" + strings.Repeat("c", 30), // "." at the cut
-		strings.Repeat("a", 40) + "-.-" + strings.Repeat("c", 30),
-	} {
-		g := NewWithT(t)
-		name := backup.NameForRun(schedule, run)
-		g.Expect(len(name)).To(BeNumerically("<=", backup.MaxNameLength), schedule)
-		g.Expect(validation.IsDNS1123Subdomain(name)).To(BeEmpty(), name)
-		if !strings.Contains(name, ".") {
-			g.Expect(validation.IsDNS1123Label(name)).To(BeEmpty(), name)
-		}
-	}
 }
 
 func ptrTo(t time.Time) *time.Time { return &t }
@@ -268,7 +227,7 @@ func TestLongestGapBetweenRuns(t *testing.T) {
 		// Weekdays only: Friday night to Monday night.
 		{"0 2 * * 1-5", 72 * time.Hour},
 	} {
-		s, err := backup.ParseSchedule(tc.expr)
+		s, err := cron.Parse(tc.expr)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.expr, err)
 		}
@@ -276,7 +235,7 @@ func TestLongestGapBetweenRuns(t *testing.T) {
 			t.Errorf("%s: longest gap %s, want %s", tc.expr, got, tc.want)
 		}
 	}
-	if got := (backup.Schedule{}).LongestGap(from, 16); got != 0 {
+	if got := (cron.Schedule{}).LongestGap(from, 16); got != 0 {
 		t.Errorf("the zero Schedule: %s, want 0", got)
 	}
 }
