@@ -156,7 +156,7 @@ func (r *EtcdClusterReconciler) tune(ctx context.Context, p *clusterPass) *etcdv
 	if cluster.For(c).TLS {
 		probe = tuning.ProbeRoundTripsTLS
 	}
-	d := tuning.Decide(tuning.Input{Current: current, Observed: st.window.Observed(now), Window: window,
+	d := tuning.Plan(tuning.Input{Current: current, Observed: st.window.Observed(now), Window: window,
 		SinceChange: sinceChange, ProbeRoundTrips: probe})
 	out := status.AutoRaftTiming(d, last, now)
 	if d.Changed {

@@ -173,7 +173,7 @@ func (r *EtcdClusterReconciler) steps() []step[*clusterPass] {
 		// maintenance.go): defragment one member, or recover from NOSPACE.
 		r.stepMaintain,
 		// Settled (no change, every member healthy on the spec): the raft timing of
-		// timingProfile Auto from the measured round trips (tuning.Decide, autopilot.go).
+		// timingProfile Auto from the measured round trips (tuning.Plan, autopilot.go).
 		r.stepTuneRaftTiming,
 		// Settled: storage.autoscaling's quota and volume size (autoscale.Plan,
 		// autopilot.go).

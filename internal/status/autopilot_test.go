@@ -200,7 +200,7 @@ func autoPasses(passes int, window, every time.Duration, last *etcdv1alpha1.Raft
 		if last != nil {
 			current = tuning.Timing{HeartbeatMillis: last.HeartbeatIntervalMillis, ElectionMillis: last.ElectionTimeoutMillis}
 		}
-		d := tuning.Decide(tuning.Input{Current: current, Observed: w.Observed(now), Window: window, SinceChange: now.Sub(since),
+		d := tuning.Plan(tuning.Input{Current: current, Observed: w.Observed(now), Window: window, SinceChange: now.Sub(since),
 			ProbeRoundTrips: tuning.ProbeRoundTripsTLS})
 		last = status.AutoRaftTiming(d, last, now)
 		if d.Changed {

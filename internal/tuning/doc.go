@@ -16,7 +16,7 @@
 // the difference of each member's counters (Delta), merged (Merge), whole and in Parts. A
 // member that restarted starts afresh, as its counters do.
 //
-// What is decided. Decide sizes the heartbeat for the p99 of those round trips, as
+// What is decided. Plan sizes the heartbeat for the p99 of those round trips, as
 // etcd's tuning guide asks: a heartbeat near the round trip (0.5-1.5×), an election
 // timeout of at least ten times it and at most 50000 ms, the same on every member
 // (level45.md section 2d, from etcd's content/en/docs/v3.5/tuning.md). etcd refuses an
@@ -28,11 +28,11 @@
 // 5m and for 10m (level45.md section 1a), which sets the window.
 //
 // Changing the timing restarts every member, so a change must answer a lasting shift, not
-// noise. Decide keeps the current timing while the target stays inside a band around it
+// noise. Plan keeps the current timing while the target stays inside a band around it
 // (RaisePercent, LowerPercent); raises it only once every part of the window asks for it,
 // and only as far as all of them do; lowers it only on a full window; and never changes
 // it twice within one window. The caller resets the Window after each rollout, so that
-// the next decision rests on round trips measured under the new timing. Decide itself
+// the next decision rests on round trips measured under the new timing. Plan itself
 // keeps no state: the caller passes the current timing and the time since its last
 // change, which it records in the cluster's status.
 package tuning

@@ -30,7 +30,7 @@ var (
 //
 // Step is what ForRoundTrip rounds a heartbeat up to, so that the flags read as round
 // figures. One step for every size (rather than a coarser one past a second) keeps
-// ForRoundTrip(2×rtt) at most twice ForRoundTrip(rtt), which Decide's band relies on.
+// ForRoundTrip(2×rtt) at most twice ForRoundTrip(rtt), which Plan's band relies on.
 const (
 	MaxHeartbeatMillis int32 = 5000
 	MaxElectionMillis  int32 = 50000

@@ -85,7 +85,7 @@ func (w *Window) Add(member string, at time.Time, h Histogram) {
 	w.members[member] = slices.Delete(ss, 0, base(ss, length))
 }
 
-// Parts is how many consecutive spans an Observation cuts its window into. Decide raises
+// Parts is how many consecutive spans an Observation cuts its window into. Plan raises
 // the timing only when every part asks for it, so that a rise of the round trip that
 // lasts less than a part never raises it.
 const Parts = 3

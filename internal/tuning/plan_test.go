@@ -74,7 +74,7 @@ func TestForRoundTripProperties(t *testing.T) {
 		}
 		longer := rtt + time.Duration(r.Int64N(int64(time.Second)))
 		g.Expect(tuning.ForRoundTrip(longer).HeartbeatMillis).To(BeNumerically(">=", got.HeartbeatMillis), "case %d: not growing", i)
-		// Decide's band relies on this: twice the round trip, at most twice the heartbeat.
+		// Plan's band relies on this: twice the round trip, at most twice the heartbeat.
 		g.Expect(tuning.ForRoundTrip(2*rtt).HeartbeatMillis).To(BeNumerically("<=", 2*got.HeartbeatMillis), "case %d", i)
 	}
 }
@@ -109,7 +109,7 @@ func with(in tuning.Input, change func(*tuning.Input)) tuning.Input {
 	return in
 }
 
-func TestDecide(t *testing.T) {
+func TestPlan(t *testing.T) {
 	lan := 1500 * time.Microsecond // p99 bucket 1.6 ms: Standard
 	wan := 150 * ms                // p99 bucket 204.8 ms: 210/2100
 	far := 300 * ms                // p99 bucket 409.6 ms: 410/4100
@@ -414,7 +414,7 @@ func TestDecide(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got := tuning.Decide(tc.in)
+			got := tuning.Plan(tc.in)
 			g.Expect(got.Message).NotTo(BeEmpty())
 			got.Message = ""
 			g.Expect(got).To(Equal(tuning.Decision{Target: tc.want, Changed: tc.changed, Reason: tc.reason, MeasuredP99: tc.p99}))
@@ -427,7 +427,7 @@ func TestDecideMessages(t *testing.T) {
 	// TLS members: the stream prober's p99 is three round trips.
 	tls := measured(tuning.Standard, 900*ms)
 	tls.ProbeRoundTrips = tuning.ProbeRoundTripsTLS
-	d := tuning.Decide(tls)
+	d := tuning.Plan(tls)
 	g.Expect(d.Target).To(Equal(timing(550, 5500)))
 	g.Expect(d.MeasuredP99).To(Equal(1638400 * time.Microsecond / 3))
 	g.Expect(d.Message).To(HavePrefix("the peer probes' p99 is 1.6384s over the last 10m (240 probes), 3 round trips each: a round trip of 546.133333ms"))
@@ -435,55 +435,55 @@ func TestDecideMessages(t *testing.T) {
 	// in the whole window or in its parts.
 	tls = measured(tuning.Standard, 300*ms)
 	tls.ProbeRoundTrips = tuning.ProbeRoundTripsTLS
-	g.Expect(tuning.Decide(tls)).To(And(HaveField("Changed", false), HaveField("Reason", tuning.ReasonWithinBand)))
+	g.Expect(tuning.Plan(tls)).To(And(HaveField("Changed", false), HaveField("Reason", tuning.ReasonWithinBand)))
 	tls.Observed.Measured = observe(many(240, 900*ms)...)
-	d = tuning.Decide(tls)
+	d = tuning.Plan(tls)
 	g.Expect(d.Reason).To(Equal(tuning.ReasonNotSustained), "the parts, divided too, do not ask for it: %s", d.Message)
 
-	d = tuning.Decide(measured(tuning.Standard, 150*ms))
+	d = tuning.Plan(measured(tuning.Standard, 150*ms))
 	g.Expect(d.Message).To(Equal("the peer round-trip p99 is 204.8ms over the last 10m (240 round trips), " +
 		"at least 204.8ms in each of its 3 parts and 204.8ms in the latest: raising heartbeat from 100ms to 210ms and election timeout from 1000ms to 2100ms"))
 
-	d = tuning.Decide(measured(tuning.Slower, time.Millisecond))
+	d = tuning.Plan(measured(tuning.Slower, time.Millisecond))
 	g.Expect(d.Message).To(Equal("the peer round-trip p99 is 1.6ms over the last 10m (240 round trips), and 1.6ms in its latest part: " +
 		"lowering heartbeat from 500ms to 100ms and election timeout from 2500ms to 1000ms"))
 
-	d = tuning.Decide(with(measured(tuning.Standard, 150*ms), func(in *tuning.Input) { in.Observed.Parts[0] = observe(many(80, ms)...) }))
+	d = tuning.Plan(with(measured(tuning.Standard, 150*ms), func(in *tuning.Input) { in.Observed.Parts[0] = observe(many(80, ms)...) }))
 	g.Expect(d.Message).To(Equal("the peer round-trip p99 is 204.8ms over the last 10m (240 round trips), " +
 		"asking for heartbeat 210ms, election timeout 2100ms, but not throughout the window: the p99 of one of its 3 parts is 1.6ms, " +
 		"a passing rise; keeping heartbeat 100ms, election timeout 1000ms"))
 
-	d = tuning.Decide(measured(tuning.Standard, time.Millisecond))
+	d = tuning.Plan(measured(tuning.Standard, time.Millisecond))
 	g.Expect(d.Message).To(Equal("the peer round-trip p99 is 1.6ms over the last 10m (240 round trips), " +
 		"asking for heartbeat 100ms, within the band of the current 100ms: keeping heartbeat 100ms, election timeout 1000ms"))
 
-	d = tuning.Decide(with(measured(tuning.Slower, time.Millisecond), func(in *tuning.Input) { in.Observed.Covered = 4*time.Minute + 30*time.Second }))
+	d = tuning.Plan(with(measured(tuning.Slower, time.Millisecond), func(in *tuning.Input) { in.Observed.Covered = 4*time.Minute + 30*time.Second }))
 	g.Expect(d.Message).To(Equal("the peer round-trip p99 is 1.6ms over the last 4m30s (240 round trips), " +
 		"asking for heartbeat 100ms, election timeout 1000ms; lowering waits for 10m of measurements: " +
 		"keeping heartbeat 500ms, election timeout 2500ms"))
 
-	d = tuning.Decide(with(measured(tuning.Standard, 150*ms), func(in *tuning.Input) { in.SinceChange = 3 * time.Minute }))
+	d = tuning.Plan(with(measured(tuning.Standard, 150*ms), func(in *tuning.Input) { in.SinceChange = 3 * time.Minute }))
 	g.Expect(d.Message).To(ContainSubstring("the timing changed within the last 10m, and raising waits a whole window after a change"))
 
-	d = tuning.Decide(with(measured(tuning.Standard, 150*ms), func(in *tuning.Input) { in.Observed = tuning.Observation{Covered: 10 * time.Minute} }))
+	d = tuning.Plan(with(measured(tuning.Standard, 150*ms), func(in *tuning.Input) { in.Observed = tuning.Observation{Covered: 10 * time.Minute} }))
 	g.Expect(d.Message).To(Equal("0 peer round trips measured over the last 10m, 6 needed; keeping heartbeat 100ms, election timeout 1000ms"))
 
-	d = tuning.Decide(with(measured(tuning.Standard, 150*ms), func(in *tuning.Input) {
+	d = tuning.Plan(with(measured(tuning.Standard, 150*ms), func(in *tuning.Input) {
 		in.Observed = steady(30*time.Second, many(2, ms)...)
 	}))
 	g.Expect(d.Message).To(Equal("measuring peer round trips until a 10m window is covered; keeping heartbeat 100ms, election timeout 1000ms"))
 }
 
-// TestDecideProperties checks Decide on random inputs: the target is always within the
+// TestPlanProperties checks Plan on random inputs: the target is always within the
 // limits, nothing changes inside the band or within a window of the last change, a change
 // has the coverage it needs, and a change is final for the same measurement.
-func TestDecideProperties(t *testing.T) {
+func TestPlanProperties(t *testing.T) {
 	g := NewWithT(t)
 	r := rand.New(rand.NewPCG(45, 17))
 	seen := map[tuning.Reason]int{}
 	for i := range 20000 {
 		in := generate(r)
-		d := tuning.Decide(in)
+		d := tuning.Plan(in)
 		seen[d.Reason]++
 		current := in.Current
 		if current == (tuning.Timing{}) {
@@ -551,7 +551,7 @@ func TestDecideProperties(t *testing.T) {
 		// Decided again on the new timing, the same round trips change nothing.
 		again := in
 		again.Current = d.Target
-		g.Expect(tuning.Decide(again).Changed).To(BeFalse(), "case %d: %s", i, d.Message)
+		g.Expect(tuning.Plan(again).Changed).To(BeFalse(), "case %d: %s", i, d.Message)
 	}
 	for _, reason := range []tuning.Reason{tuning.ReasonMeasuring, tuning.ReasonTooFewSamples, tuning.ReasonWithinBand,
 		tuning.ReasonRecentlyChanged, tuning.ReasonNotSustained, tuning.ReasonRaised, tuning.ReasonLowered} {
@@ -626,7 +626,7 @@ type change struct {
 
 // simulate runs Auto timing as the operator would: three members scraped every 30 s,
 // whose round trips rtt gives by scrape and member (each scrape adds 4, as the two probers
-// to each of two peers do), a Decide after every scrape, and the window reset after each
+// to each of two peers do), a Plan after every scrape, and the window reset after each
 // change. It returns the changes.
 func simulate(steps int, rtt func(step, member int) time.Duration) []change {
 	w := tuning.NewWindow(10 * time.Minute)
@@ -639,7 +639,7 @@ func simulate(steps int, rtt func(step, member int) time.Duration) []change {
 		for i := range members {
 			w.Add(string(rune('a'+i)), now, members[i].scrape(4, rtt(step, i)))
 		}
-		d := tuning.Decide(tuning.Input{
+		d := tuning.Plan(tuning.Input{
 			Current: current, Observed: w.Observed(now), Window: w.Length(), SinceChange: now.Sub(last),
 		})
 		if !d.Changed {
@@ -739,7 +739,7 @@ func TestDecideDoesNotFlap(t *testing.T) {
 				if window%2 == 1 {
 					rtt = high
 				}
-				d := tuning.Decide(measured(current, rtt))
+				d := tuning.Plan(measured(current, rtt))
 				if d.Changed {
 					changes++
 					current = d.Target

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The thresholds of Decide.
+// The thresholds of Plan.
 //
 // DecisionQuantile is the round trip the timing is sized for: the p99, the figure the
 // etcd mixin's etcdMemberCommunicationSlow alert watches (level45.md section 1a).
@@ -47,7 +47,7 @@ const (
 	DefaultMinObservations uint64 = 6
 )
 
-// Reason is why Decide kept or changed the timing, fit for a condition's reason.
+// Reason is why Plan kept or changed the timing, fit for a condition's reason.
 type Reason string
 
 // The reasons of a Decision.
@@ -71,7 +71,7 @@ const (
 	ReasonLowered Reason = "Lowered"
 )
 
-// Input is what Decide needs, gathered by the caller.
+// Input is what Plan needs, gathered by the caller.
 type Input struct {
 	// Current is the timing the operator set last. Zero means Standard, etcd's default.
 	Current Timing
@@ -106,7 +106,7 @@ const (
 	ProbeRoundTripsPlain = 2
 )
 
-// Decision is the timing Decide chose and why.
+// Decision is the timing Plan chose and why.
 type Decision struct {
 	// Target is the timing the members should run with; Current unless Changed.
 	Target Timing
@@ -123,7 +123,7 @@ type Decision struct {
 	MeasuredP99 time.Duration
 }
 
-// Decide chooses the raft timing of an Auto cluster from the peer round trips its
+// Plan chooses the raft timing of an Auto cluster from the peer round trips its
 // members measured. It keeps Current unless the p99 round trip asks for a heartbeat at
 // least RaisePercent of the current one, or below LowerPercent of it (never below
 // Standard), and the window and the time since the last change allow it. A raise needs
@@ -134,8 +134,8 @@ type Decision struct {
 // would be followed by another; the bound keeps a spike in the latest part from raising
 // the timing far past what the whole window held. A lowering needs the whole window to
 // ask for it, and goes to the latest part's p99, for the same reason: the smoothed round
-// trip falls over several probes. Decide is a pure function of in.
-func Decide(in Input) Decision {
+// trip falls over several probes. Plan is a pure function of in.
+func Plan(in Input) Decision {
 	in = in.withDefaults()
 	cur, obs := in.Current, in.Observed
 	n := obs.Measured.Count()
