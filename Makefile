@@ -201,6 +201,10 @@ $(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml:
 # `make test` beside the local cluster's start, so that no tool is built by two makes at once.
 TEST_DEPS = envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml $(VERSITYGW) $(PROMTOOL) $(PROMCHECK) $(foreach v,$(ETCD_MINOR_VERSIONS),$(call ETCD_BIN,$(v))/etcd)
 
+# The suites that need a running cluster (or minutes of one machine) and have targets of
+# their own; the test framework under test/framework is unit-tested with the rest.
+CLUSTER_SUITES = -e /test/e2e -e /test/bench -e /test/scale
+
 .PHONY: test-deps
 test-deps: $(TEST_DEPS) ## Build the tools and fetch the CRDs that make test uses.
 
@@ -209,7 +213,7 @@ test-deps: $(TEST_DEPS) ## Build the tools and fetch the CRDs that make test use
 # and the two longest (Auto raft timing over a one-minute window, 100 s and 60 s) would
 # otherwise hold both of go test's default slots on two cores while the others queue.
 test: manifests generate fmt vet $(TEST_DEPS) test-rules test-monitoring ## Run unit and integration tests, the alerting rules' tests, and the check of the rules' and dashboard's metrics against real etcd.
-	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" PROMETHEUS_OPERATOR_CRDS="$(PROMETHEUS_OPERATOR_CRDS)" PROMTOOL="$(PROMTOOL)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" VERSITYGW="$(VERSITYGW)" go test -parallel 4 $$(go list ./... | grep -v /test/) -coverprofile cover.out
+	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" PROMETHEUS_OPERATOR_CRDS="$(PROMETHEUS_OPERATOR_CRDS)" PROMTOOL="$(PROMTOOL)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" VERSITYGW="$(VERSITYGW)" go test -parallel 4 $$(go list ./... | grep -v $(CLUSTER_SUITES)) -coverprofile cover.out
 
 .PHONY: test-rules
 test-rules: $(PROMTOOL) ## Check the alerting rules (every expression parses) and run their promtool unit tests.
@@ -238,7 +242,7 @@ bench: bench-unit bench-scale bench-cluster ## Run every benchmark: unit ones, t
 
 .PHONY: bench-unit
 bench-unit: $(CONTROL_PLANE_ETCD_BIN)/etcd $(VERSITYGW) ## Run the benchmarks of the pure packages, and the agent's backup and restore of a 512 MiB etcd to S3 (a local etcd and versitygw) next to etcdctl's snapshot save.
-	VERSITYGW="$(VERSITYGW)" go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
+	VERSITYGW="$(VERSITYGW)" go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v $(CLUSTER_SUITES))
 
 .PHONY: bench-scale
 bench-scale: envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml $(PROMETHEUS_OPERATOR_CRDS)/monitoring.coreos.com_podmonitors.yaml ## Run the operator against many EtcdClusters in envtest, with fake etcd members (SCALE_CLUSTERS, default 1000; SCALE_WINDOW, default 1m): steady-state writes, p99 reconcile time, memory, CPU, member polls.

@@ -13,9 +13,9 @@ import (
 	. "github.com/onsi/gomega"
 	scapiv1alpha3 "github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
 
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/levels"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // decodeOne decodes out as exactly one TestStatus with one result: what scorecard
@@ -33,7 +33,7 @@ func decodeOne(g Gomega, out []byte) scapiv1alpha3.TestResult {
 func noEnv(string) (string, bool) { return "", false }
 
 func TestRun(t *testing.T) {
-	deps := levels.Deps{NewEnv: func(string, *report.Report) (*harness.Env, error) {
+	deps := levels.Deps{NewEnv: func(string, *report.Report) (*framework.Env, error) {
 		return nil, errors.New("no cluster in this test")
 	}}
 	cases := []struct {

@@ -14,7 +14,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // fakeEtcds are the etcd clusters behind the fake operator's EtcdClusters: one database per
@@ -180,7 +180,7 @@ func (d *fakeDB) rewrite(member, find, replace string) {
 }
 
 // memberOf is the member an endpoint of one member names: the first label of its host
-// (harness.MemberEndpoint).
+// (framework.MemberEndpoint).
 func memberOf(endpoint string) string {
 	u, err := url.Parse(endpoint)
 	if err != nil {
@@ -190,9 +190,9 @@ func memberOf(endpoint string) string {
 	return member
 }
 
-// readLocal is the Env's serializable read from one member alone (harness.Env.ReadLocal):
+// readLocal is the Env's serializable read from one member alone (framework.Env.ReadLocal):
 // what that member's own data holds.
-func (f *fakeEtcds) readLocal(_ context.Context, cfg etcd.Config, key string) (harness.MemberRead, error) {
+func (f *fakeEtcds) readLocal(_ context.Context, cfg etcd.Config, key string) (framework.MemberRead, error) {
 	member := memberOf(cfg.Endpoints[0])
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -202,21 +202,21 @@ func (f *fakeEtcds) readLocal(_ context.Context, cfg etcd.Config, key string) (h
 		case m == nil:
 			continue
 		case m.down():
-			return harness.MemberRead{}, fmt.Errorf("reading etcd key %q: %w", key, context.DeadlineExceeded)
+			return framework.MemberRead{}, fmt.Errorf("reading etcd key %q: %w", key, context.DeadlineExceeded)
 		}
 		m.readAlone = time.Now()
 		if v, ok := m.diverged[key]; ok {
-			return harness.MemberRead{Value: v, Found: true}, nil
+			return framework.MemberRead{Value: v, Found: true}, nil
 		}
 		value, found := d.keys[key]
-		return harness.MemberRead{Value: value, Found: found}, nil
+		return framework.MemberRead{Value: value, Found: found}, nil
 	}
-	return harness.MemberRead{}, fmt.Errorf("dial tcp: lookup %s: no such host", cfg.Endpoints[0])
+	return framework.MemberRead{}, fmt.Errorf("dial tcp: lookup %s: no such host", cfg.Endpoints[0])
 }
 
-// openProbe is the Env's probe of one member's release (harness.Env.OpenProbe): what that
+// openProbe is the Env's probe of one member's release (framework.Env.OpenProbe): what that
 // member's own etcd answers, and nothing while it restarts.
-func (f *fakeEtcds) openProbe(_ context.Context, cfg etcd.Config) (harness.VersionProbe, error) {
+func (f *fakeEtcds) openProbe(_ context.Context, cfg etcd.Config) (framework.VersionProbe, error) {
 	return fakeProbe{etcds: f, member: memberOf(cfg.Endpoints[0]), endpoint: cfg.Endpoints[0]}, nil
 }
 

@@ -24,7 +24,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // backupFinalizer is the operator's finalizer on a backup with deletionPolicy Delete.
@@ -231,7 +231,7 @@ func (o *fakeOperator) reconcileAll(ctx context.Context) {
 // data on its claim as rewritten.
 func (o *fakeOperator) runTestPods(ctx context.Context) {
 	var pods corev1.PodList
-	if o.c.List(ctx, &pods, client.InNamespace(o.ns), client.MatchingLabels{harness.PartOfLabel: harness.PartOfValue}) != nil {
+	if o.c.List(ctx, &pods, client.InNamespace(o.ns), client.MatchingLabels{framework.PartOfLabel: framework.PartOfValue}) != nil {
 		return
 	}
 	for i := range pods.Items {
@@ -483,7 +483,7 @@ func (o *fakeOperator) defragment(ctx context.Context, c *etcdv1alpha1.EtcdClust
 	o.mu.Unlock()
 	msg := fmt.Sprintf("Defragmented member %s: its database file went from %.1f MiB to %.1f MiB", member, float64(before)/(1<<20), float64(after)/(1<<20))
 	if member == cluster.For(c).MemberName(0) { // the leader: the first member, as in the status it writes
-		msg += harness.LeaderDefragmented
+		msg += framework.LeaderDefragmented
 	}
 	o.event(ctx, c, corev1.EventTypeNormal, "MemberDefragmented", msg)
 }

@@ -16,7 +16,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/monitoring"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // fakePrometheus plays the Prometheus of `make monitoring-up` over HTTP (an httptest
@@ -98,8 +98,8 @@ func (p *fakePrometheus) memberPods(ctx context.Context, c *etcdv1alpha1.EtcdClu
 	return pods.Items
 }
 
-func (p *fakePrometheus) targets(ctx context.Context) []harness.Target {
-	out := []harness.Target{{Labels: map[string]string{"namespace": otherNamespace, "pod": "other-0", "etcd_cluster": "other", "job": otherNamespace + "/other-members"},
+func (p *fakePrometheus) targets(ctx context.Context) []framework.Target {
+	out := []framework.Target{{Labels: map[string]string{"namespace": otherNamespace, "pod": "other-0", "etcd_cluster": "other", "job": otherNamespace + "/other-members"},
 		ScrapePool: "podMonitor/" + otherNamespace + "/other-members/0", ScrapeURL: "http://10.1.0.1:2381/metrics", Health: "up"}}
 	for _, m := range p.clusters(ctx) {
 		if !m.podMonitor {
@@ -107,7 +107,7 @@ func (p *fakePrometheus) targets(ctx context.Context) []harness.Target {
 		}
 		pm := monitoring.PodMonitorName(m.c)
 		for _, pod := range p.memberPods(ctx, m.c) {
-			t := harness.Target{Labels: map[string]string{"namespace": pod.Namespace, "pod": pod.Name, "container": "etcd", "endpoint": "metrics",
+			t := framework.Target{Labels: map[string]string{"namespace": pod.Namespace, "pod": pod.Name, "container": "etcd", "endpoint": "metrics",
 				"job": pod.Namespace + "/" + pm, "etcd_cluster": m.c.Name},
 				ScrapePool: "podMonitor/" + pod.Namespace + "/" + pm + "/0", ScrapeURL: fmt.Sprintf("http://%s:%d/metrics", pod.Status.PodIP, cluster.MetricsPort), Health: "up"}
 			if p.o.memberDown {
@@ -117,7 +117,7 @@ func (p *fakePrometheus) targets(ctx context.Context) []harness.Target {
 		}
 	}
 	if p.o.operatorMonitored {
-		out = append(out, harness.Target{Labels: map[string]string{"namespace": operatorNamespace, "service": "etcdpilot-controller-manager-metrics-service",
+		out = append(out, framework.Target{Labels: map[string]string{"namespace": operatorNamespace, "service": "etcdpilot-controller-manager-metrics-service",
 			"job": "etcdpilot-controller-manager-metrics-service", "pod": "etcdpilot-controller-manager-5d9c7-x2x8k"},
 			ScrapePool: "serviceMonitor/" + operatorNamespace + "/etcdpilot-controller-manager-metrics-monitor/0", ScrapeURL: "https://10.0.9.9:8443/metrics", Health: "up"})
 	}
@@ -129,20 +129,20 @@ func ruleFile(namespace, name, uid string) string {
 	return fmt.Sprintf("/etc/prometheus/rules/prometheus-prometheus-rulefiles-0/%s-%s-%s.yaml", namespace, name, uid)
 }
 
-func (p *fakePrometheus) rules(ctx context.Context) []harness.RuleGroup {
-	out := []harness.RuleGroup{{Name: "etcd", File: ruleFile(otherNamespace, "other-alerts", "u0"),
-		Rules: []harness.Rule{{Name: "etcdMembersDown", Type: "alerting", Health: "ok", State: "inactive"}}}}
+func (p *fakePrometheus) rules(ctx context.Context) []framework.RuleGroup {
+	out := []framework.RuleGroup{{Name: "etcd", File: ruleFile(otherNamespace, "other-alerts", "u0"),
+		Rules: []framework.Rule{{Name: "etcdMembersDown", Type: "alerting", Health: "ok", State: "inactive"}}}}
 	for _, m := range p.clusters(ctx) {
 		if m.ruleUID == "" || p.o.rulesNotLoaded {
 			continue
 		}
-		names, err := harness.ClusterRuleNames(m.c)
+		names, err := framework.ClusterRuleNames(m.c)
 		if err != nil {
 			panic(err)
 		}
-		g := harness.RuleGroup{Name: "etcd", File: ruleFile(m.c.Namespace, monitoring.PrometheusRuleName(m.c), m.ruleUID)}
+		g := framework.RuleGroup{Name: "etcd", File: ruleFile(m.c.Namespace, monitoring.PrometheusRuleName(m.c), m.ruleUID)}
 		for _, n := range names {
-			g.Rules = append(g.Rules, harness.Rule{Name: n, Type: "alerting", Health: "ok", State: "inactive"})
+			g.Rules = append(g.Rules, framework.Rule{Name: n, Type: "alerting", Health: "ok", State: "inactive"})
 		}
 		if p.o.ruleBroken {
 			g.Rules[0].Health, g.Rules[0].LastError = "err", "found duplicate series for the match group {namespace=\"scorecard\"} on the right hand-side of the operation"
@@ -154,23 +154,23 @@ func (p *fakePrometheus) rules(ctx context.Context) []harness.RuleGroup {
 		if err != nil {
 			panic(err)
 		}
-		g := harness.RuleGroup{Name: "etcdpilot", File: ruleFile(operatorNamespace, "etcdpilot-operator-alerts", "u1")}
+		g := framework.RuleGroup{Name: "etcdpilot", File: ruleFile(operatorNamespace, "etcdpilot-operator-alerts", "u1")}
 		for _, r := range groups[0].(map[string]any)["rules"].([]any) {
-			g.Rules = append(g.Rules, harness.Rule{Name: r.(map[string]any)["alert"].(string), Type: "alerting", Health: "ok", State: "inactive"})
+			g.Rules = append(g.Rules, framework.Rule{Name: r.(map[string]any)["alert"].(string), Type: "alerting", Health: "ok", State: "inactive"})
 		}
 		out = append(out, g)
 	}
 	return out
 }
 
-func (p *fakePrometheus) alerts(ctx context.Context) []harness.Alert {
-	out := []harness.Alert{{Labels: map[string]string{"alertname": harness.AlertBackupFailing, "namespace": otherNamespace, "name": "other", "severity": "warning"}, State: "firing"}}
+func (p *fakePrometheus) alerts(ctx context.Context) []framework.Alert {
+	out := []framework.Alert{{Labels: map[string]string{"alertname": framework.AlertBackupFailing, "namespace": otherNamespace, "name": "other", "severity": "warning"}, State: "firing"}}
 	if !p.o.operatorMonitored || p.o.alertSilent {
 		return out
 	}
 	for _, m := range p.clusters(ctx) {
 		if p.backupFailing(ctx, m.c) {
-			out = append(out, harness.Alert{Labels: map[string]string{"alertname": harness.AlertBackupFailing, "namespace": m.c.Namespace, "name": m.c.Name,
+			out = append(out, framework.Alert{Labels: map[string]string{"alertname": framework.AlertBackupFailing, "namespace": m.c.Namespace, "name": m.c.Name,
 				"severity": "warning"}, State: "firing"})
 		}
 	}
@@ -212,12 +212,12 @@ func (p *fakePrometheus) query(ctx context.Context, q string) []map[string]any {
 	}
 	for _, m := range p.clusters(ctx) {
 		switch {
-		case q == harness.LeaderQuery(m.c) && m.podMonitor && !p.o.memberDown:
+		case q == framework.LeaderQuery(m.c) && m.podMonitor && !p.o.memberDown:
 			for _, pod := range p.memberPods(ctx, m.c) {
 				out = append(out, sample(map[string]string{"__name__": "etcd_server_has_leader", "namespace": pod.Namespace, "pod": pod.Name,
 					"etcd_cluster": m.c.Name}, 1))
 			}
-		case q == harness.AvailableQuery(m.c) && p.o.operatorMonitored:
+		case q == framework.AvailableQuery(m.c) && p.o.operatorMonitored:
 			v := 0.0
 			if meta.IsStatusConditionTrue(m.c.Status.Conditions, etcdv1alpha1.ConditionAvailable) {
 				v = 1

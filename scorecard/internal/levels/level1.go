@@ -10,8 +10,8 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // basicInstall (level 1): the EtcdCluster of the CSV's example becomes a working etcd
@@ -26,7 +26,7 @@ func basicInstall(ctx context.Context, in Input, r *report.Report) {
 	runSteps(r,
 		createStep(ctx, in, c),
 		step{"wait for Available and Ready", func() error {
-			return in.Env.WaitFor(ctx, c, "Available and Ready", harness.Settled(c.Spec.Size))
+			return in.Env.WaitFor(ctx, c, "Available and Ready", framework.Settled(c.Spec.Size))
 		}},
 		step{"read the client Service", func() error { return checkClientService(ctx, in, c) }},
 		step{"write a key and read it back", func() error { return roundTrip(ctx, in, r, c) }},
@@ -49,7 +49,7 @@ func checkClientService(ctx context.Context, in Input, c *etcdv1alpha1.EtcdClust
 
 // roundTrip writes a key with a value no other run uses and reads it back.
 func roundTrip(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) error {
-	endpoint, err := harness.ClientEndpoint(c)
+	endpoint, err := framework.ClientEndpoint(c)
 	if err != nil {
 		return err
 	}

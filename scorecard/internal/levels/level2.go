@@ -14,8 +14,8 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/bundle"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // upgradeSize is the size of the cluster that is upgraded: the smallest that keeps quorum
@@ -103,18 +103,18 @@ func seamlessUpgrades(ctx context.Context, in Input, r *report.Report) {
 // writes and a sampler asks every member for its version. Once every member runs to, it
 // checks that every write etcd acknowledged survived, that writes were not unacknowledged
 // for longer than unavailableLimit in all, and that the samples show a rolling, health-gated
-// upgrade (harness.CheckRollingUpgrade). The three checks are independent: each failure is
+// upgrade (framework.CheckRollingUpgrade). The three checks are independent: each failure is
 // reported.
 func upgrade(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, from, to string) {
 	var cli etcd.Client
 	var w *writer
 	var s *sampler
-	var probes map[string]harness.VersionProbe
+	var probes map[string]framework.VersionProbe
 	defer func() {
 		if s != nil {
 			s.stop()
 		}
-		harness.CloseProbes(probes)
+		framework.CloseProbes(probes)
 		if w != nil {
 			w.stop()
 		}
@@ -124,9 +124,9 @@ func upgrade(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.Et
 	}()
 	var members []string
 	var changed time.Time // when spec.version was set: the origin of the checks' times
-	var samples []harness.VersionSample
+	var samples []framework.VersionSample
 	var acked map[string]string
-	var attempts []harness.WriteAttempt
+	var attempts []framework.WriteAttempt
 	ok := runSteps(r,
 		settleStep(ctx, in, c, upgradeSize),
 		step{"start writing 5 keys a second", func() error {
@@ -149,10 +149,10 @@ func upgrade(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.Et
 			return in.Env.SetVersion(ctx, c, to, false)
 		}},
 		step{"wait until every member runs " + to, func() error {
-			err := in.Env.WaitFor(ctx, c, "every member on "+to, harness.All(harness.RunsVersion(to), harness.Settled(upgradeSize)))
+			err := in.Env.WaitFor(ctx, c, "every member on "+to, framework.All(framework.RunsVersion(to), framework.Settled(upgradeSize)))
 			if err == nil {
 				acked, attempts = w.stop()
-				samples = append(s.stop(), harness.SampleVersions(ctx, probes, sampleTimeout))
+				samples = append(s.stop(), framework.SampleVersions(ctx, probes, sampleTimeout))
 			}
 			return err
 		}},
@@ -169,9 +169,9 @@ func upgrade(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.Et
 		return checkUnavailability(r, attempts, changed)
 	}})
 	runSteps(r, step{"check the members' versions: one member restarted at a time, each once the one before answered at " + to, func() error {
-		restarts := harness.DescribeRestarts(members, to, samples)
+		restarts := framework.DescribeRestarts(members, to, samples)
 		r.Logf("the members' versions, %s: %s", fromChange, restarts)
-		if err := harness.CheckRollingUpgrade(members, from, to, samples); err != nil {
+		if err := framework.CheckRollingUpgrade(members, from, to, samples); err != nil {
 			// The report's table shows only the error: it carries the restarts seen.
 			return fmt.Errorf("%w (%s; %s)", err, fromChange, restarts)
 		}
@@ -184,12 +184,12 @@ const fromChange = "times from the change of spec.version"
 
 // checkUnavailability logs the outages of attempts and fails when they add up to more than
 // unavailableLimit.
-func checkUnavailability(r *report.Report, attempts []harness.WriteAttempt, changed time.Time) error {
+func checkUnavailability(r *report.Report, attempts []framework.WriteAttempt, changed time.Time) error {
 	if len(attempts) == 0 {
 		return errors.New("the writer tried no write")
 	}
-	outages := harness.Outages(attempts)
-	total, err := harness.CheckOutages(outages, unavailableLimit, changed)
+	outages := framework.Outages(attempts)
+	total, err := framework.CheckOutages(outages, unavailableLimit, changed)
 	r.Logf("writes went unacknowledged %d times, for %s in all", len(outages), total.Round(time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("%w, %s: a rolling upgrade of %d members allows about an election timeout and a reconnection for each restart",
@@ -207,7 +207,7 @@ type writer struct {
 	once   sync.Once
 
 	acked    map[string]string
-	attempts []harness.WriteAttempt
+	attempts []framework.WriteAttempt
 }
 
 func startWriter(ctx context.Context, cli etcd.Client, prefix string) *writer {
@@ -231,7 +231,7 @@ func startWriter(ctx context.Context, cli etcd.Client, prefix string) *writer {
 			if ctx.Err() != nil {
 				return // cut short by the stop: neither acknowledged nor failed
 			}
-			w.attempts = append(w.attempts, harness.WriteAttempt{Start: start, End: time.Now(), Acked: err == nil})
+			w.attempts = append(w.attempts, framework.WriteAttempt{Start: start, End: time.Now(), Acked: err == nil})
 			if err == nil {
 				w.acked[key] = value
 			}
@@ -242,7 +242,7 @@ func startWriter(ctx context.Context, cli etcd.Client, prefix string) *writer {
 
 // stop stops the writer and returns what etcd acknowledged and every attempt, in order; it
 // may be called more than once.
-func (w *writer) stop() (acked map[string]string, attempts []harness.WriteAttempt) {
+func (w *writer) stop() (acked map[string]string, attempts []framework.WriteAttempt) {
 	w.once.Do(func() {
 		w.cancel()
 		<-w.done
@@ -250,7 +250,7 @@ func (w *writer) stop() (acked map[string]string, attempts []harness.WriteAttemp
 	return w.acked, w.attempts
 }
 
-// sampler takes harness.SampleVersions of the members until stopped: every sampleEvery
+// sampler takes framework.SampleVersions of the members until stopped: every sampleEvery
 // until a sample shows a member silent or has not ended within sampleEveryRestarting, then
 // every sampleEveryRestarting. Samples overlap: one waits up to sampleTimeout for a member
 // that does not answer while the next ones start.
@@ -260,10 +260,10 @@ type sampler struct {
 	once   sync.Once
 
 	mu      sync.Mutex
-	samples []harness.VersionSample
+	samples []framework.VersionSample
 }
 
-func startSampler(ctx context.Context, probes map[string]harness.VersionProbe) *sampler {
+func startSampler(ctx context.Context, probes map[string]framework.VersionProbe) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sampler{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -275,7 +275,7 @@ func startSampler(ctx context.Context, probes map[string]harness.VersionProbe) *
 			start := time.Now()
 			answered := make(chan bool, 1)
 			inFlight.Go(func() {
-				sample := harness.SampleVersions(ctx, probes, sampleTimeout)
+				sample := framework.SampleVersions(ctx, probes, sampleTimeout)
 				if ctx.Err() != nil {
 					return // cut short by the stop: a member's silence says nothing
 				}
@@ -310,14 +310,14 @@ func startSampler(ctx context.Context, probes map[string]harness.VersionProbe) *
 
 // stop stops the sampler and returns its samples in time order; it may be called more than
 // once.
-func (s *sampler) stop() []harness.VersionSample {
+func (s *sampler) stop() []framework.VersionSample {
 	s.once.Do(func() {
 		s.cancel()
 		<-s.done
 	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	slices.SortFunc(s.samples, func(a, b harness.VersionSample) int { return a.At.Compare(b.At) })
+	slices.SortFunc(s.samples, func(a, b framework.VersionSample) int { return a.At.Compare(b.At) })
 	return s.samples
 }
 

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 const (
@@ -90,7 +90,7 @@ func scaleAndReplace(ctx context.Context, in Input, r *report.Report) (*etcdv1al
 		verify,
 		step{"destroy a member: delete its volume claim and its pod", func() error {
 			var ok bool
-			if victim, ok = harness.Victim(c); !ok {
+			if victim, ok = framework.Victim(c); !ok {
 				return errors.New("no member other than the leader in status.members")
 			}
 			r.Logf("destroying member %s (etcd ID %s)", victim.Name, victim.ID)
@@ -98,7 +98,7 @@ func scaleAndReplace(ctx context.Context, in Input, r *report.Report) (*etcdv1al
 		}},
 		step{"wait until the member is replaced and the cluster has 3 ready members", func() error {
 			return in.Env.WaitFor(ctx, c, "a new member in place of "+victim.Name,
-				harness.All(harness.MemberGone(victim.ID), harness.Settled(3)))
+				framework.All(framework.MemberGone(victim.ID), framework.Settled(3)))
 		}},
 		verify,
 	)
@@ -109,8 +109,8 @@ func scaleAndReplace(ctx context.Context, in Input, r *report.Report) (*etcdv1al
 // status; then it creates a new cluster from the backup, reads every key written before
 // the backup through it, and checks that the key written after the backup is not there.
 func backupAndRestore(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, keys map[string]string) {
-	claim := harness.BackupClaim(c.Name+"-backups", c.Namespace, backupClaimSize)
-	b := harness.NewBackup(c.Name+"-backup", c, claim.Name, backupTimeout)
+	claim := framework.BackupClaim(c.Name+"-backups", c.Namespace, backupClaimSize)
+	b := framework.NewBackup(c.Name+"-backup", c, claim.Name, backupTimeout)
 	before := maps.Clone(keys)
 	var after map[string]string
 	ok := runSteps(r,
@@ -123,7 +123,7 @@ func backupAndRestore(ctx context.Context, in Input, r *report.Report, c *etcdv1
 		step{"create EtcdBackup " + b.Name, func() error { return in.Env.CreateBackup(ctx, b) }},
 		step{"wait until the backup has succeeded", func() error { return in.Env.WaitForBackup(ctx, b) }},
 		step{"check the backup's artifact and snapshot", func() error {
-			if err := harness.CheckBackup(b, c, claim.Name); err != nil {
+			if err := framework.CheckBackup(b, c, claim.Name); err != nil {
 				return err
 			}
 			a, s := b.Status.Artifact, b.Status.Snapshot
@@ -167,5 +167,5 @@ func writeKeys(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, suffi
 		return nil, err
 	}
 	defer func() { _ = cli.Close() }() // every write was acknowledged or failed by then
-	return harness.WriteKeys(ctx, cli, keyPrefix(c)+suffix, n)
+	return framework.WriteKeys(ctx, cli, keyPrefix(c)+suffix, n)
 }

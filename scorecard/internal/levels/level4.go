@@ -13,8 +13,8 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/bundle"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // insightsWait is how long level 4 gives each check of what follows the cluster's status
@@ -100,7 +100,7 @@ func deepInsights(ctx context.Context, in Input, r *report.Report) {
 // PrometheusRule a minute or two after they are made, which the fault's minute mostly
 // covers. The alert needs the operator's series in Prometheus; without them it is not
 // tried.
-func deepInsightChecks(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, svc *corev1.Service, prom *harness.Prometheus) []Insight {
+func deepInsightChecks(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, svc *corev1.Service, prom *framework.Prometheus) []Insight {
 	var operatorScraped error
 	return []Insight{
 		{What: "etcd's metrics from the member pods", Step: "scrape the member pods' metrics port",
@@ -119,8 +119,8 @@ func deepInsightChecks(ctx context.Context, in Input, r *report.Report, c *etcdv
 				operatorScraped = prometheusOperator(ctx, in, r, c, svc, prom)
 				return operatorScraped
 			}},
-		{What: "an alert for a real fault", Step: "fail a backup of the cluster: " + harness.AlertBackupFailing + " must go off, then clear once a backup succeeds",
-			Suggestion: "Export when the cluster's backups last failed and succeeded, and ship the alert " + harness.AlertBackupFailing +
+		{What: "an alert for a real fault", Step: "fail a backup of the cluster: " + framework.AlertBackupFailing + " must go off, then clear once a backup succeeds",
+			Suggestion: "Export when the cluster's backups last failed and succeeded, and ship the alert " + framework.AlertBackupFailing +
 				" in the operator's PrometheusRule (config/prometheus), loaded by Prometheus.",
 			check: func() error {
 				if operatorScraped != nil {
@@ -164,7 +164,7 @@ func memberMetrics(ctx context.Context, in Input, r *report.Report, c *etcdv1alp
 			return fmt.Errorf("EtcdCluster %s has no member pods", c.Name)
 		}
 		for i := range pods {
-			u, err := harness.MemberMetricsURL(&pods[i])
+			u, err := framework.MemberMetricsURL(&pods[i])
 			if err != nil {
 				return err
 			}
@@ -172,8 +172,8 @@ func memberMetrics(ctx context.Context, in Input, r *report.Report, c *etcdv1alp
 			if err != nil {
 				return err
 			}
-			samples := harness.ParseSamples(body)
-			leader := harness.Select(samples, leaderMetric, nil)
+			samples := framework.ParseSamples(body)
+			leader := framework.Select(samples, leaderMetric, nil)
 			if len(leader) != 1 || leader[0].Value != 1 {
 				return fmt.Errorf("member %s: %s answers %d samples but not %s 1", pods[i].Name, u, len(samples), leaderMetric)
 			}
@@ -188,8 +188,8 @@ func memberMetrics(ctx context.Context, in Input, r *report.Report, c *etcdv1alp
 	return err
 }
 
-func etcdVersion(samples []harness.Sample) string {
-	for _, s := range harness.Select(samples, "etcd_server_version", nil) {
+func etcdVersion(samples []framework.Sample) string {
+	for _, s := range framework.Select(samples, "etcd_server_version", nil) {
 		if v := s.Labels["server_version"]; v != "" {
 			return ", etcd " + v
 		}
@@ -208,20 +208,20 @@ func operatorMetrics(ctx context.Context, in Input, r *report.Report, c *etcdv1a
 	}
 	r.Logf("the operator's metrics endpoint: %s", u)
 	of := map[string]string{"namespace": c.Namespace, "name": c.Name}
-	var series []harness.Sample
+	var series []framework.Sample
 	err = eventually(ctx, func(ctx context.Context) error {
 		body, err := in.Env.GetMetrics(ctx, u, true)
 		if err != nil {
-			var se *harness.StatusError
+			var se *framework.StatusError
 			if errors.As(err, &se) && se.Refused() {
 				return fmt.Errorf("%w (the test's ServiceAccount must be bound to a ClusterRole that may get /metrics: "+
 					"config/scorecard/rbac binds etcdpilot-metrics-reader)", err)
 			}
 			return err
 		}
-		all := harness.ParseSamples(body)
+		all := framework.ParseSamples(body)
 		series = series[:0]
-		for _, s := range harness.Select(all, "", of) {
+		for _, s := range framework.Select(all, "", of) {
 			if strings.HasPrefix(s.Name, operatorMetricPrefix) {
 				series = append(series, s)
 			}
@@ -230,7 +230,7 @@ func operatorMetrics(ctx context.Context, in Input, r *report.Report, c *etcdv1a
 			return fmt.Errorf("%s answers %d samples, none of EtcdCluster %s/%s (%s* with namespace=%q, name=%q)",
 				u, len(all), c.Namespace, c.Name, operatorMetricPrefix, c.Namespace, c.Name)
 		}
-		avail := harness.Select(series, operatorMetricPrefix+"cluster_condition", map[string]string{"condition": etcdv1alpha1.ConditionAvailable})
+		avail := framework.Select(series, operatorMetricPrefix+"cluster_condition", map[string]string{"condition": etcdv1alpha1.ConditionAvailable})
 		if len(avail) != 1 || avail[0].Value != 1 {
 			return fmt.Errorf("%s answers %d series of EtcdCluster %s but not %scluster_condition{condition=%q} 1",
 				u, len(series), c.Name, operatorMetricPrefix, etcdv1alpha1.ConditionAvailable)
@@ -244,7 +244,7 @@ func operatorMetrics(ctx context.Context, in Input, r *report.Report, c *etcdv1a
 }
 
 // seriesNames lists the distinct names of samples, sorted.
-func seriesNames(samples []harness.Sample) string {
+func seriesNames(samples []framework.Sample) string {
 	seen := map[string]bool{}
 	var out []string
 	for _, s := range samples {
@@ -266,12 +266,12 @@ func monitoringObjects(ctx context.Context, in Input, r *report.Report, c *etcdv
 		if err := in.Env.Client.Get(ctx, client.ObjectKeyFromObject(c), cur); err != nil {
 			return fmt.Errorf("reading EtcdCluster %s: %w", c.Name, err)
 		}
-		return joinProblems([]error{in.Env.CheckMonitoringObjects(ctx, cur), harness.CheckMonitoringCondition(cur, true)})
+		return joinProblems([]error{in.Env.CheckMonitoringObjects(ctx, cur), framework.CheckMonitoringCondition(cur, true)})
 	})
 	if err != nil {
 		return err
 	}
-	r.Logf("%s exist, controlled by EtcdCluster %s; %s", joinObjects(harness.MonitoringObjects(cur)), c.Name, monitoringCondition(cur))
+	r.Logf("%s exist, controlled by EtcdCluster %s; %s", joinObjects(framework.MonitoringObjects(cur)), c.Name, monitoringCondition(cur))
 	return nil
 }
 
@@ -289,7 +289,7 @@ func joinProblems(errs []error) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-func joinObjects(objs []harness.MonitoringObject) string {
+func joinObjects(objs []framework.MonitoringObject) string {
 	out := make([]string, len(objs))
 	for i, o := range objs {
 		out[i] = o.String()

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // Level 4's checks through Prometheus's HTTP API: what a real Prometheus scrapes of the
@@ -22,7 +22,7 @@ import (
 // the bundle ships it, found wherever the operator runs) with a target up, and holds the
 // operator's etcdpilot_cluster_condition{condition="Available"} 1 of c under c's own
 // namespace, as the operator's alerts read it.
-func prometheusOperator(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, svc *corev1.Service, prom *harness.Prometheus) error {
+func prometheusOperator(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, svc *corev1.Service, prom *framework.Prometheus) error {
 	s, err := in.Env.OperatorService(ctx, svc)
 	if err != nil {
 		return err
@@ -33,13 +33,13 @@ func prometheusOperator(ctx context.Context, in Input, r *report.Report, c *etcd
 		if err != nil {
 			return err
 		}
-		if found, err = harness.CheckOperatorTargets(targets, s.Namespace, s.Name); err != nil {
+		if found, err = framework.CheckOperatorTargets(targets, s.Namespace, s.Name); err != nil {
 			return err
 		}
-		return querySeries(ctx, prom, harness.AvailableQuery(c), harness.CheckAvailableSeries)
+		return querySeries(ctx, prom, framework.AvailableQuery(c), framework.CheckAvailableSeries)
 	})
 	if err == nil {
-		r.Logf("%s; %s is 1", found, harness.AvailableQuery(c))
+		r.Logf("%s; %s is 1", found, framework.AvailableQuery(c))
 	}
 	return err
 }
@@ -47,7 +47,7 @@ func prometheusOperator(ctx context.Context, in Input, r *report.Report, c *etcd
 // prometheusMembers waits until Prometheus scrapes every member pod of c through c's
 // PodMonitor, each target up and labelled with the cluster (CheckMemberTargets), and holds
 // etcd_server_has_leader 1 for each member under the labels the rules select it by.
-func prometheusMembers(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, prom *harness.Prometheus) error {
+func prometheusMembers(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, prom *framework.Prometheus) error {
 	var found string
 	err := retryFor(ctx, prometheusWait, insightsPoll, func(ctx context.Context) error {
 		pods, err := in.Env.MemberPods(ctx, c)
@@ -62,19 +62,19 @@ func prometheusMembers(ctx context.Context, in Input, r *report.Report, c *etcdv
 		if err != nil {
 			return err
 		}
-		if found, err = harness.CheckMemberTargets(targets, c, names); err != nil {
+		if found, err = framework.CheckMemberTargets(targets, c, names); err != nil {
 			return err
 		}
-		return querySeries(ctx, prom, harness.LeaderQuery(c), func(s []harness.Sample) error { return harness.CheckLeaderSeries(s, names) })
+		return querySeries(ctx, prom, framework.LeaderQuery(c), func(s []framework.Sample) error { return framework.CheckLeaderSeries(s, names) })
 	})
 	if err == nil {
-		r.Logf("%s; %s is 1 for each", found, harness.LeaderQuery(c))
+		r.Logf("%s; %s is 1 for each", found, framework.LeaderQuery(c))
 	}
 	return err
 }
 
 // querySeries runs the query q and says what check finds wrong with its answer.
-func querySeries(ctx context.Context, prom *harness.Prometheus, q string, check func([]harness.Sample) error) error {
+func querySeries(ctx context.Context, prom *framework.Prometheus, q string, check func([]framework.Sample) error) error {
 	samples, err := prom.Query(ctx, q)
 	if err != nil {
 		return err
@@ -89,8 +89,8 @@ func querySeries(ctx context.Context, prom *harness.Prometheus, q string, check 
 // alert of the shipped group etcd, scoped to c, each without error (CheckClusterRules). The
 // PrometheusRule is read again at every look: the operator replaces it when it differs from
 // what it wants, and a new one has a new UID and file.
-func clusterRules(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, prom *harness.Prometheus) error {
-	want, err := harness.ClusterRuleNames(c)
+func clusterRules(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, prom *framework.Prometheus) error {
+	want, err := framework.ClusterRuleNames(c)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func clusterRules(ctx context.Context, in Input, r *report.Report, c *etcdv1alph
 		if err != nil {
 			return err
 		}
-		found, err = harness.CheckClusterRules(groups, c, uid, want)
+		found, err = framework.CheckClusterRules(groups, c, uid, want)
 		return err
 	})
 	if err == nil {
@@ -119,13 +119,13 @@ func clusterRules(ctx context.Context, in Input, r *report.Report, c *etcdv1alph
 // for, so it fires within a scrape and an evaluation. A backup of c to a new claim then
 // succeeds, and the alert must clear. Before the fault, the rule must be loaded and healthy
 // and the alert inactive for c, so that what the test sees is the fault's doing.
-func backupFailingAlert(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, prom *harness.Prometheus) error {
-	doomed := harness.NewBackup(c.Name+"-doomed", c, c.Name+"-no-such-claim", backupTimeout)
-	claim := harness.BackupClaim(c.Name+"-backups", c.Namespace, backupClaimSize)
-	good := harness.NewBackup(c.Name+"-backup", c, claim.Name, backupTimeout)
+func backupFailingAlert(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, prom *framework.Prometheus) error {
+	doomed := framework.NewBackup(c.Name+"-doomed", c, c.Name+"-no-such-claim", backupTimeout)
+	claim := framework.BackupClaim(c.Name+"-backups", c.Namespace, backupClaimSize)
+	good := framework.NewBackup(c.Name+"-backup", c, claim.Name, backupTimeout)
 	var failedAt, succeededAt time.Time
 	return firstFailure(r,
-		step{"find the rule " + harness.AlertBackupFailing + " loaded and healthy, and inactive for EtcdCluster " + c.Name, func() error {
+		step{"find the rule " + framework.AlertBackupFailing + " loaded and healthy, and inactive for EtcdCluster " + c.Name, func() error {
 			return alertReady(ctx, r, c, prom)
 		}},
 		step{fmt.Sprintf("create EtcdBackup %s to claim %s, which does not exist", doomed.Name, doomed.Spec.Destination.PVC.ClaimName), func() error {
@@ -136,13 +136,13 @@ func backupFailingAlert(ctx context.Context, in Input, r *report.Report, c *etcd
 				return err
 			}
 			failedAt = time.Now()
-			r.Logf("%s: %s", doomed.Name, harness.DescribeBackup(doomed))
+			r.Logf("%s: %s", doomed.Name, framework.DescribeBackup(doomed))
 			return nil
 		}},
-		step{"wait until " + harness.AlertBackupFailing + " is pending or firing for EtcdCluster " + c.Name, func() error {
+		step{"wait until " + framework.AlertBackupFailing + " is pending or firing for EtcdCluster " + c.Name, func() error {
 			states, err := waitAlert(ctx, c, prom, true)
 			if err == nil {
-				r.Logf("%s %s for EtcdCluster %s %s after its backup failed", harness.AlertBackupFailing, orNone(states), c.Name, since(failedAt))
+				r.Logf("%s %s for EtcdCluster %s %s after its backup failed", framework.AlertBackupFailing, orNone(states), c.Name, since(failedAt))
 			}
 			return err
 		}},
@@ -155,10 +155,10 @@ func backupFailingAlert(ctx context.Context, in Input, r *report.Report, c *etcd
 			succeededAt = time.Now()
 			return nil
 		}},
-		step{"wait until " + harness.AlertBackupFailing + " clears for EtcdCluster " + c.Name, func() error {
+		step{"wait until " + framework.AlertBackupFailing + " clears for EtcdCluster " + c.Name, func() error {
 			_, err := waitAlert(ctx, c, prom, false)
 			if err == nil {
-				r.Logf("%s cleared for EtcdCluster %s %s after its backup succeeded", harness.AlertBackupFailing, c.Name, since(succeededAt))
+				r.Logf("%s cleared for EtcdCluster %s %s after its backup succeeded", framework.AlertBackupFailing, c.Name, since(succeededAt))
 			}
 			return err
 		}},
@@ -167,18 +167,18 @@ func backupFailingAlert(ctx context.Context, in Input, r *report.Report, c *etcd
 
 // alertReady waits until Prometheus evaluates the alerting rule EtcdBackupFailing without
 // error, and checks that the alert is not active for c before the test causes its fault.
-func alertReady(ctx context.Context, r *report.Report, c *etcdv1alpha1.EtcdCluster, prom *harness.Prometheus) error {
+func alertReady(ctx context.Context, r *report.Report, c *etcdv1alpha1.EtcdCluster, prom *framework.Prometheus) error {
 	var found string
 	err := retryFor(ctx, prometheusWait, insightsPoll, func(ctx context.Context) error {
 		groups, err := prom.Rules(ctx)
 		if err != nil {
 			return err
 		}
-		g, rule, ok := harness.FindRule(groups, harness.AlertBackupFailing)
+		g, rule, ok := framework.FindRule(groups, framework.AlertBackupFailing)
 		switch {
 		case !ok:
 			return fmt.Errorf("no alerting rule %s among the %d rule groups Prometheus evaluates: the operator's PrometheusRule (config/prometheus) is not loaded",
-				harness.AlertBackupFailing, len(groups))
+				framework.AlertBackupFailing, len(groups))
 		case !rule.Healthy():
 			return fmt.Errorf("rule %s of %s is %s: %s", rule.Name, g.File, rule.Health, rule.LastError)
 		}
@@ -193,8 +193,8 @@ func alertReady(ctx context.Context, r *report.Report, c *etcdv1alpha1.EtcdClust
 	if err != nil {
 		return err
 	}
-	if states := harness.AlertStates(alerts, harness.AlertBackupFailing, harness.ClusterSeriesLabels(c)); harness.Active(states) {
-		return fmt.Errorf("%s is already %s for EtcdCluster %s, before any backup of it failed", harness.AlertBackupFailing, orNone(states), c.Name)
+	if states := framework.AlertStates(alerts, framework.AlertBackupFailing, framework.ClusterSeriesLabels(c)); framework.Active(states) {
+		return fmt.Errorf("%s is already %s for EtcdCluster %s, before any backup of it failed", framework.AlertBackupFailing, orNone(states), c.Name)
 	}
 	return nil
 }
@@ -203,21 +203,21 @@ func alertReady(ctx context.Context, r *report.Report, c *etcdv1alpha1.EtcdClust
 // as active says, and returns its states as last seen. When it does not get there,
 // the error tells what Prometheus holds of the operator's backup timestamps of c, which the
 // rule reads.
-func waitAlert(ctx context.Context, c *etcdv1alpha1.EtcdCluster, prom *harness.Prometheus, active bool) ([]string, error) {
+func waitAlert(ctx context.Context, c *etcdv1alpha1.EtcdCluster, prom *framework.Prometheus, active bool) ([]string, error) {
 	var states []string
 	err := retryFor(ctx, alertWait, insightsPoll, func(ctx context.Context) error {
 		alerts, err := prom.Alerts(ctx)
 		if err != nil {
 			return err
 		}
-		states = harness.AlertStates(alerts, harness.AlertBackupFailing, harness.ClusterSeriesLabels(c))
-		if harness.Active(states) != active {
-			return fmt.Errorf("%s for EtcdCluster %s is %s", harness.AlertBackupFailing, c.Name, orInactive(states))
+		states = framework.AlertStates(alerts, framework.AlertBackupFailing, framework.ClusterSeriesLabels(c))
+		if framework.Active(states) != active {
+			return fmt.Errorf("%s for EtcdCluster %s is %s", framework.AlertBackupFailing, c.Name, orInactive(states))
 		}
 		return nil
 	})
 	if err != nil {
-		q := harness.BackupTimestampsQuery(c)
+		q := framework.BackupTimestampsQuery(c)
 		samples, qerr := prom.Query(ctx, q)
 		if qerr != nil {
 			return states, fmt.Errorf("%w (%s: %w)", err, q, qerr)
@@ -235,15 +235,15 @@ func failedAsMeant(b *etcdv1alpha1.EtcdBackup, waitErr error) error {
 	case cond != nil && cond.Status == metav1.ConditionFalse:
 		return nil
 	case cond != nil && cond.Status == metav1.ConditionTrue:
-		return fmt.Errorf("EtcdBackup %s succeeded, to a claim that does not exist: %s", b.Name, harness.DescribeBackup(b))
+		return fmt.Errorf("EtcdBackup %s succeeded, to a claim that does not exist: %s", b.Name, framework.DescribeBackup(b))
 	case waitErr != nil:
 		return waitErr
 	}
-	return fmt.Errorf("EtcdBackup %s has not failed: %s", b.Name, harness.DescribeBackup(b))
+	return fmt.Errorf("EtcdBackup %s has not failed: %s", b.Name, framework.DescribeBackup(b))
 }
 
 // describeSamples lists samples as name{labels} value, or "none".
-func describeSamples(samples []harness.Sample) string {
+func describeSamples(samples []framework.Sample) string {
 	out := make([]string, len(samples))
 	for i, s := range samples {
 		out[i] = fmt.Sprintf("%s%v %g", s.Name, s.Labels, s.Value)

@@ -14,8 +14,8 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 const (
@@ -70,7 +70,7 @@ func autoPilot(ctx context.Context, in Input, r *report.Report) {
 	var healing sync.WaitGroup
 	healing.Go(func() { quorumLoss(ctx, in, r) })
 	healing.Go(func() { corruptMember(ctx, in, r) })
-	first, cancel := harness.HalfOf(ctx)
+	first, cancel := framework.HalfOf(ctx)
 	defragmentation(first, in, r)
 	cancel()
 	if c, ok := noSpaceRecovery(ctx, in, r); ok {
@@ -116,9 +116,9 @@ func defragmentation(ctx context.Context, in Input, r *report.Report) {
 			// cluster in use has, lets every member see its free pages.
 			stop := trickle(wctx, in, c)
 			defer stop()
-			return in.Env.WaitFor(wctx, c, "every member defragmented, "+shrink, harness.Defragmented(minReclaimable.Value()))
+			return in.Env.WaitFor(wctx, c, "every member defragmented, "+shrink, framework.Defragmented(minReclaimable.Value()))
 		}},
-		step{"check the " + harness.EventMemberDefragmented + " events: one per member, the leader last", func() error {
+		step{"check the " + framework.EventMemberDefragmented + " events: one per member, the leader last", func() error {
 			return defragmentationEvents(ctx, in, r, c)
 		}},
 	)
@@ -167,9 +167,9 @@ func noSpaceRecovery(ctx context.Context, in Input, r *report.Report) (*etcdv1al
 			return checkAfterNoSpace(ctx, in, c, keep, after, churn)
 		}},
 		step{fmt.Sprintf("wait for %d ready members, Available and Ready, without alarms", autoPilotSize), func() error {
-			return in.Env.WaitFor(ctx, c, "ready members without alarms", harness.All(harness.Settled(autoPilotSize), harness.NoAlarms()))
+			return in.Env.WaitFor(ctx, c, "ready members without alarms", framework.All(framework.Settled(autoPilotSize), framework.NoAlarms()))
 		}},
-		step{"look for the events " + harness.EventNoSpaceDisarmed + " and " + harness.EventNoSpaceRecovered, func() error {
+		step{"look for the events " + framework.EventNoSpaceDisarmed + " and " + framework.EventNoSpaceRecovered, func() error {
 			return noSpaceEvents(ctx, in, r, c)
 		}},
 	)
@@ -180,8 +180,8 @@ func noSpaceRecovery(ctx context.Context, in Input, r *report.Report) (*etcdv1al
 // proven restorable: restored into a throwaway member, it holds what it recorded
 // (Verified=True, status.verification at or past the backup's revision).
 func verifiedBackup(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) {
-	claim := harness.BackupClaim(c.Name+"-backups", c.Namespace, backupClaimSize)
-	b := harness.NewBackup(c.Name+"-verified", c, claim.Name, backupTimeout)
+	claim := framework.BackupClaim(c.Name+"-backups", c.Namespace, backupClaimSize)
+	b := framework.NewBackup(c.Name+"-verified", c, claim.Name, backupTimeout)
 	b.Spec.Verify = true
 	runSteps(r,
 		step{"create PersistentVolumeClaim " + claim.Name, func() error { return in.Env.CreateClaim(ctx, claim) }},
@@ -243,14 +243,14 @@ func fragment(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.E
 			}
 		}
 	}
-	r.Logf("wrote %s under %s/ and overwrote each", harness.MiB(garbageValues*garbageValueSize), prefix)
+	r.Logf("wrote %s under %s/ and overwrote each", framework.MiB(garbageValues*garbageValueSize), prefix)
 	return nil
 }
 
 // compact compacts c's history up to the revision the member behind the client Service
 // reports, and logs what that member's file holds afterwards.
 func compact(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) error {
-	endpoint, err := harness.ClientEndpoint(c)
+	endpoint, err := framework.ClientEndpoint(c)
 	if err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ func compact(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.Et
 		return err
 	}
 	r.Logf("compacted at revision %d; the member behind %s now has a %s file with %s in use",
-		before.Revision, endpoint, harness.MiB(after.DBSize), harness.MiB(after.DBSizeInUse))
+		before.Revision, endpoint, framework.MiB(after.DBSize), framework.MiB(after.DBSizeInUse))
 	return nil
 }
 
@@ -315,7 +315,7 @@ func defragmentationEvents(ctx context.Context, in Input, r *report.Report, c *e
 		if err != nil {
 			return err
 		}
-		order, err = harness.CheckDefragmentationOrder(c, events)
+		order, err = framework.CheckDefragmentationOrder(c, events)
 		return err
 	})
 	if err != nil {
@@ -348,7 +348,7 @@ func fillQuota(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.
 		switch {
 		case err == nil:
 			w.acknowledged = value
-		case harness.IsNoSpace(err):
+		case framework.IsNoSpace(err):
 			w.refused = value
 			r.Logf("etcd acknowledged %d writes of %d KiB to %s, then refused one: %v", i, churnValueSize>>10, w.key, err)
 			return w, nil
@@ -357,7 +357,7 @@ func fillQuota(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.
 		}
 	}
 	return w, fmt.Errorf("etcd acknowledged all %d writes of %d KiB (%s) with a quota of %s: no NOSPACE",
-		churnWrites, churnValueSize>>10, harness.MiB(churnWrites*churnValueSize), noSpaceQuota.String())
+		churnWrites, churnValueSize>>10, framework.MiB(churnWrites*churnValueSize), noSpaceQuota.String())
 }
 
 // writtenAgain is the value of the key written once c accepts writes again.
@@ -395,7 +395,7 @@ func checkAfterNoSpace(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluste
 		return err
 	}
 	defer func() { _ = cli.Close() }() // nothing to do about a failed close of a read-only client
-	if err := harness.CheckKeys(ctx, cli, want); err != nil {
+	if err := framework.CheckKeys(ctx, cli, want); err != nil {
 		return err
 	}
 	got, found, err := cli.Get(ctx, w.key)
@@ -415,5 +415,5 @@ func checkAfterNoSpace(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluste
 // noSpaceEvents waits for the NoSpaceDisarmed and NoSpaceRecovered events about c, and
 // logs the events about it.
 func noSpaceEvents(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster) error {
-	return waitEvents(ctx, in, r, c, harness.EventNoSpaceDisarmed, harness.EventNoSpaceRecovered)
+	return waitEvents(ctx, in, r, c, framework.EventNoSpaceDisarmed, framework.EventNoSpaceRecovered)
 }

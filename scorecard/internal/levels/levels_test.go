@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/levels"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 const ns = "scorecard"
@@ -129,7 +129,7 @@ func TestNames(t *testing.T) {
 		"level-3-full-lifecycle", "level-4-deep-insights", "level-5-auto-pilot"}))
 }
 
-func noCluster(string, *report.Report) (*harness.Env, error) {
+func noCluster(string, *report.Report) (*framework.Env, error) {
 	panic("this test must not reach for a cluster")
 }
 
@@ -174,7 +174,7 @@ type fakeCluster struct {
 
 func newFakeCluster(t *testing.T, events bool, funcs interceptor.Funcs, opts ...fakeOption) *fakeCluster {
 	t.Helper()
-	s, err := harness.Scheme()
+	s, err := framework.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func newFakeCluster(t *testing.T, events bool, funcs interceptor.Funcs, opts ...
 }
 
 func (f *fakeCluster) deps() levels.Deps {
-	return levels.Deps{NewEnv: func(namespace string, r *report.Report) (*harness.Env, error) {
+	return levels.Deps{NewEnv: func(namespace string, r *report.Report) (*framework.Env, error) {
 		resources := []metav1.APIResource{{Name: "etcdclusters", Kind: "EtcdCluster"}}
 		if f.backup {
 			resources = append(resources, metav1.APIResource{Name: "etcdbackups", Kind: "EtcdBackup"})
@@ -213,7 +213,7 @@ func (f *fakeCluster) deps() levels.Deps {
 			lists = append(lists, &metav1.APIResourceList{GroupVersion: "monitoring.coreos.com/v1", APIResources: []metav1.APIResource{
 				{Name: "podmonitors", Kind: "PodMonitor"}, {Name: "prometheusrules", Kind: "PrometheusRule"}, {Name: "servicemonitors", Kind: "ServiceMonitor"}}})
 		}
-		return &harness.Env{
+		return &framework.Env{
 			Client: f.client, Namespace: namespace, Report: r, NewEtcdClient: f.etcds.factory(), ReadLocal: f.etcds.readLocal, OpenProbe: f.etcds.openProbe,
 			Poll:      10 * time.Millisecond,
 			Discovery: &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: lists}},

@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/bundle"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // Input is what a test gets: its settings, the bundle (when it reads it) and its cluster
@@ -19,7 +19,7 @@ import (
 type Input struct {
 	Config Config
 	Bundle *bundle.Bundle
-	Env    *harness.Env
+	Env    *framework.Env
 }
 
 // test is one scorecard test.
@@ -55,18 +55,18 @@ type Deps struct {
 	Now func() time.Time
 	// NewEnv connects to the cluster: in the image, the API server of the in-cluster
 	// configuration or of KUBECONFIG. Tests hand in fakes.
-	NewEnv func(namespace string, r *report.Report) (*harness.Env, error)
+	NewEnv func(namespace string, r *report.Report) (*framework.Env, error)
 }
 
 // EnvFromRESTConfig is the Deps.NewEnv of the image: it connects to the API server restConfig
 // finds.
-func EnvFromRESTConfig(restConfig func() (*rest.Config, error)) func(string, *report.Report) (*harness.Env, error) {
-	return func(namespace string, r *report.Report) (*harness.Env, error) {
+func EnvFromRESTConfig(restConfig func() (*rest.Config, error)) func(string, *report.Report) (*framework.Env, error) {
+	return func(namespace string, r *report.Report) (*framework.Env, error) {
 		cfg, err := restConfig()
 		if err != nil {
 			return nil, fmt.Errorf("finding the API server: %w", err)
 		}
-		return harness.NewEnv(cfg, namespace, r)
+		return framework.NewEnv(cfg, namespace, r)
 	}
 }
 
@@ -123,7 +123,7 @@ func find(name string) (test, bool) {
 	return test{}, false
 }
 
-func newEnv(cfg Config, r *report.Report, deps Deps) (*harness.Env, error) {
+func newEnv(cfg Config, r *report.Report, deps Deps) (*framework.Env, error) {
 	if cfg.Namespace == "" {
 		return nil, fmt.Errorf("%s is not set: the test needs a namespace to create its EtcdClusters in", EnvNamespace)
 	}
@@ -143,10 +143,10 @@ func runGuarded(ctx context.Context, t test, in Input, r *report.Report) {
 
 // cleanup deletes what the test created, with a budget of its own: the test's context may
 // have run out already. A failed cleanup fails the test, since it leaves objects behind.
-func cleanup(env *harness.Env, r *report.Report, budget time.Duration) {
+func cleanup(env *framework.Env, r *report.Report, budget time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	if err := r.Step("clean up", func() error { return env.Cleanup(ctx) }); err != nil {
-		r.Fail(fmt.Sprintf("cleaning up (objects labelled %s=%s may be left): %v", harness.PartOfLabel, harness.PartOfValue, err))
+		r.Fail(fmt.Sprintf("cleaning up (objects labelled %s=%s may be left): %v", framework.PartOfLabel, framework.PartOfValue, err))
 	}
 }

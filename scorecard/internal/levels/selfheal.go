@@ -11,8 +11,8 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // The self-healing half of level 5: a cluster that loses two of its three members is
@@ -69,7 +69,7 @@ func quorumLoss(ctx context.Context, in Input, r *report.Report) {
 		step{"wait until the operator recovers the cluster from the surviving member: status.recovery Succeeded, 3 ready members", func() error {
 			wctx, cancel := context.WithTimeout(ctx, healWait)
 			defer cancel()
-			if err := in.Env.WaitFor(wctx, c, "the recovery to succeed", harness.All(harness.Recovered(""), harness.Settled(autoPilotSize))); err != nil {
+			if err := in.Env.WaitFor(wctx, c, "the recovery to succeed", framework.All(framework.Recovered(""), framework.Settled(autoPilotSize))); err != nil {
 				return err
 			}
 			if got := c.Status.Recovery.Survivor; got != survivor {
@@ -86,7 +86,7 @@ func quorumLoss(ctx context.Context, in Input, r *report.Report) {
 // destroyMajority destroys every member of c but one that is not the leader, and returns
 // that one.
 func destroyMajority(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster) (string, error) {
-	spared, ok := harness.Victim(c)
+	spared, ok := framework.Victim(c)
 	if !ok {
 		return "", errors.New("no member that is not the leader")
 	}
@@ -144,11 +144,11 @@ func corruptMember(ctx context.Context, in Input, r *report.Report) {
 		step{"wait for a consistency check that finds the members consistent, canary included", func() error {
 			wctx, cancel := context.WithTimeout(ctx, healWait)
 			defer cancel()
-			return in.Env.WaitFor(wctx, c, "a consistent check", harness.ConsistencyChecked(written))
+			return in.Env.WaitFor(wctx, c, "a consistent check", framework.ConsistencyChecked(written))
 		}},
 		step{"rewrite the canary's value in a follower's database file while it runs", func() error {
 			var ok bool
-			if victim, ok = harness.Victim(c); !ok {
+			if victim, ok = framework.Victim(c); !ok {
 				return errors.New("no member that is not the leader")
 			}
 			members = memberNames(c)
@@ -166,7 +166,7 @@ func corruptMember(ctx context.Context, in Input, r *report.Report) {
 		step{"wait until the operator replaces that member (a new member ID), 3 ready members", func() error {
 			wctx, cancel := context.WithTimeout(ctx, healWait)
 			defer cancel()
-			return in.Env.WaitFor(wctx, c, "member "+victim.Name+" replaced", harness.All(harness.MemberGone(victim.ID), harness.Settled(autoPilotSize)))
+			return in.Env.WaitFor(wctx, c, "member "+victim.Name+" replaced", framework.All(framework.MemberGone(victim.ID), framework.Settled(autoPilotSize)))
 		}},
 		step{fmt.Sprintf("read back the %d keys and the canary through the client Service (linearizable: the majority's data)", keepKeys), func() error {
 			return checkKeys(ctx, in, c, keep)
@@ -182,7 +182,7 @@ func corruptMember(ctx context.Context, in Input, r *report.Report) {
 			if err != nil {
 				return err
 			}
-			return harness.CheckBlame(events, members, victim.Name)
+			return framework.CheckBlame(events, members, victim.Name)
 		}},
 	)
 }
@@ -197,16 +197,16 @@ func memberNames(c *etcdv1alpha1.EtcdCluster) []string {
 }
 
 // checkServed reads key from each of members alone and checks what each serves from its
-// own data (harness.CheckDivergence: victim the rewritten value, the others original),
+// own data (framework.CheckDivergence: victim the rewritten value, the others original),
 // logging what they served.
 func checkServed(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, members []string, key string,
 	victim etcdv1alpha1.MemberStatus, original, rewritten string) error {
-	reads := make(map[string]harness.MemberRead, len(members))
+	reads := make(map[string]framework.MemberRead, len(members))
 	for _, m := range members {
 		reads[m] = in.Env.ReadFromMember(ctx, c, m, key)
 	}
-	r.Logf("%s from each member's own data: %s", key, harness.DescribeReads(reads, original, rewritten))
-	return harness.CheckDivergence(key, reads, victim.Name, victim.ID, original, rewritten)
+	r.Logf("%s from each member's own data: %s", key, framework.DescribeReads(reads, original, rewritten))
+	return framework.CheckDivergence(key, reads, victim.Name, victim.ID, original, rewritten)
 }
 
 // putKey writes one key to c.
@@ -233,7 +233,7 @@ func waitEventsWithin(ctx context.Context, in Input, r *report.Report, c *etcdv1
 			return err
 		}
 		summary = SummarizeEvents(events)
-		if missing := harness.MissingReasons(events, reasons...); len(missing) > 0 {
+		if missing := framework.MissingReasons(events, reasons...); len(missing) > 0 {
 			return fmt.Errorf("no %s event about EtcdCluster %s (events: %s)", strings.Join(missing, " or "), c.Name, summary)
 		}
 		return nil

@@ -12,8 +12,8 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/bundle"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // step is one named step of a test.
@@ -53,7 +53,7 @@ func newCluster(in Input, r *report.Report, prefix string, change func(c *etcdv1
 		r.Fail(err.Error())
 		return nil, false
 	}
-	c := harness.Prepare(example, harness.NewName(prefix), in.Env.Namespace)
+	c := framework.Prepare(example, framework.NewName(prefix), in.Env.Namespace)
 	if change != nil {
 		change(c)
 	}
@@ -72,7 +72,7 @@ func settleStep(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, size
 	if size == 1 {
 		what = "1 ready member, Available and Ready"
 	}
-	return step{"wait for " + what, func() error { return in.Env.WaitFor(ctx, c, what, harness.Settled(size)) }}
+	return step{"wait for " + what, func() error { return in.Env.WaitFor(ctx, c, what, framework.Settled(size)) }}
 }
 
 // checkKeys reads want back from c over a new connection, so that every check goes
@@ -83,7 +83,7 @@ func checkKeys(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, want 
 		return err
 	}
 	defer func() { _ = cli.Close() }() // nothing to do about a failed close of a read-only client
-	return harness.CheckKeys(ctx, cli, want)
+	return framework.CheckKeys(ctx, cli, want)
 }
 
 // checkAbsent reads keys from c over a new connection and fails when c holds any of them.
@@ -93,7 +93,7 @@ func checkAbsent(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster, key
 		return err
 	}
 	defer func() { _ = cli.Close() }() // nothing to do about a failed close of a read-only client
-	got, err := harness.ReadKeys(ctx, cli, keys)
+	got, err := framework.ReadKeys(ctx, cli, keys)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func retryFor(ctx context.Context, within, interval time.Duration, check func(co
 			return false, nil
 		}
 		last = problem
-		var se *harness.StatusError
+		var se *framework.StatusError
 		if errors.As(last, &se) && se.Refused() {
 			return false, last
 		}

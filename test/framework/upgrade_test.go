@@ -1,4 +1,4 @@
-package harness_test
+package framework_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 var (
@@ -20,11 +20,11 @@ var (
 // series makes samples a second apart from rows, one per sample, each giving the answers
 // of c-0, c-1 and c-2 in turn: o the old release (3.6.16), n the new one (3.7.3), x another
 // (3.6.15), - no answer.
-func series(rows ...string) []harness.VersionSample {
+func series(rows ...string) []framework.VersionSample {
 	release := map[rune]string{'o': "3.6.16", 'n': "3.7.3", 'x': "3.6.15", '-': ""}
-	out := make([]harness.VersionSample, len(rows))
+	out := make([]framework.VersionSample, len(rows))
 	for i, row := range rows {
-		s := harness.VersionSample{At: t0.Add(time.Duration(i) * time.Second), Versions: map[string]string{}}
+		s := framework.VersionSample{At: t0.Add(time.Duration(i) * time.Second), Versions: map[string]string{}}
 		for j, r := range strings.ReplaceAll(row, " ", "") {
 			s.Versions[members[j]] = release[r]
 		}
@@ -36,7 +36,7 @@ func series(rows ...string) []harness.VersionSample {
 func TestCheckRollingUpgrade(t *testing.T) {
 	cases := []struct {
 		name    string
-		samples []harness.VersionSample
+		samples []framework.VersionSample
 		want    string // the error; "" when the samples show a rolling upgrade
 	}{
 		{name: "followers one at a time, then the leader, each once the one before is back",
@@ -89,7 +89,7 @@ func TestCheckRollingUpgrade(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			err := harness.CheckRollingUpgrade(members, "3.6.16", "3.7.3", tc.samples)
+			err := framework.CheckRollingUpgrade(members, "3.6.16", "3.7.3", tc.samples)
 			if tc.want == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return
@@ -101,39 +101,39 @@ func TestCheckRollingUpgrade(t *testing.T) {
 
 func TestDescribeRestarts(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(harness.DescribeRestarts(members, "3.7.3", nil)).To(Equal("no sample"))
-	g.Expect(harness.DescribeRestarts(members, "3.7.3", series("ooo", "o-o", "ono", "on-", "onn", "-nn", "nnn"))).To(Equal(
+	g.Expect(framework.DescribeRestarts(members, "3.7.3", nil)).To(Equal("no sample"))
+	g.Expect(framework.DescribeRestarts(members, "3.7.3", series("ooo", "o-o", "ono", "on-", "onn", "-nn", "nnn"))).To(Equal(
 		"7 samples over 6.0 s; c-1 silent from 1.0 s, answering 3.7.3 from 2.0 s; c-2 silent from 3.0 s, answering 3.7.3 from 4.0 s; " +
 			"c-0 silent from 5.0 s, answering 3.7.3 from 6.0 s"))
-	g.Expect(harness.DescribeRestarts(members, "3.7.3", series("noo", "nno", "nn-"))).To(Equal(
+	g.Expect(framework.DescribeRestarts(members, "3.7.3", series("noo", "nno", "nn-"))).To(Equal(
 		"3 samples over 2.0 s; c-0 never seen silent, answering 3.7.3 from 0.0 s; c-1 never seen silent, answering 3.7.3 from 1.0 s; " +
 			"c-2 silent from 2.0 s"))
-	g.Expect(harness.DescribeRestarts(members, "3.7.3", series("ooo"))).To(Equal(
+	g.Expect(framework.DescribeRestarts(members, "3.7.3", series("ooo"))).To(Equal(
 		"1 samples over 0.0 s; c-0 never seen silent nor answering 3.7.3; c-1 never seen silent nor answering 3.7.3; c-2 never seen silent nor answering 3.7.3"))
 }
 
 // attempts makes write attempts from a row: one every 200 ms, each taking 100 ms, + for
 // acknowledged and - for failed.
-func attempts(row string) []harness.WriteAttempt {
-	out := make([]harness.WriteAttempt, len(row))
+func attempts(row string) []framework.WriteAttempt {
+	out := make([]framework.WriteAttempt, len(row))
 	for i, r := range row {
 		start := t0.Add(time.Duration(i) * 200 * time.Millisecond)
-		out[i] = harness.WriteAttempt{Start: start, End: start.Add(100 * time.Millisecond), Acked: r == '+'}
+		out[i] = framework.WriteAttempt{Start: start, End: start.Add(100 * time.Millisecond), Acked: r == '+'}
 	}
 	return out
 }
 
 func TestOutages(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(harness.Outages(nil)).To(BeEmpty())
-	g.Expect(harness.Outages(attempts("+++++"))).To(BeEmpty())
+	g.Expect(framework.Outages(nil)).To(BeEmpty())
+	g.Expect(framework.Outages(attempts("+++++"))).To(BeEmpty())
 	// From the start of the first failure to the end of the next acknowledged write.
-	g.Expect(harness.Outages(attempts("+--++-+"))).To(Equal([]harness.Outage{
+	g.Expect(framework.Outages(attempts("+--++-+"))).To(Equal([]framework.Outage{
 		{From: t0.Add(200 * time.Millisecond), To: t0.Add(700 * time.Millisecond)},
 		{From: t0.Add(time.Second), To: t0.Add(1300 * time.Millisecond)},
 	}))
 	// Failing to the end: until the end of the last attempt.
-	g.Expect(harness.Outages(attempts("--+---"))).To(Equal([]harness.Outage{
+	g.Expect(framework.Outages(attempts("--+---"))).To(Equal([]framework.Outage{
 		{From: t0, To: t0.Add(500 * time.Millisecond)},
 		{From: t0.Add(600 * time.Millisecond), To: t0.Add(1100 * time.Millisecond)},
 	}))
@@ -141,14 +141,14 @@ func TestOutages(t *testing.T) {
 
 func TestCheckOutages(t *testing.T) {
 	g := NewWithT(t)
-	outages := harness.Outages(attempts("+--++-+"))
-	total, err := harness.CheckOutages(outages, 800*time.Millisecond, t0)
+	outages := framework.Outages(attempts("+--++-+"))
+	total, err := framework.CheckOutages(outages, 800*time.Millisecond, t0)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(total).To(Equal(800 * time.Millisecond))
-	total, err = harness.CheckOutages(outages, 700*time.Millisecond, t0)
+	total, err = framework.CheckOutages(outages, 700*time.Millisecond, t0)
 	g.Expect(total).To(Equal(800 * time.Millisecond))
 	g.Expect(err).To(MatchError("writes through the client Service went unacknowledged for 0.8 s in all, more than 0.7 s (0.5 s from 0.2 s, 0.3 s from 1.0 s)"))
-	total, err = harness.CheckOutages(nil, 0, t0)
+	total, err = framework.CheckOutages(nil, 0, t0)
 	g.Expect(total).To(BeZero())
 	g.Expect(err).NotTo(HaveOccurred())
 }
@@ -157,9 +157,9 @@ func TestMemberEndpoint(t *testing.T) {
 	g := NewWithT(t)
 	c := &etcdv1alpha1.EtcdCluster{}
 	c.Name, c.Namespace = "c", "ns"
-	g.Expect(harness.MemberEndpoint(c, "c-1")).To(Equal("http://c-1.c-peer.ns.svc:2379"), "no client Secret: TLS is disabled")
+	g.Expect(framework.MemberEndpoint(c, "c-1")).To(Equal("http://c-1.c-peer.ns.svc:2379"), "no client Secret: TLS is disabled")
 	c.Status.ClientSecret = "c-client-tls"
-	g.Expect(harness.MemberEndpoint(c, "c-1")).To(Equal("https://c-1.c-peer.ns.svc:2379"))
+	g.Expect(framework.MemberEndpoint(c, "c-1")).To(Equal("https://c-1.c-peer.ns.svc:2379"))
 }
 
 // versionOf is a VersionProbe that answers version, or, when it is empty, waits for the
@@ -178,9 +178,9 @@ func (versionOf) Close() error { return nil }
 
 func TestSampleVersions(t *testing.T) {
 	g := NewWithT(t)
-	probes := map[string]harness.VersionProbe{"c-0": versionOf("3.6.16"), "c-1": versionOf(""), "c-2": versionOf("3.7.3")}
+	probes := map[string]framework.VersionProbe{"c-0": versionOf("3.6.16"), "c-1": versionOf(""), "c-2": versionOf("3.7.3")}
 	start := time.Now()
-	s := harness.SampleVersions(context.Background(), probes, 100*time.Millisecond)
+	s := framework.SampleVersions(context.Background(), probes, 100*time.Millisecond)
 	g.Expect(time.Since(start)).To(BeNumerically("<", time.Second), "a silent member holds the sample for its bound only")
 	g.Expect(s.Versions).To(Equal(map[string]string{"c-0": "3.6.16", "c-1": "", "c-2": "3.7.3"}))
 	g.Expect(s.Silent()).To(Equal([]string{"c-1"}))
@@ -192,7 +192,7 @@ func TestSampleVersions(t *testing.T) {
 func TestCheckRollingUpgradeSaysWhyMembersWereSilent(t *testing.T) {
 	samples := series("ooo", "o-o", "o--", "onn", "nnn")
 	samples[2].Why = map[string]string{"c-1": "connection refused", "c-2": "context deadline exceeded"}
-	err := harness.CheckRollingUpgrade(members, "3.6.16", "3.7.3", samples)
+	err := framework.CheckRollingUpgrade(members, "3.6.16", "3.7.3", samples)
 	NewWithT(t).Expect(err).To(MatchError("at 2.0 s members c-1 (connection refused) and c-2 (context deadline exceeded) did not answer at the same time: " +
 		"more than one member was down or restarting"))
 }

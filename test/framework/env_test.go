@@ -1,8 +1,11 @@
-package harness_test
+package framework_test
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,15 +23,14 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	etcdfake "github.com/etcdpilot/etcdpilot/internal/etcd/fake"
 	"github.com/etcdpilot/etcdpilot/internal/pki"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 const ns = "scorecard"
 
-func newEnv(t *testing.T, objs ...client.Object) *harness.Env {
+func newEnv(t *testing.T, objs ...client.Object) *framework.Env {
 	t.Helper()
-	s, err := harness.Scheme()
+	s, err := framework.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,12 +39,12 @@ func newEnv(t *testing.T, objs ...client.Object) *harness.Env {
 		WithIndex(&corev1.Event{}, "involvedObject.uid", func(o client.Object) []string {
 			return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
 		}).Build()
-	return &harness.Env{Client: c, Namespace: ns, Report: report.New("t", nil), Poll: 10 * time.Millisecond}
+	return &framework.Env{Client: c, Namespace: ns, Report: &logBook{}, Poll: 10 * time.Millisecond}
 }
 
 func TestNewName(t *testing.T) {
 	g := NewWithT(t)
-	a, b := harness.NewName("sc-l1-"), harness.NewName("sc-l1-")
+	a, b := framework.NewName("sc-l1-"), framework.NewName("sc-l1-")
 	g.Expect(a).To(MatchRegexp(`^sc-l1-[a-z0-9]{5}$`))
 	g.Expect(a).NotTo(Equal(b))
 }
@@ -55,12 +57,12 @@ func TestPrepare(t *testing.T) {
 		Spec:   etcdv1alpha1.EtcdClusterSpec{Size: 3, DeletionPolicy: etcdv1alpha1.DeletionPolicyRetain},
 		Status: etcdv1alpha1.EtcdClusterStatus{ReadyMembers: 3},
 	}
-	c := harness.Prepare(example, "sc-l1-abcde", ns)
+	c := framework.Prepare(example, "sc-l1-abcde", ns)
 	g.Expect(c.ObjectMeta).To(Equal(metav1.ObjectMeta{Name: "sc-l1-abcde", Namespace: ns, Labels: map[string]string{
-		"app.kubernetes.io/name": "etcdpilot", harness.PartOfLabel: harness.PartOfValue}}))
+		"app.kubernetes.io/name": "etcdpilot", framework.PartOfLabel: framework.PartOfValue}}))
 	g.Expect(c.Spec.Size).To(Equal(int32(3)))
 	g.Expect(c.Spec.DeletionPolicy).To(Equal(etcdv1alpha1.DeletionPolicyDelete), "the test leaves no volumes behind")
-	g.Expect(c.Spec.PodTemplate.Labels).To(Equal(map[string]string{harness.PartOfLabel: harness.PartOfValue}))
+	g.Expect(c.Spec.PodTemplate.Labels).To(Equal(map[string]string{framework.PartOfLabel: framework.PartOfValue}))
 	g.Expect(c.Status).To(BeZero())
 	g.Expect(example.Labels).To(HaveLen(1), "the example is not changed")
 	g.Expect(example.Spec.DeletionPolicy).To(Equal(etcdv1alpha1.DeletionPolicyRetain))
@@ -69,13 +71,28 @@ func TestPrepare(t *testing.T) {
 // clientSecret is a client Secret c-client-tls, with a certificate of a new CA.
 func clientSecret(t *testing.T) *corev1.Secret {
 	t.Helper()
-	g := NewWithT(t)
-	now := time.Now()
-	caPair, err := pki.NewCA("test CA", time.Hour, now)
-	g.Expect(err).NotTo(HaveOccurred())
+	return clientSecretOf(t, newCA(t))
+}
+
+// newCA is a new CA, valid for an hour.
+func newCA(t *testing.T) *pki.CA {
+	t.Helper()
+	caPair, err := pki.NewCA("test CA", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 	ca, err := pki.LoadCA(caPair)
-	g.Expect(err).NotTo(HaveOccurred())
-	clientPair, err := ca.IssueClient("etcdpilot", time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// clientSecretOf is a client Secret c-client-tls with a certificate of ca.
+func clientSecretOf(t *testing.T, ca *pki.CA) *corev1.Secret {
+	t.Helper()
+	g := NewWithT(t)
+	clientPair, err := ca.IssueClient("etcdpilot", time.Hour, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-client-tls"},
 		Data: map[string][]byte{"ca.crt": ca.CertPEM(), "tls.crt": clientPair.CertPEM, "tls.key": clientPair.KeyPEM}}
@@ -85,11 +102,11 @@ func TestClientEndpointAndConnect(t *testing.T) {
 	g := NewWithT(t)
 	secret := clientSecret(t)
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
-	_, err := harness.ClientEndpoint(c)
+	_, err := framework.ClientEndpoint(c)
 	g.Expect(err).To(MatchError(ContainSubstring("no status.clientService")))
 
 	c.Status.ClientService, c.Status.ClientSecret = "c-client", "c-client-tls"
-	g.Expect(harness.ClientEndpoint(c)).To(Equal("https://c-client.scorecard.svc:2379"))
+	g.Expect(framework.ClientEndpoint(c)).To(Equal("https://c-client.scorecard.svc:2379"))
 
 	env := newEnv(t, secret)
 	etcd := etcdfake.New()
@@ -98,17 +115,17 @@ func TestClientEndpointAndConnect(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(etcd.Calls()).To(Equal([]string{"New https://c-client.scorecard.svc:2379"}))
 
-	kv, err := harness.WriteKeys(context.Background(), cli, "/p", 3)
+	kv, err := framework.WriteKeys(context.Background(), cli, "/p", 3)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kv).To(Equal(map[string]string{"/p/000": "value-000", "/p/001": "value-001", "/p/002": "value-002"}))
-	g.Expect(harness.CheckKeys(context.Background(), cli, kv)).To(Succeed())
+	g.Expect(framework.CheckKeys(context.Background(), cli, kv)).To(Succeed())
 	g.Expect(cli.Put(context.Background(), "/p/001", "other")).To(Succeed())
-	g.Expect(harness.CheckKeys(context.Background(), cli, kv)).To(MatchError(`1 of 3 keys lost or changed, first "/p/001"`))
+	g.Expect(framework.CheckKeys(context.Background(), cli, kv)).To(MatchError(`1 of 3 keys lost or changed, first "/p/001"`))
 
 	// TLS disabled: no Secret, plain http.
 	plain := c.DeepCopy()
 	plain.Status.ClientSecret = ""
-	g.Expect(harness.ClientEndpoint(plain)).To(Equal("http://c-client.scorecard.svc:2379"))
+	g.Expect(framework.ClientEndpoint(plain)).To(Equal("http://c-client.scorecard.svc:2379"))
 
 	missing := c.DeepCopy()
 	missing.Status.ClientSecret = "nope"
@@ -118,17 +135,17 @@ func TestClientEndpointAndConnect(t *testing.T) {
 
 func TestTLSConfig(t *testing.T) {
 	g := NewWithT(t)
-	_, err := harness.TLSConfig(map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("y")})
+	_, err := framework.TLSConfig(map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("y")})
 	g.Expect(err).To(MatchError("no ca.crt"))
-	_, err = harness.TLSConfig(map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("y"), "ca.crt": []byte("z")})
+	_, err = framework.TLSConfig(map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("y"), "ca.crt": []byte("z")})
 	g.Expect(err).To(HaveOccurred())
 }
 
 func TestLost(t *testing.T) {
 	g := NewWithT(t)
 	want := map[string]string{"a": "1", "b": "2", "c": "3"}
-	g.Expect(harness.Lost(want, want)).To(BeEmpty())
-	g.Expect(harness.Lost(want, map[string]string{"a": "1", "c": "x", "d": "4"})).To(Equal([]string{"b", "c"}))
+	g.Expect(framework.Lost(want, want)).To(BeEmpty())
+	g.Expect(framework.Lost(want, map[string]string{"a": "1", "c": "x", "d": "4"})).To(Equal([]string{"b", "c"}))
 }
 
 func TestWaitFor(t *testing.T) {
@@ -139,7 +156,7 @@ func TestWaitFor(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err := env.WaitFor(ctx, c, "1 ready member", harness.Settled(1))
+	err := env.WaitFor(ctx, c, "1 ready member", framework.Settled(1))
 	g.Expect(err).To(MatchError(ContainSubstring("gave up waiting for 1 ready member")))
 	g.Expect(err).To(MatchError(ContainSubstring("last seen: no conditions yet, 0 of 1 members ready")))
 
@@ -152,10 +169,10 @@ func TestWaitFor(t *testing.T) {
 			}
 			return cl.Get(ctx, key, obj, opts...)
 		}})
-	flaky := &harness.Env{Client: failing, Namespace: env.Namespace, Report: env.Report, Poll: env.Poll}
+	flaky := &framework.Env{Client: failing, Namespace: env.Namespace, Report: env.Report, Poll: env.Poll}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel2()
-	err = flaky.WaitFor(ctx2, c, "1 ready member", harness.Settled(1))
+	err = flaky.WaitFor(ctx2, c, "1 ready member", framework.Settled(1))
 	g.Expect(err).To(MatchError(ContainSubstring("last seen: no conditions yet, 0 of 1 members ready; then reading EtcdCluster c: the API server is busy")))
 
 	c.Status = settled().Status
@@ -165,8 +182,8 @@ func TestWaitFor(t *testing.T) {
 		c.Status.Conditions[i].ObservedGeneration = c.Generation
 	}
 	g.Expect(env.Client.Status().Update(context.Background(), c)).To(Succeed())
-	g.Expect(env.WaitFor(context.Background(), c, "1 ready member", harness.Settled(1))).To(Succeed())
-	g.Expect(env.Report.Result().Log).To(ContainSubstring("c: Available=True, Ready=True"))
+	g.Expect(env.WaitFor(context.Background(), c, "1 ready member", framework.Settled(1))).To(Succeed())
+	g.Expect(logOf(env)).To(ContainSubstring("c: Available=True, Ready=True"))
 }
 
 func TestEventsFor(t *testing.T) {
@@ -209,8 +226,8 @@ func TestCleanupWithoutOperator(t *testing.T) {
 		Labels: map[string]string{"etcd.etcdpilot.io/cluster": "d", "app.kubernetes.io/name": "etcd"}}}
 	g.Expect(env.Client.Create(ctx, pvc)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, other)).To(Succeed())
-	g.Expect(env.CreateClaim(ctx, harness.BackupClaim("c-backups", ns, resource.MustParse("1Gi")))).To(Succeed())
-	b := harness.NewBackup("c-backup", c, "c-backups", time.Minute)
+	g.Expect(env.CreateClaim(ctx, framework.BackupClaim("c-backups", ns, resource.MustParse("1Gi")))).To(Succeed())
+	b := framework.NewBackup("c-backup", c, "c-backups", time.Minute)
 	b.Finalizers = []string{"etcd.etcdpilot.io/delete-artifact"}
 	g.Expect(env.CreateBackup(ctx, b)).To(Succeed())
 
@@ -227,7 +244,7 @@ func TestCleanupWithoutOperator(t *testing.T) {
 	var pvcs corev1.PersistentVolumeClaimList
 	g.Expect(env.Client.List(ctx, &pvcs)).To(Succeed())
 	g.Expect(pvcs.Items).To(ConsistOf(HaveField("Name", "d-0-data")), "only this test's claims go")
-	g.Expect(env.Report.Result().Log).To(MatchRegexp(`(?s)` +
+	g.Expect(logOf(env)).To(MatchRegexp(`(?s)` +
 		`EtcdBackup c-backup is still there after \d+s: removing its finalizers.*deleted EtcdBackup c-backup and its Jobs' pods in .*` +
 		`deleted PersistentVolumeClaim c-backups in .*` +
 		`EtcdCluster c is still there after \d+s: removing its finalizers.*deleted EtcdCluster c with its pods and volume claims`))
@@ -244,7 +261,7 @@ func TestCleanupWaitsForBackupPods(t *testing.T) {
 	env := newEnv(t, pod)
 	ctx := context.Background()
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
-	g.Expect(env.CreateBackup(ctx, harness.NewBackup("c-backup", c, "c-backups", time.Minute))).To(Succeed())
+	g.Expect(env.CreateBackup(ctx, framework.NewBackup("c-backup", c, "c-backups", time.Minute))).To(Succeed())
 
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
@@ -256,7 +273,7 @@ func TestWaitForBackup(t *testing.T) {
 	env := newEnv(t)
 	ctx := context.Background()
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
-	b := harness.NewBackup("c-backup", c, "c-backups", time.Minute)
+	b := framework.NewBackup("c-backup", c, "c-backups", time.Minute)
 	g.Expect(env.CreateBackup(ctx, b)).To(Succeed())
 
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -275,5 +292,25 @@ func TestWaitForBackup(t *testing.T) {
 
 	setSucceeded(metav1.ConditionTrue, etcdv1alpha1.ReasonBackupCompleted, "stored pvc://c-backups/x")
 	g.Expect(env.WaitForBackup(ctx, b)).To(Succeed())
-	g.Expect(env.Report.Result().Log).To(ContainSubstring("c-backup: Succeeded=True (Completed: stored pvc://c-backups/x)"))
+	g.Expect(logOf(env)).To(ContainSubstring("c-backup: Succeeded=True (Completed: stored pvc://c-backups/x)"))
+}
+
+// logBook is a Logger that keeps every line, for the tests to read.
+type logBook struct {
+	mu    sync.Mutex
+	lines strings.Builder
+}
+
+func (l *logBook) Logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(&l.lines, format+"\n", args...)
+}
+
+// logOf is what env's Logger (a logBook) received.
+func logOf(env *framework.Env) string {
+	l := env.Report.(*logBook)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lines.String()
 }

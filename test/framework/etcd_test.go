@@ -1,4 +1,4 @@
-package harness_test
+package framework_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/etcdtest"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // ReadFromMember reads from the member's own endpoint, with the client certificate of
@@ -23,15 +23,15 @@ func TestReadFromMember(t *testing.T) {
 	c.Status.ClientService, c.Status.ClientSecret = "c-client", "c-client-tls"
 	env := newEnv(t, clientSecret(t))
 	var asked etcd.Config
-	env.ReadLocal = func(_ context.Context, cfg etcd.Config, key string) (harness.MemberRead, error) {
+	env.ReadLocal = func(_ context.Context, cfg etcd.Config, key string) (framework.MemberRead, error) {
 		asked = cfg
 		if key == "/gone" {
-			return harness.MemberRead{}, errors.New("context deadline exceeded")
+			return framework.MemberRead{}, errors.New("context deadline exceeded")
 		}
-		return harness.MemberRead{Value: "v", Found: true, MemberID: 7}, nil
+		return framework.MemberRead{Value: "v", Found: true, MemberID: 7}, nil
 	}
 	got := env.ReadFromMember(context.Background(), c, "c-1", "/k")
-	g.Expect(got).To(Equal(harness.MemberRead{Value: "v", Found: true, MemberID: 7}))
+	g.Expect(got).To(Equal(framework.MemberRead{Value: "v", Found: true, MemberID: 7}))
 	g.Expect(asked.Endpoints).To(Equal([]string{"https://c-1.c-peer.scorecard.svc:2379"}))
 	g.Expect(asked.TLS).NotTo(BeNil())
 	g.Expect(asked.TLS.Certificates).To(HaveLen(1))
@@ -43,7 +43,7 @@ func TestReadFromMember(t *testing.T) {
 func TestReadLocal(t *testing.T) {
 	g := NewWithT(t)
 	if os.Getenv("ETCD_TEST_BINARY") == "" {
-		t.Setenv("ETCD_TEST_BINARY", "../../../bin/etcd-v3.6.16/etcd") // from scorecard/internal/harness
+		t.Setenv("ETCD_TEST_BINARY", "../../bin/etcd-v3.6.16/etcd") // from test/framework
 	}
 	srv := etcdtest.Start(t, etcdtest.Options{})
 	cli, err := etcd.New(etcd.Config{Endpoints: srv.ClientURLs})
@@ -52,12 +52,12 @@ func TestReadLocal(t *testing.T) {
 	srv.WaitReady(t, func(ctx context.Context) error { return cli.Put(ctx, "/canary", "original") })
 
 	cfg := etcd.Config{Endpoints: srv.ClientURLs}
-	got, err := harness.ReadLocal(context.Background(), cfg, "/canary")
+	got, err := framework.ReadLocal(context.Background(), cfg, "/canary")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.Found).To(BeTrue())
 	g.Expect(got.Value).To(Equal("original"))
 	g.Expect(got.MemberID).NotTo(BeZero(), "the member that answered, from the header")
-	got, err = harness.ReadLocal(context.Background(), cfg, "/none")
+	got, err = framework.ReadLocal(context.Background(), cfg, "/none")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.Found).To(BeFalse())
 }

@@ -1,4 +1,6 @@
-// Package harness is what the scorecard tests do to a Kubernetes cluster: create an
+// Package framework is what etcdpilot's tests do to a Kubernetes cluster, shared by the
+// scorecard tests (which run in a pod of the cluster) and the e2e suite (which runs on the
+// cluster's machine): create an
 // EtcdCluster, wait for a state of it, resize it, destroy a member, read its events, back
 // it up to a claim, talk to its etcd (through the client Service, or to one member alone
 // for its status and its own data), read its members' and the operator's metrics and its
@@ -17,4 +19,4 @@
 // blame) are pure functions over the observed objects, tested without a cluster.
 // GETs of metrics endpoints and of Prometheus's HTTP API go through Env.HTTP, which tests
 // replace.
-package harness
+package framework

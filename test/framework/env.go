@@ -1,10 +1,10 @@
-package harness
+package framework
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -17,7 +17,6 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
 )
 
 // PartOfLabel marks everything a scorecard test creates, so that leftovers of an
@@ -26,6 +25,18 @@ const (
 	PartOfLabel = "app.kubernetes.io/part-of"
 	PartOfValue = "etcdpilot-scorecard"
 )
+
+// Logger receives a test's progress, one line per call: the scorecard's report, or the
+// Ginkgo writer in the e2e suite.
+type Logger interface {
+	Logf(format string, args ...any)
+}
+
+// LoggerFunc is a Logger of a Printf-like function.
+type LoggerFunc func(format string, args ...any)
+
+// Logf calls f.
+func (f LoggerFunc) Logf(format string, args ...any) { f(format, args...) }
 
 // defaultPoll is how often waits look at the cluster.
 const defaultPoll = 2 * time.Second
@@ -38,10 +49,11 @@ type Env struct {
 	Client client.Client
 	// Discovery tells which kinds the API server serves.
 	Discovery discovery.DiscoveryInterface
-	// Namespace is where the test creates everything (SCORECARD_NAMESPACE).
+	// Namespace is where a scorecard test creates everything (SCORECARD_NAMESPACE); the e2e
+	// suite names a namespace of its own in each spec and leaves it empty.
 	Namespace string
 	// Report receives the progress of every wait and of the cleanup.
-	Report *report.Report
+	Report Logger
 	// NewEtcdClient connects to etcd; etcd.New when nil.
 	NewEtcdClient etcd.Factory
 	// ReadLocal reads key from the one member at cfg.Endpoints[0], serializable: from that
@@ -58,6 +70,9 @@ type Env struct {
 	// Token returns the bearer token GetMetrics sends to the operator's metrics endpoint:
 	// the test pod's ServiceAccount token.
 	Token func() (string, error)
+	// PodNetwork is the local cluster's pod network when the test runs on the cluster's
+	// machine rather than in a pod: see reach.go. Zero in a pod.
+	PodNetwork netip.Prefix
 	// Image is the test's own image, which CorruptMember runs on a member's claim; when
 	// empty, it is read from the test's own pod (named as the host).
 	Image string
@@ -83,10 +98,7 @@ func Scheme() (*runtime.Scheme, error) {
 }
 
 // NewEnv connects to the API server of cfg.
-func NewEnv(cfg *rest.Config, namespace string, r *report.Report) (*Env, error) {
-	if namespace == "" {
-		return nil, errors.New("no namespace to run in: SCORECARD_NAMESPACE is not set")
-	}
+func NewEnv(cfg *rest.Config, namespace string, r Logger) (*Env, error) {
 	s, err := Scheme()
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package harness_test
+package framework_test
 
 import (
 	"strings"
@@ -11,23 +11,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 func TestBackupClaimAndNewBackup(t *testing.T) {
 	g := NewWithT(t)
-	pvc := harness.BackupClaim("c-backups", ns, resource.MustParse("256Mi"))
+	pvc := framework.BackupClaim("c-backups", ns, resource.MustParse("256Mi"))
 	g.Expect(pvc.ObjectMeta).To(Equal(metav1.ObjectMeta{Name: "c-backups", Namespace: ns,
-		Labels: map[string]string{harness.PartOfLabel: harness.PartOfValue}}))
+		Labels: map[string]string{framework.PartOfLabel: framework.PartOfValue}}))
 	g.Expect(pvc.Spec.AccessModes).To(Equal([]corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}))
 	g.Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal("256Mi"))
 	g.Expect(pvc.Spec.StorageClassName).To(BeNil(), "the default StorageClass")
 
 	c := settled()
 	c.Namespace = ns
-	b := harness.NewBackup("c-backup", c, "c-backups", 3*time.Minute)
+	b := framework.NewBackup("c-backup", c, "c-backups", 3*time.Minute)
 	g.Expect(b.ObjectMeta).To(Equal(metav1.ObjectMeta{Name: "c-backup", Namespace: ns,
-		Labels: map[string]string{harness.PartOfLabel: harness.PartOfValue}}))
+		Labels: map[string]string{framework.PartOfLabel: framework.PartOfValue}}))
 	g.Expect(b.Spec).To(Equal(etcdv1alpha1.EtcdBackupSpec{
 		ClusterName:    "c",
 		Destination:    etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "c-backups"}},
@@ -80,7 +80,7 @@ func TestCheckBackup(t *testing.T) {
 			g := NewWithT(t)
 			b := succeeded()
 			tc.change(b)
-			err := harness.CheckBackup(b, settled(), "c-backups")
+			err := framework.CheckBackup(b, settled(), "c-backups")
 			if tc.want == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return
@@ -93,21 +93,21 @@ func TestCheckBackup(t *testing.T) {
 func TestBackupFinished(t *testing.T) {
 	g := NewWithT(t)
 	b := succeeded()
-	done, state := harness.BackupFinished(b)
+	done, state := framework.BackupFinished(b)
 	g.Expect(done).To(BeTrue())
 	g.Expect(state).To(Equal("Succeeded=True (Completed: stored pvc://c-backups/ns/c/x.db.gz)"))
 
 	b.Status.Conditions[0] = metav1.Condition{Type: etcdv1alpha1.ConditionSucceeded, Status: metav1.ConditionUnknown,
 		Reason: etcdv1alpha1.ReasonBackupRunning, Message: "streaming the snapshot"}
-	done, state = harness.BackupFinished(b)
+	done, state = framework.BackupFinished(b)
 	g.Expect(done).To(BeFalse())
 	g.Expect(state).To(Equal("Succeeded=Unknown (Running: streaming the snapshot)"))
 
 	b.Status.Conditions[0].Status, b.Status.Conditions[0].Reason = metav1.ConditionFalse, etcdv1alpha1.ReasonBackupTimeout
-	done, _ = harness.BackupFinished(b)
+	done, _ = framework.BackupFinished(b)
 	g.Expect(done).To(BeTrue(), "a failed backup is never retried")
 
-	done, state = harness.BackupFinished(&etcdv1alpha1.EtcdBackup{})
+	done, state = framework.BackupFinished(&etcdv1alpha1.EtcdBackup{})
 	g.Expect(done).To(BeFalse())
 	g.Expect(state).To(Equal("no Succeeded condition yet"))
 }
@@ -117,16 +117,16 @@ func TestVerificationFinished(t *testing.T) {
 	b := succeeded()
 	verified := metav1.Condition{Type: etcdv1alpha1.ConditionVerified, Status: metav1.ConditionUnknown, Reason: etcdv1alpha1.ReasonVerifying, Message: "restoring"}
 	b.Status.Conditions = append(b.Status.Conditions, verified)
-	done, state := harness.VerificationFinished(b)
+	done, state := framework.VerificationFinished(b)
 	g.Expect(done).To(BeFalse())
 	g.Expect(state).To(Equal("Verified=Unknown (Verifying: restoring)"))
 
 	b.Status.Conditions[1].Reason, b.Status.Conditions[1].Message = etcdv1alpha1.ReasonVerificationIncomplete, "not compared: the hash"
-	done, state = harness.VerificationFinished(b)
+	done, state = framework.VerificationFinished(b)
 	g.Expect(done).To(BeTrue(), "over: it never turns True")
 	g.Expect(state).To(Equal("Verified=Unknown (VerificationIncomplete: not compared: the hash)"))
 
 	b.Status.Conditions[1].Status, b.Status.Conditions[1].Reason = metav1.ConditionTrue, etcdv1alpha1.ReasonVerificationPassed
-	done, _ = harness.VerificationFinished(b)
+	done, _ = framework.VerificationFinished(b)
 	g.Expect(done).To(BeTrue())
 }

@@ -1,4 +1,4 @@
-package harness
+package framework
 
 import (
 	"context"
@@ -33,7 +33,7 @@ type VersionProbe interface {
 var probeBackoff = backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.5, Jitter: 0.2, MaxDelay: 250 * time.Millisecond}
 
 // ProbeMembers opens a VersionProbe on each of members of c, on the member's own endpoint
-// (MemberEndpoint). On an error the probes already open are closed.
+// (MemberAddresses). On an error the probes already open are closed.
 func (e *Env) ProbeMembers(ctx context.Context, c *etcdv1alpha1.EtcdCluster, members []string) (map[string]VersionProbe, error) {
 	open := e.OpenProbe
 	if open == nil {
@@ -41,7 +41,11 @@ func (e *Env) ProbeMembers(ctx context.Context, c *etcdv1alpha1.EtcdCluster, mem
 	}
 	probes := make(map[string]VersionProbe, len(members))
 	for _, m := range members {
-		cfg, err := e.clientConfig(ctx, c, MemberEndpoint(c, m))
+		address, err := e.memberAddress(ctx, c, m)
+		var cfg etcd.Config
+		if err == nil {
+			cfg, err = e.clientConfig(ctx, c, address)
+		}
 		var p VersionProbe
 		if err == nil {
 			p, err = open(ctx, cfg)

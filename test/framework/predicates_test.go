@@ -1,4 +1,4 @@
-package harness_test
+package framework_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // cond is a condition of generation 2, the generation of settled().
@@ -68,19 +68,19 @@ func TestSettled(t *testing.T) {
 			g := NewWithT(t)
 			c := settled()
 			tc.change(c)
-			done, state := harness.Settled(3)(c)
+			done, state := framework.Settled(3)(c)
 			g.Expect(done).To(Equal(tc.want))
-			g.Expect(state).To(Equal(harness.Describe(c)))
+			g.Expect(state).To(Equal(framework.Describe(c)))
 		})
 	}
 	g := NewWithT(t)
-	done, _ := harness.Settled(5)(settled())
+	done, _ := framework.Settled(5)(settled())
 	g.Expect(done).To(BeFalse())
 }
 
 func TestDescribe(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(harness.Describe(settled())).To(Equal(
+	g.Expect(framework.Describe(settled())).To(Equal(
 		"Available=True, Ready=True, Progressing=False, Degraded=False, 3 of 3 members ready, versions 3.6.16"))
 
 	c := settled()
@@ -89,46 +89,46 @@ func TestDescribe(t *testing.T) {
 	c.Status.Conditions[1] = metav1.Condition{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
 		Reason: etcdv1alpha1.ReasonAddingMember, Message: "adding member c-3"}
 	c.Status.Members[0].Version = "3.7.3"
-	g.Expect(harness.Describe(c)).To(Equal("status of generation 2, spec at 3, Available=True, Ready=True, " +
+	g.Expect(framework.Describe(c)).To(Equal("status of generation 2, spec at 3, Available=True, Ready=True, " +
 		"Progressing=True (AddingMember: adding member c-3), Degraded=False, 3 of 5 members ready, versions 3.7.3/3.6.16"))
 
-	g.Expect(harness.Describe(&etcdv1alpha1.EtcdCluster{})).To(Equal("no conditions yet, 0 of 0 members ready"))
+	g.Expect(framework.Describe(&etcdv1alpha1.EtcdCluster{})).To(Equal("no conditions yet, 0 of 0 members ready"))
 }
 
 func TestRunsVersionMemberGoneAll(t *testing.T) {
 	g := NewWithT(t)
 	c := settled()
-	ok, _ := harness.RunsVersion("3.6.16")(c)
+	ok, _ := framework.RunsVersion("3.6.16")(c)
 	g.Expect(ok).To(BeTrue())
-	ok, _ = harness.RunsVersion("3.7.3")(c)
+	ok, _ = framework.RunsVersion("3.7.3")(c)
 	g.Expect(ok).To(BeFalse())
-	ok, _ = harness.RunsVersion("3.6.16")(&etcdv1alpha1.EtcdCluster{})
+	ok, _ = framework.RunsVersion("3.6.16")(&etcdv1alpha1.EtcdCluster{})
 	g.Expect(ok).To(BeFalse(), "no members: nothing runs the version yet")
 
-	ok, _ = harness.MemberGone("b")(c)
+	ok, _ = framework.MemberGone("b")(c)
 	g.Expect(ok).To(BeFalse())
-	ok, _ = harness.MemberGone("z")(c)
+	ok, _ = framework.MemberGone("z")(c)
 	g.Expect(ok).To(BeTrue())
 
-	ok, _ = harness.All(harness.Settled(3), harness.MemberGone("z"))(c)
+	ok, _ = framework.All(framework.Settled(3), framework.MemberGone("z"))(c)
 	g.Expect(ok).To(BeTrue())
-	ok, _ = harness.All(harness.Settled(3), harness.MemberGone("b"))(c)
+	ok, _ = framework.All(framework.Settled(3), framework.MemberGone("b"))(c)
 	g.Expect(ok).To(BeFalse())
 }
 
 func TestVictim(t *testing.T) {
 	g := NewWithT(t)
 	c := settled()
-	v, ok := harness.Victim(c)
+	v, ok := framework.Victim(c)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(v.Name).To(Equal("c-2"))
 
 	c.Status.Members[0].Leader, c.Status.Members[2].Leader = false, true
-	v, _ = harness.Victim(c)
+	v, _ = framework.Victim(c)
 	g.Expect(v.Name).To(Equal("c-1"), "never the leader")
 
 	c.Status.Members = c.Status.Members[2:]
-	_, ok = harness.Victim(c)
+	_, ok = framework.Victim(c)
 	g.Expect(ok).To(BeFalse())
 }
 
@@ -139,7 +139,7 @@ func TestServesKind(t *testing.T) {
 		{Name: "etcdclusters/status", Kind: "EtcdCluster"},
 		{Name: "etcdbackups/status", Kind: "EtcdBackup"},
 	}
-	g.Expect(harness.ServesKind(rs, "EtcdCluster")).To(BeTrue())
-	g.Expect(harness.ServesKind(rs, "EtcdBackup")).To(BeFalse(), "a subresource alone is not the kind")
-	g.Expect(harness.ServesKind(append(rs, metav1.APIResource{Name: "etcdbackups", Kind: "EtcdBackup"}), "EtcdBackup")).To(BeTrue())
+	g.Expect(framework.ServesKind(rs, "EtcdCluster")).To(BeTrue())
+	g.Expect(framework.ServesKind(rs, "EtcdBackup")).To(BeFalse(), "a subresource alone is not the kind")
+	g.Expect(framework.ServesKind(append(rs, metav1.APIResource{Name: "etcdbackups", Kind: "EtcdBackup"}), "EtcdBackup")).To(BeTrue())
 }

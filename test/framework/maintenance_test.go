@@ -1,4 +1,4 @@
-package harness_test
+package framework_test
 
 import (
 	"errors"
@@ -13,17 +13,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 func TestIsNoSpace(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(harness.IsNoSpace(nil)).To(BeFalse())
-	g.Expect(harness.IsNoSpace(fmt.Errorf("writing etcd key %q: %w", "/k", rpctypes.ErrNoSpace))).To(BeTrue(), "as clientv3 returns it")
-	g.Expect(harness.IsNoSpace(rpctypes.ErrGRPCNoSpace)).To(BeTrue(), "a raw gRPC status")
-	g.Expect(harness.IsNoSpace(errors.New("rpc error: code = ResourceExhausted desc = etcdserver: mvcc: database space exceeded"))).To(BeTrue())
-	g.Expect(harness.IsNoSpace(rpctypes.ErrTimeout)).To(BeFalse())
-	g.Expect(harness.IsNoSpace(errors.New("context deadline exceeded"))).To(BeFalse())
+	g.Expect(framework.IsNoSpace(nil)).To(BeFalse())
+	g.Expect(framework.IsNoSpace(fmt.Errorf("writing etcd key %q: %w", "/k", rpctypes.ErrNoSpace))).To(BeTrue(), "as clientv3 returns it")
+	g.Expect(framework.IsNoSpace(rpctypes.ErrGRPCNoSpace)).To(BeTrue(), "a raw gRPC status")
+	g.Expect(framework.IsNoSpace(errors.New("rpc error: code = ResourceExhausted desc = etcdserver: mvcc: database space exceeded"))).To(BeTrue())
+	g.Expect(framework.IsNoSpace(rpctypes.ErrTimeout)).To(BeFalse())
+	g.Expect(framework.IsNoSpace(errors.New("context deadline exceeded"))).To(BeFalse())
 }
 
 const mib = 1 << 20
@@ -62,7 +62,7 @@ func TestDefragmented(t *testing.T) {
 			c.Status.Members[1].LastDefragmentation = defragmented(25)
 			c.Status.Members[2].LastDefragmentation = defragmented(9)
 			tc.change(c)
-			done, state := harness.Defragmented(8 * mib)(c)
+			done, state := framework.Defragmented(8 * mib)(c)
 			g.Expect(done).To(Equal(tc.want))
 			g.Expect(state).To(HavePrefix(tc.state))
 		})
@@ -72,13 +72,13 @@ func TestDefragmented(t *testing.T) {
 func TestNoAlarms(t *testing.T) {
 	g := NewWithT(t)
 	c := settled()
-	done, state := harness.NoAlarms()(c)
+	done, state := framework.NoAlarms()(c)
 	g.Expect(done).To(BeTrue())
-	g.Expect(state).To(Equal(harness.Describe(c)))
+	g.Expect(state).To(Equal(framework.Describe(c)))
 
 	c.Status.Members[1].Alarms = []string{"NOSPACE"}
 	c.Status.Members[2].Alarms = []string{"NOSPACE", "CORRUPT"}
-	done, state = harness.NoAlarms()(c)
+	done, state = framework.NoAlarms()(c)
 	g.Expect(done).To(BeFalse())
 	g.Expect(state).To(HaveSuffix(", alarms on c-1 NOSPACE, c-2 NOSPACE+CORRUPT"))
 }
@@ -88,9 +88,9 @@ func TestNoAlarms(t *testing.T) {
 func defragEvent(member string, s int) corev1.Event {
 	msg := fmt.Sprintf("Defragmented member %s: its database file went from 25.0 MiB to 0.1 MiB", member)
 	if member == "c-0" {
-		msg += harness.LeaderDefragmented
+		msg += framework.LeaderDefragmented
 	}
-	return corev1.Event{Reason: harness.EventMemberDefragmented, Type: corev1.EventTypeNormal,
+	return corev1.Event{Reason: framework.EventMemberDefragmented, Type: corev1.EventTypeNormal,
 		Message: msg, EventTime: metav1.NewMicroTime(time.Date(2026, 1, 1, 0, 0, s, 0, time.UTC))}
 }
 
@@ -122,7 +122,7 @@ func TestCheckDefragmentationOrder(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			order, err := harness.CheckDefragmentationOrder(settled(), tc.events)
+			order, err := framework.CheckDefragmentationOrder(settled(), tc.events)
 			g.Expect(order).To(Equal(tc.order))
 			if tc.err == "" {
 				g.Expect(err).NotTo(HaveOccurred())
@@ -135,26 +135,26 @@ func TestCheckDefragmentationOrder(t *testing.T) {
 	// Leadership moved to c-1 once the leader c-0 was defragmented: the events tell.
 	c := settled()
 	c.Status.Members[0].Leader, c.Status.Members[1].Leader = false, true
-	order, err := harness.CheckDefragmentationOrder(c, []corev1.Event{defragEvent("c-1", 1), defragEvent("c-2", 2), defragEvent("c-0", 3)})
+	order, err := framework.CheckDefragmentationOrder(c, []corev1.Event{defragEvent("c-1", 1), defragEvent("c-2", 2), defragEvent("c-0", 3)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(order).To(Equal([]string{"c-1", "c-2", "c-0"}))
 	// An operator that does not say which member was the leader fails.
 	plain := defragEvent("c-0", 3)
-	plain.Message = strings.TrimSuffix(plain.Message, harness.LeaderDefragmented)
-	_, err = harness.CheckDefragmentationOrder(settled(), []corev1.Event{defragEvent("c-1", 1), defragEvent("c-2", 2), plain})
+	plain.Message = strings.TrimSuffix(plain.Message, framework.LeaderDefragmented)
+	_, err = framework.CheckDefragmentationOrder(settled(), []corev1.Event{defragEvent("c-1", 1), defragEvent("c-2", 2), plain})
 	g.Expect(err).To(MatchError(`no MemberDefragmented event about EtcdCluster c says its member was the leader ("; it was the leader")`))
 }
 
 func TestMissingReasons(t *testing.T) {
 	g := NewWithT(t)
-	events := []corev1.Event{{Reason: "NoSpace"}, {Reason: harness.EventNoSpaceDisarmed}}
-	g.Expect(harness.MissingReasons(events, harness.EventNoSpaceDisarmed, harness.EventNoSpaceRecovered)).To(Equal([]string{harness.EventNoSpaceRecovered}))
-	g.Expect(harness.MissingReasons(events, harness.EventNoSpaceDisarmed)).To(BeEmpty())
-	g.Expect(harness.MissingReasons(nil, "A", "B")).To(Equal([]string{"A", "B"}))
+	events := []corev1.Event{{Reason: "NoSpace"}, {Reason: framework.EventNoSpaceDisarmed}}
+	g.Expect(framework.MissingReasons(events, framework.EventNoSpaceDisarmed, framework.EventNoSpaceRecovered)).To(Equal([]string{framework.EventNoSpaceRecovered}))
+	g.Expect(framework.MissingReasons(events, framework.EventNoSpaceDisarmed)).To(BeEmpty())
+	g.Expect(framework.MissingReasons(nil, "A", "B")).To(Equal([]string{"A", "B"}))
 }
 
 func TestMiB(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(harness.MiB(24*mib + mib/2)).To(Equal("24.5 MiB"))
-	g.Expect(harness.MiB(0)).To(Equal("0.0 MiB"))
+	g.Expect(framework.MiB(24*mib + mib/2)).To(Equal("24.5 MiB"))
+	g.Expect(framework.MiB(0)).To(Equal("0.0 MiB"))
 }

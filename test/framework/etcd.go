@@ -1,4 +1,4 @@
-package harness
+package framework
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
@@ -62,36 +61,28 @@ func TLSConfig(data map[string][]byte) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
-// Connect returns an etcd client of c's client Service, authenticated with the client
-// certificate of status.clientSecret. The Service sends each connection to a ready member.
+// Connect returns an etcd client of c (clientAddresses: the client Service from a pod,
+// which sends each connection to a ready member; every member from the machine),
+// authenticated with the client certificate of status.clientSecret.
 func (e *Env) Connect(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (etcd.Client, error) {
-	endpoint, err := ClientEndpoint(c)
+	addresses, err := e.clientAddresses(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := e.clientConfig(ctx, c, endpoint)
+	cfg, err := e.clientConfig(ctx, c, addresses...)
 	if err != nil {
 		return nil, err
 	}
 	return e.newEtcdClient(cfg)
 }
 
-// clientConfig is the configuration of a client of endpoint, one of c's, with the client
-// certificate of status.clientSecret.
-func (e *Env) clientConfig(ctx context.Context, c *etcdv1alpha1.EtcdCluster, endpoint string) (etcd.Config, error) {
-	cfg := etcd.Config{Endpoints: []string{endpoint}}
-	if c.Status.ClientSecret == "" {
-		return cfg, nil
-	}
-	secret := &corev1.Secret{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Status.ClientSecret}, secret); err != nil {
-		return cfg, fmt.Errorf("reading the client Secret %s: %w", c.Status.ClientSecret, err)
-	}
+// clientConfig is the configuration of a client of addresses, host:port of c's members or
+// Service, with the client certificate of status.clientSecret (ClientTLS).
+func (e *Env) clientConfig(ctx context.Context, c *etcdv1alpha1.EtcdCluster, addresses ...string) (etcd.Config, error) {
+	cfg := etcd.Config{Endpoints: urls(c, addresses)}
 	var err error
-	if cfg.TLS, err = TLSConfig(secret.Data); err != nil {
-		return cfg, fmt.Errorf("client Secret %s: %w", c.Status.ClientSecret, err)
-	}
-	return cfg, nil
+	cfg.TLS, err = e.ClientTLS(ctx, c)
+	return cfg, err
 }
 
 // ReadFromMember reads key from member's own data: a serializable read on that member
@@ -99,7 +90,11 @@ func (e *Env) clientConfig(ctx context.Context, c *etcdv1alpha1.EtcdCluster, end
 // whose data differs from the others' serves its own value; a linearizable read (Get, through
 // the client Service) serves the majority's.
 func (e *Env) ReadFromMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, member, key string) MemberRead {
-	cfg, err := e.clientConfig(ctx, c, MemberEndpoint(c, member))
+	address, err := e.memberAddress(ctx, c, member)
+	if err != nil {
+		return MemberRead{Err: err}
+	}
+	cfg, err := e.clientConfig(ctx, c, address)
 	if err != nil {
 		return MemberRead{Err: err}
 	}

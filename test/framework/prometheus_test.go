@@ -1,4 +1,4 @@
-package harness_test
+package framework_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // Answers of a Prometheus 3 server, cut down to what the client reads and a little more.
@@ -32,7 +32,7 @@ const (
 )
 
 // fakeAPI serves Prometheus's API paths with canned answers and records the queries.
-func fakeAPI(t *testing.T, answers map[string]string, queries *[]url.Values) *harness.Prometheus {
+func fakeAPI(t *testing.T, answers map[string]string, queries *[]url.Values) *framework.Prometheus {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if queries != nil {
@@ -49,7 +49,7 @@ func fakeAPI(t *testing.T, answers map[string]string, queries *[]url.Values) *ha
 		_, _ = w.Write([]byte(a))
 	}))
 	t.Cleanup(srv.Close)
-	return &harness.Prometheus{URL: srv.URL + "/"}
+	return &framework.Prometheus{URL: srv.URL + "/"}
 }
 
 func TestPrometheusClient(t *testing.T) {
@@ -61,22 +61,22 @@ func TestPrometheusClient(t *testing.T) {
 
 	targets, err := p.Targets(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(targets).To(Equal([]harness.Target{{Labels: map[string]string{"namespace": "ns", "pod": "c-0", "etcd_cluster": "c", "job": "ns/c-members"},
+	g.Expect(targets).To(Equal([]framework.Target{{Labels: map[string]string{"namespace": "ns", "pod": "c-0", "etcd_cluster": "c", "job": "ns/c-members"},
 		ScrapePool: "podMonitor/ns/c-members/0", ScrapeURL: "http://10.0.0.1:2381/metrics", Health: "up"}}))
 	g.Expect(queries[0].Get("state")).To(Equal("active"))
 
 	groups, err := p.Rules(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(groups).To(Equal([]harness.RuleGroup{{Name: "etcd", File: "/etc/prometheus/rules/r-0/ns-c-alerts-u.yaml",
-		Rules: []harness.Rule{{Name: "etcdMembersDown", Type: "alerting", Health: "ok", State: "inactive"}}}}))
+	g.Expect(groups).To(Equal([]framework.RuleGroup{{Name: "etcd", File: "/etc/prometheus/rules/r-0/ns-c-alerts-u.yaml",
+		Rules: []framework.Rule{{Name: "etcdMembersDown", Type: "alerting", Health: "ok", State: "inactive"}}}}))
 
 	alerts, err := p.Alerts(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(alerts).To(Equal([]harness.Alert{{Labels: map[string]string{"alertname": "EtcdBackupFailing", "namespace": "ns", "name": "c"}, State: "firing"}}))
+	g.Expect(alerts).To(Equal([]framework.Alert{{Labels: map[string]string{"alertname": "EtcdBackupFailing", "namespace": "ns", "name": "c"}, State: "firing"}}))
 
 	samples, err := p.Query(ctx, `etcd_server_has_leader{namespace="ns"}`)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(samples).To(Equal([]harness.Sample{
+	g.Expect(samples).To(Equal([]framework.Sample{
 		{Name: "etcd_server_has_leader", Labels: map[string]string{"namespace": "ns", "pod": "c-0"}, Value: 1},
 		{Labels: map[string]string{"pod": "c-1"}, Value: 0}}))
 	g.Expect(queries[len(queries)-1].Get("query")).To(Equal(`etcd_server_has_leader{namespace="ns"}`))
@@ -92,12 +92,12 @@ func TestPrometheusClientErrors(t *testing.T) {
 	}, nil)
 
 	_, err := p.Query(ctx, "up{")
-	var apiErr *harness.APIError
+	var apiErr *framework.APIError
 	g.Expect(errors.As(err, &apiErr)).To(BeTrue(), "%v", err)
 	g.Expect(err).To(MatchError(MatchRegexp(`^GET http://127\.0\.0\.1:\d+/api/v1/query\?query=up%7B: 400 Bad Request: bad_data: parse error$`)))
 
 	_, err = p.Alerts(ctx)
-	var se *harness.StatusError
+	var se *framework.StatusError
 	g.Expect(errors.As(err, &se)).To(BeTrue(), "%v", err)
 	g.Expect(se.Code).To(Equal(http.StatusNotFound))
 
@@ -110,7 +110,7 @@ func TestPrometheusClientErrors(t *testing.T) {
 	_, err = matrix.Query(ctx, "up[1m]")
 	g.Expect(err).To(MatchError("the query up[1m] gave a matrix, not a vector"))
 
-	_, err = (&harness.Prometheus{URL: "http://127.0.0.1:1"}).Targets(ctx)
+	_, err = (&framework.Prometheus{URL: "http://127.0.0.1:1"}).Targets(ctx)
 	g.Expect(err).To(MatchError(ContainSubstring("connection refused")))
 }
 
@@ -119,152 +119,152 @@ func testCluster() *etcdv1alpha1.EtcdCluster {
 	return &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
 }
 
-func memberTarget(pod, health string) harness.Target {
-	return harness.Target{Labels: map[string]string{"namespace": ns, "pod": pod, "etcd_cluster": "c"},
+func memberTarget(pod, health string) framework.Target {
+	return framework.Target{Labels: map[string]string{"namespace": ns, "pod": pod, "etcd_cluster": "c"},
 		ScrapePool: "podMonitor/scorecard/c-members/0", ScrapeURL: "http://" + pod + ":2381/metrics", Health: health}
 }
 
 func TestCheckMemberTargets(t *testing.T) {
 	g := NewWithT(t)
 	c := testCluster()
-	up := []harness.Target{memberTarget("c-0", "up"), memberTarget("c-1", "up")}
-	found, err := harness.CheckMemberTargets(up, c, []string{"c-0", "c-1"})
+	up := []framework.Target{memberTarget("c-0", "up"), memberTarget("c-1", "up")}
+	found, err := framework.CheckMemberTargets(up, c, []string{"c-0", "c-1"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(found).To(Equal("targets of PodMonitor scorecard/c-members: c-0 http://c-0:2381/metrics up, c-1 http://c-1:2381/metrics up"))
 
 	down := memberTarget("c-1", "down")
 	down.LastError = "connection refused"
-	_, err = harness.CheckMemberTargets([]harness.Target{up[0], down}, c, []string{"c-0", "c-1"})
+	_, err = framework.CheckMemberTargets([]framework.Target{up[0], down}, c, []string{"c-0", "c-1"})
 	g.Expect(err).To(MatchError("member pod c-1: target http://c-1:2381/metrics is down: connection refused"))
 
-	_, err = harness.CheckMemberTargets(up[:1], c, []string{"c-0", "c-1"})
+	_, err = framework.CheckMemberTargets(up[:1], c, []string{"c-0", "c-1"})
 	g.Expect(err).To(MatchError("no target of PodMonitor scorecard/c-members for member pod c-1 (Prometheus scrapes 1 targets)"))
 
 	// The same pod scraped by another monitor is not the cluster's PodMonitor at work.
 	other := memberTarget("c-0", "up")
 	other.ScrapePool = "podMonitor/scorecard/hand-made/0"
-	_, err = harness.CheckMemberTargets([]harness.Target{other}, c, []string{"c-0"})
+	_, err = framework.CheckMemberTargets([]framework.Target{other}, c, []string{"c-0"})
 	g.Expect(err).To(MatchError(HavePrefix("no target of PodMonitor scorecard/c-members for member pod c-0")))
 	elsewhere := memberTarget("c-0", "up")
 	elsewhere.Labels["namespace"] = "other"
-	_, err = harness.CheckMemberTargets([]harness.Target{elsewhere}, c, []string{"c-0"})
+	_, err = framework.CheckMemberTargets([]framework.Target{elsewhere}, c, []string{"c-0"})
 	g.Expect(err).To(HaveOccurred())
 
 	unlabelled := memberTarget("c-0", "up")
 	delete(unlabelled.Labels, "etcd_cluster")
-	_, err = harness.CheckMemberTargets([]harness.Target{unlabelled}, c, []string{"c-0"})
+	_, err = framework.CheckMemberTargets([]framework.Target{unlabelled}, c, []string{"c-0"})
 	g.Expect(err).To(MatchError(`member pod c-0: target http://c-0:2381/metrics is labelled etcd_cluster="", not "c": the rules and the dashboard do not see it`))
 
-	_, err = harness.CheckMemberTargets(up, c, nil)
+	_, err = framework.CheckMemberTargets(up, c, nil)
 	g.Expect(err).To(MatchError("EtcdCluster c has no member pods"))
 }
 
 func TestCheckOperatorTargets(t *testing.T) {
 	g := NewWithT(t)
-	target := func(namespace, health string) harness.Target {
-		return harness.Target{Labels: map[string]string{"namespace": namespace, "service": "op-metrics"}, ScrapeURL: "https://" + namespace + ":8443/metrics",
+	target := func(namespace, health string) framework.Target {
+		return framework.Target{Labels: map[string]string{"namespace": namespace, "service": "op-metrics"}, ScrapeURL: "https://" + namespace + ":8443/metrics",
 			Health: health, LastError: map[string]string{"down": "server returned HTTP status 403 Forbidden"}[health]}
 	}
-	found, err := harness.CheckOperatorTargets([]harness.Target{target("sys", "down"), target("sys", "up"), target("other", "up")}, "sys", "op-metrics")
+	found, err := framework.CheckOperatorTargets([]framework.Target{target("sys", "down"), target("sys", "up"), target("other", "up")}, "sys", "op-metrics")
 	g.Expect(err).NotTo(HaveOccurred(), "one up is enough")
 	g.Expect(found).To(Equal("targets of the operator's metrics Service sys/op-metrics: https://sys:8443/metrics up, " +
 		"https://sys:8443/metrics down: server returned HTTP status 403 Forbidden"))
 
-	_, err = harness.CheckOperatorTargets([]harness.Target{target("sys", "down")}, "sys", "op-metrics")
+	_, err = framework.CheckOperatorTargets([]framework.Target{target("sys", "down")}, "sys", "op-metrics")
 	g.Expect(err).To(MatchError("no target of the operator's metrics Service sys/op-metrics is up: https://sys:8443/metrics down: server returned HTTP status 403 Forbidden"))
-	_, err = harness.CheckOperatorTargets([]harness.Target{target("other", "up")}, "sys", "op-metrics")
+	_, err = framework.CheckOperatorTargets([]framework.Target{target("other", "up")}, "sys", "op-metrics")
 	g.Expect(err).To(MatchError("no target of the operator's metrics Service sys/op-metrics among the 1 targets Prometheus scrapes: nothing tells it to scrape the operator"))
 }
 
 func TestClusterRuleNames(t *testing.T) {
 	g := NewWithT(t)
-	names, err := harness.ClusterRuleNames(testCluster())
+	names, err := framework.ClusterRuleNames(testCluster())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(names).To(HaveLen(17), "the group etcd of internal/monitoring/rules.yaml")
 	g.Expect(names[0]).To(Equal("etcdMembersDown"))
-	g.Expect(names).NotTo(ContainElement(harness.AlertBackupFailing), "the operator's group is not the cluster's")
+	g.Expect(names).NotTo(ContainElement(framework.AlertBackupFailing), "the operator's group is not the cluster's")
 }
 
 func TestCheckClusterRules(t *testing.T) {
 	g := NewWithT(t)
 	c := testCluster()
 	want := []string{"a", "b", "b"}
-	group := func(name, file string, rules ...harness.Rule) harness.RuleGroup {
-		return harness.RuleGroup{Name: name, File: file, Rules: rules}
+	group := func(name, file string, rules ...framework.Rule) framework.RuleGroup {
+		return framework.RuleGroup{Name: name, File: file, Rules: rules}
 	}
-	ok := func(name string) harness.Rule { return harness.Rule{Name: name, Type: "alerting", Health: "ok"} }
+	ok := func(name string) framework.Rule { return framework.Rule{Name: name, Type: "alerting", Health: "ok"} }
 	const uid = "0f3a6c1e-8b7d-4a51-9d0c-2f4e6a8b1c3d"
-	g.Expect(harness.RuleFile(c, uid)).To(Equal("scorecard-c-alerts-" + uid + ".yaml"))
-	file := "/etc/prometheus/rules/prometheus-r-0/" + harness.RuleFile(c, uid)
-	others := []harness.RuleGroup{
+	g.Expect(framework.RuleFile(c, uid)).To(Equal("scorecard-c-alerts-" + uid + ".yaml"))
+	file := "/etc/prometheus/rules/prometheus-r-0/" + framework.RuleFile(c, uid)
+	others := []framework.RuleGroup{
 		group("etcd", "/etc/prometheus/rules/prometheus-r-0/scorecard-c-alerts-extra-"+uid+".yaml", ok("x")), // PrometheusRule c-alerts-extra
 		group("etcd", "/etc/prometheus/rules/prometheus-r-0/scorecard-c-alerts-1b2c.yaml", ok("x")),          // a replaced PrometheusRule c-alerts
 		group("etcd", "/etc/prometheus/rules/prometheus-r-0/other-c-alerts-"+uid+".yaml", ok("x")),           // another namespace
 		group("etcdpilot", file, ok("x")),
 	}
 
-	found, err := harness.CheckClusterRules(append(others, group("etcd", file, ok("a"), ok("b"), ok("b"))), c, uid, want)
+	found, err := framework.CheckClusterRules(append(others, group("etcd", file, ok("a"), ok("b"), ok("b"))), c, uid, want)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(found).To(Equal("rule group etcd of " + file + ": 3 rules, each evaluated without error"))
 
-	_, err = harness.CheckClusterRules(others, c, uid, want)
+	_, err = framework.CheckClusterRules(others, c, uid, want)
 	g.Expect(err).To(MatchError("the rule group etcd of PrometheusRule scorecard/c-alerts (file scorecard-c-alerts-" + uid + ".yaml) is not loaded " +
 		"(Prometheus evaluates 4 groups)"))
 
 	broken, unknown := ok("b"), ok("b")
 	broken.Health, broken.LastError = "err", "vector cannot contain metrics with the same labelset"
 	unknown.Health = "unknown"
-	_, err = harness.CheckClusterRules([]harness.RuleGroup{group("etcd", file, ok("a"), broken, unknown)}, c, uid, want)
+	_, err = framework.CheckClusterRules([]framework.RuleGroup{group("etcd", file, ok("a"), broken, unknown)}, c, uid, want)
 	g.Expect(err).To(MatchError("rule group etcd of " + file + ": rule b is err: vector cannot contain metrics with the same labelset; rule b is unknown"))
 
-	_, err = harness.CheckClusterRules([]harness.RuleGroup{group("etcd", file, ok("a"), ok("b"), ok("z"))}, c, uid, want)
+	_, err = framework.CheckClusterRules([]framework.RuleGroup{group("etcd", file, ok("a"), ok("b"), ok("z"))}, c, uid, want)
 	g.Expect(err).To(MatchError("rule group etcd of " + file + ": the group holds other rules than the PrometheusRule's (missing: b; not in it: z)"))
 }
 
 func TestFindRuleAndAlertStates(t *testing.T) {
 	g := NewWithT(t)
-	groups := []harness.RuleGroup{
-		{Name: "recorded", Rules: []harness.Rule{{Name: harness.AlertBackupFailing, Type: "recording"}}},
-		{Name: "etcdpilot", File: "f", Rules: []harness.Rule{{Name: "EtcdBackupTooOld", Type: "alerting"}, {Name: harness.AlertBackupFailing, Type: "alerting", Health: "ok"}}},
+	groups := []framework.RuleGroup{
+		{Name: "recorded", Rules: []framework.Rule{{Name: framework.AlertBackupFailing, Type: "recording"}}},
+		{Name: "etcdpilot", File: "f", Rules: []framework.Rule{{Name: "EtcdBackupTooOld", Type: "alerting"}, {Name: framework.AlertBackupFailing, Type: "alerting", Health: "ok"}}},
 	}
-	gr, r, ok := harness.FindRule(groups, harness.AlertBackupFailing)
+	gr, r, ok := framework.FindRule(groups, framework.AlertBackupFailing)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(gr.Name).To(Equal("etcdpilot"))
 	g.Expect(r.Health).To(Equal("ok"))
-	_, _, ok = harness.FindRule(groups, "etcdNoLeader")
+	_, _, ok = framework.FindRule(groups, "etcdNoLeader")
 	g.Expect(ok).To(BeFalse())
 
-	alert := func(name, namespace, cluster, state string) harness.Alert {
-		return harness.Alert{Labels: map[string]string{"alertname": name, "namespace": namespace, "name": cluster, "severity": "warning"}, State: state}
+	alert := func(name, namespace, cluster, state string) framework.Alert {
+		return framework.Alert{Labels: map[string]string{"alertname": name, "namespace": namespace, "name": cluster, "severity": "warning"}, State: state}
 	}
-	alerts := []harness.Alert{
-		alert(harness.AlertBackupFailing, ns, "c", "pending"), alert(harness.AlertBackupFailing, ns, "d", "firing"),
-		alert(harness.AlertBackupFailing, "other", "c", "firing"), alert("EtcdBackupTooOld", ns, "c", "firing"),
+	alerts := []framework.Alert{
+		alert(framework.AlertBackupFailing, ns, "c", "pending"), alert(framework.AlertBackupFailing, ns, "d", "firing"),
+		alert(framework.AlertBackupFailing, "other", "c", "firing"), alert("EtcdBackupTooOld", ns, "c", "firing"),
 	}
-	mine := harness.ClusterSeriesLabels(testCluster())
-	g.Expect(harness.AlertStates(alerts, harness.AlertBackupFailing, mine)).To(Equal([]string{"pending"}))
-	g.Expect(harness.Active([]string{"pending"})).To(BeTrue())
-	g.Expect(harness.Active([]string{"firing"})).To(BeTrue())
-	g.Expect(harness.AlertStates(alerts[1:], harness.AlertBackupFailing, mine)).To(BeEmpty())
-	g.Expect(harness.Active(nil)).To(BeFalse())
+	mine := framework.ClusterSeriesLabels(testCluster())
+	g.Expect(framework.AlertStates(alerts, framework.AlertBackupFailing, mine)).To(Equal([]string{"pending"}))
+	g.Expect(framework.Active([]string{"pending"})).To(BeTrue())
+	g.Expect(framework.Active([]string{"firing"})).To(BeTrue())
+	g.Expect(framework.AlertStates(alerts[1:], framework.AlertBackupFailing, mine)).To(BeEmpty())
+	g.Expect(framework.Active(nil)).To(BeFalse())
 }
 
 func TestQueries(t *testing.T) {
 	g := NewWithT(t)
 	c := testCluster()
-	g.Expect(harness.LeaderQuery(c)).To(Equal(`etcd_server_has_leader{namespace="scorecard", etcd_cluster="c"}`))
-	g.Expect(harness.AvailableQuery(c)).To(Equal(`etcdpilot_cluster_condition{namespace="scorecard", name="c", condition="Available"}`))
-	g.Expect(harness.BackupTimestampsQuery(c)).To(Equal(
+	g.Expect(framework.LeaderQuery(c)).To(Equal(`etcd_server_has_leader{namespace="scorecard", etcd_cluster="c"}`))
+	g.Expect(framework.AvailableQuery(c)).To(Equal(`etcdpilot_cluster_condition{namespace="scorecard", name="c", condition="Available"}`))
+	g.Expect(framework.BackupTimestampsQuery(c)).To(Equal(
 		`{__name__=~"etcdpilot_backup_last_(failure|success)_timestamp_seconds", namespace="scorecard", name="c"}`))
 
-	leader := func(pod string, v float64) harness.Sample {
-		return harness.Sample{Name: "etcd_server_has_leader", Labels: map[string]string{"pod": pod}, Value: v}
+	leader := func(pod string, v float64) framework.Sample {
+		return framework.Sample{Name: "etcd_server_has_leader", Labels: map[string]string{"pod": pod}, Value: v}
 	}
-	g.Expect(harness.CheckLeaderSeries([]harness.Sample{leader("c-0", 1), leader("c-1", 1)}, []string{"c-0", "c-1"})).To(Succeed())
-	g.Expect(harness.CheckLeaderSeries([]harness.Sample{leader("c-0", 0), leader("c-2", 1)}, []string{"c-0", "c-1"})).To(MatchError(
+	g.Expect(framework.CheckLeaderSeries([]framework.Sample{leader("c-0", 1), leader("c-1", 1)}, []string{"c-0", "c-1"})).To(Succeed())
+	g.Expect(framework.CheckLeaderSeries([]framework.Sample{leader("c-0", 0), leader("c-2", 1)}, []string{"c-0", "c-1"})).To(MatchError(
 		"etcd_server_has_leader is not one series at 1 per member: member pod c-0: 0; member pod c-1: none"))
 
-	g.Expect(harness.CheckAvailableSeries([]harness.Sample{{Value: 0}, {Value: 1}})).To(Succeed(), "an old operator pod's series may linger")
-	g.Expect(harness.CheckAvailableSeries(nil)).To(MatchError(
+	g.Expect(framework.CheckAvailableSeries([]framework.Sample{{Value: 0}, {Value: 1}})).To(Succeed(), "an old operator pod's series may linger")
+	g.Expect(framework.CheckAvailableSeries(nil)).To(MatchError(
 		"no series at 1 (0 series): the operator's series of the cluster do not reach Prometheus with the cluster's namespace"))
 }

@@ -1,4 +1,4 @@
-package harness_test
+package framework_test
 
 import (
 	"context"
@@ -17,13 +17,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/harness"
-	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 func TestParseSamplesAndSelect(t *testing.T) {
 	g := NewWithT(t)
-	samples := harness.ParseSamples(`# HELP etcd_server_has_leader Whether or not a leader exists.
+	samples := framework.ParseSamples(`# HELP etcd_server_has_leader Whether or not a leader exists.
 # TYPE etcd_server_has_leader gauge
 etcd_server_has_leader 1
 etcd_server_version{server_version="3.6.16"} 1
@@ -35,15 +34,15 @@ not a sample
 broken{a="b" 1
 `)
 	g.Expect(samples).To(HaveLen(5))
-	g.Expect(samples[0]).To(Equal(harness.Sample{Name: "etcd_server_has_leader", Labels: map[string]string{}, Value: 1}))
+	g.Expect(samples[0]).To(Equal(framework.Sample{Name: "etcd_server_has_leader", Labels: map[string]string{}, Value: 1}))
 	g.Expect(samples[3].Labels).To(Equal(map[string]string{"condition": "Degraded", "name": "c", "namespace": "ns"}))
 	g.Expect(samples[4].Labels).To(Equal(map[string]string{"msg": "a \"quoted\", {braced} \\ value\nnext", "le": "+Inf"}))
 
-	g.Expect(harness.Select(samples, "etcd_server_has_leader", nil)).To(HaveLen(1))
-	g.Expect(harness.Select(samples, "", map[string]string{"namespace": "ns", "name": "c"})).To(HaveLen(2))
-	avail := harness.Select(samples, "etcdpilot_cluster_condition", map[string]string{"condition": "Available"})
+	g.Expect(framework.Select(samples, "etcd_server_has_leader", nil)).To(HaveLen(1))
+	g.Expect(framework.Select(samples, "", map[string]string{"namespace": "ns", "name": "c"})).To(HaveLen(2))
+	avail := framework.Select(samples, "etcdpilot_cluster_condition", map[string]string{"condition": "Available"})
 	g.Expect(avail).To(ConsistOf(HaveField("Value", 1.0)))
-	g.Expect(harness.Select(samples, "etcdpilot_cluster_condition", map[string]string{"name": "d"})).To(BeEmpty())
+	g.Expect(framework.Select(samples, "etcdpilot_cluster_condition", map[string]string{"name": "d"})).To(BeEmpty())
 }
 
 func memberPod(ip string, ports ...corev1.ContainerPort) *corev1.Pod {
@@ -55,15 +54,15 @@ func memberPod(ip string, ports ...corev1.ContainerPort) *corev1.Pod {
 func TestMemberMetricsURL(t *testing.T) {
 	g := NewWithT(t)
 	ports := []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}, {Name: "metrics", ContainerPort: 2381}}
-	u, err := harness.MemberMetricsURL(memberPod("10.244.0.7", ports...))
+	u, err := framework.MemberMetricsURL(memberPod("10.244.0.7", ports...))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(u).To(Equal("http://10.244.0.7:2381/metrics"))
-	u, _ = harness.MemberMetricsURL(memberPod("fd00::7", ports...))
+	u, _ = framework.MemberMetricsURL(memberPod("fd00::7", ports...))
 	g.Expect(u).To(Equal("http://[fd00::7]:2381/metrics"))
 
-	_, err = harness.MemberMetricsURL(memberPod("", ports...))
+	_, err = framework.MemberMetricsURL(memberPod("", ports...))
 	g.Expect(err).To(MatchError("pod c-0 has no IP yet"))
-	_, err = harness.MemberMetricsURL(memberPod("10.244.0.7", ports[0]))
+	_, err = framework.MemberMetricsURL(memberPod("10.244.0.7", ports[0]))
 	g.Expect(err).To(MatchError("pod c-0 has no container port named metrics"))
 }
 
@@ -105,7 +104,7 @@ func TestGetMetrics(t *testing.T) {
 	g.Expect(body).To(Equal("up 1\n"))
 
 	_, err = env.GetMetrics(ctx, "https://m.ns.svc:8443/metrics", false)
-	var se *harness.StatusError
+	var se *framework.StatusError
 	g.Expect(errors.As(err, &se)).To(BeTrue())
 	g.Expect(se.Refused()).To(BeTrue())
 	g.Expect(err).To(MatchError("GET https://m.ns.svc:8443/metrics: 401 Unauthorized: Unauthorized"))
@@ -124,14 +123,14 @@ func TestNewEnvToken(t *testing.T) {
 	g := NewWithT(t)
 	file := filepath.Join(t.TempDir(), "token")
 	g.Expect(os.WriteFile(file, []byte("first\n"), 0o600)).To(Succeed())
-	env, err := harness.NewEnv(&rest.Config{Host: "https://127.0.0.1:1", BearerTokenFile: file}, ns, report.New("t", nil))
+	env, err := framework.NewEnv(&rest.Config{Host: "https://127.0.0.1:1", BearerTokenFile: file}, ns, &logBook{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.HTTP).NotTo(BeNil())
 	g.Expect(env.Token()).To(Equal("first"))
 	g.Expect(os.WriteFile(file, []byte("rotated"), 0o600)).To(Succeed())
 	g.Expect(env.Token()).To(Equal("rotated"))
 
-	env, err = harness.NewEnv(&rest.Config{Host: "https://127.0.0.1:1"}, ns, report.New("t", nil))
+	env, err = framework.NewEnv(&rest.Config{Host: "https://127.0.0.1:1"}, ns, &logBook{})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = env.Token()
 	g.Expect(err).To(MatchError(ContainSubstring("no bearer token")))
@@ -167,7 +166,7 @@ func TestOperatorMetricsURL(t *testing.T) {
 func TestMonitoringObjects(t *testing.T) {
 	g := NewWithT(t)
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c", UID: "u1"}}
-	objs := harness.MonitoringObjects(c)
+	objs := framework.MonitoringObjects(c)
 	var names []string
 	for _, o := range objs {
 		names = append(names, o.String())
@@ -179,36 +178,36 @@ func TestMonitoringObjects(t *testing.T) {
 		return &metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{
 			{APIVersion: "etcd.etcdpilot.io/v1alpha1", Kind: kind, Name: name, UID: k8stypes.UID(uid), Controller: ptr.To(true)}}}
 	}
-	g.Expect(harness.CheckMonitoringObject(objs[0], controlled("EtcdCluster", "c", "u1"), c)).To(Succeed())
-	g.Expect(harness.CheckMonitoringObject(objs[0], &metav1.ObjectMeta{}, c)).To(MatchError("PodMonitor c-members has no controller owner reference"))
-	g.Expect(harness.CheckMonitoringObject(objs[1], controlled("EtcdCluster", "c", "old"), c)).To(MatchError(
+	g.Expect(framework.CheckMonitoringObject(objs[0], controlled("EtcdCluster", "c", "u1"), c)).To(Succeed())
+	g.Expect(framework.CheckMonitoringObject(objs[0], &metav1.ObjectMeta{}, c)).To(MatchError("PodMonitor c-members has no controller owner reference"))
+	g.Expect(framework.CheckMonitoringObject(objs[1], controlled("EtcdCluster", "c", "old"), c)).To(MatchError(
 		"PrometheusRule c-alerts is controlled by EtcdCluster c, not by EtcdCluster c"))
 
 	dashboard := controlled("EtcdCluster", "c", "u1")
-	g.Expect(harness.CheckMonitoringObject(objs[2], dashboard, c)).To(MatchError(`ConfigMap c-dashboard lacks the label grafana_dashboard: "1"`))
+	g.Expect(framework.CheckMonitoringObject(objs[2], dashboard, c)).To(MatchError(`ConfigMap c-dashboard lacks the label grafana_dashboard: "1"`))
 	dashboard.Labels = map[string]string{"grafana_dashboard": "1"}
-	g.Expect(harness.CheckMonitoringObject(objs[2], dashboard, c)).To(Succeed())
-	g.Expect(harness.CheckMonitoringObject(objs[2], &metav1.ObjectMeta{}, c)).To(MatchError(
+	g.Expect(framework.CheckMonitoringObject(objs[2], dashboard, c)).To(Succeed())
+	g.Expect(framework.CheckMonitoringObject(objs[2], &metav1.ObjectMeta{}, c)).To(MatchError(
 		`ConfigMap c-dashboard has no controller owner reference and lacks the label grafana_dashboard: "1"`))
 }
 
 func TestCheckMonitoringCondition(t *testing.T) {
 	g := NewWithT(t)
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
-	g.Expect(harness.CheckMonitoringCondition(c, true)).To(MatchError("EtcdCluster c has no Monitoring condition"))
-	g.Expect(harness.CheckMonitoringCondition(c, false)).To(MatchError("EtcdCluster c has no Monitoring condition"))
+	g.Expect(framework.CheckMonitoringCondition(c, true)).To(MatchError("EtcdCluster c has no Monitoring condition"))
+	g.Expect(framework.CheckMonitoringCondition(c, false)).To(MatchError("EtcdCluster c has no Monitoring condition"))
 
 	set := func(s metav1.ConditionStatus, reason string) {
 		c.Status.Conditions = []metav1.Condition{{Type: "Monitoring", Status: s, Reason: reason, Message: "m"}}
 	}
 	set(metav1.ConditionTrue, etcdv1alpha1.ReasonMonitoringConfigured)
-	g.Expect(harness.CheckMonitoringCondition(c, true)).To(Succeed())
-	g.Expect(harness.CheckMonitoringCondition(c, false)).To(MatchError(
+	g.Expect(framework.CheckMonitoringCondition(c, true)).To(Succeed())
+	g.Expect(framework.CheckMonitoringCondition(c, false)).To(MatchError(
 		"the CRDs are not installed but the condition is Monitoring=True (Configured: m), not False with reason PrometheusOperatorMissing"))
 	set(metav1.ConditionFalse, etcdv1alpha1.ReasonPrometheusOperatorMissing)
-	g.Expect(harness.CheckMonitoringCondition(c, false)).To(Succeed())
-	g.Expect(harness.CheckMonitoringCondition(c, true)).To(MatchError(
+	g.Expect(framework.CheckMonitoringCondition(c, false)).To(Succeed())
+	g.Expect(framework.CheckMonitoringCondition(c, true)).To(MatchError(
 		"the CRDs are installed but the condition is Monitoring=False (PrometheusOperatorMissing: m), not True"))
 	set(metav1.ConditionFalse, etcdv1alpha1.ReasonMonitoringFailed)
-	g.Expect(harness.CheckMonitoringCondition(c, false)).To(MatchError(ContainSubstring("Monitoring=False (Failed: m)")))
+	g.Expect(framework.CheckMonitoringCondition(c, false)).To(MatchError(ContainSubstring("Monitoring=False (Failed: m)")))
 }

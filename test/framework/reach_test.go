@@ -1,0 +1,121 @@
+package framework_test
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	etcdfake "github.com/etcdpilot/etcdpilot/internal/etcd/fake"
+	"github.com/etcdpilot/etcdpilot/test/framework"
+)
+
+// reachable is a TLS cluster c whose client Service is c-client.
+func reachable() *etcdv1alpha1.EtcdCluster {
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
+	c.Status.ClientService, c.Status.ClientSecret = "c-client", "c-client-tls"
+	c.Status.Members = []etcdv1alpha1.MemberStatus{{Name: "c-0"}, {Name: "c-1"}}
+	return c
+}
+
+func podWithIP(c *etcdv1alpha1.EtcdCluster, name, ip string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name, Labels: cluster.For(c).SelectorLabels()}}
+	p.Status.PodIP = ip
+	return p
+}
+
+// From a pod, members and the Service are reached by their DNS names.
+func TestAddressesInCluster(t *testing.T) {
+	g := NewWithT(t)
+	c := reachable()
+	env := newEnv(t)
+	g.Expect(env.MemberAddresses(context.Background(), c)).To(Equal([]string{"c-0.c-peer.scorecard.svc:2379", "c-1.c-peer.scorecard.svc:2379"}))
+	g.Expect(env.ServiceAddress(context.Background(), c)).To(Equal("c-client.scorecard.svc:2379"))
+}
+
+// From the machine, only pod IPs inside the pod network are dialed, and the Service by its
+// ClusterIP.
+func TestAddressesFromHost(t *testing.T) {
+	g := NewWithT(t)
+	c := reachable()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-client"}, Spec: corev1.ServiceSpec{ClusterIP: "198.19.128.9"}}
+	env := newEnv(t, clientSecret(t), svc,
+		podWithIP(c, "c-0", "198.18.0.5"), podWithIP(c, "c-1", "10.1.0.1"), podWithIP(c, "c-2", ""))
+	env.PodNetwork = netip.MustParsePrefix("198.18.0.0/16")
+	ctx := context.Background()
+
+	g.Expect(env.MemberAddresses(ctx, c)).To(Equal([]string{"198.18.0.5:2379"}), "10.1.0.1 is outside the pod network")
+	g.Expect(env.ServiceAddress(ctx, c)).To(Equal("198.19.128.9:2379"))
+
+	etcd := etcdfake.New()
+	env.NewEtcdClient = etcd.Factory()
+	_, err := env.Connect(ctx, c)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(etcd.Calls()).To(Equal([]string{"New https://198.18.0.5:2379"}))
+
+	read := env.ReadFromMember(ctx, c, "c-1", "/k")
+	g.Expect(read.Err).To(MatchError(ContainSubstring(`member pod c-1 has no IP in 198.18.0.0/16 ("10.1.0.1")`)))
+
+	noPods := newEnv(t, clientSecret(t))
+	noPods.PodNetwork = env.PodNetwork
+	_, err = noPods.Connect(ctx, c)
+	g.Expect(err).To(MatchError(ContainSubstring("no member pod of c has an IP in 198.18.0.0/16 yet")))
+}
+
+// From the machine, the member's certificate is checked against the client Service's name,
+// not the IP dialed: a certificate for another name is refused.
+func TestClientTLSFromHost(t *testing.T) {
+	g := NewWithT(t)
+	ca := newCA(t)
+	secret := clientSecretOf(t, ca)
+
+	serve := func(dnsName string) string {
+		pair, err := ca.IssueServer("member", []string{dnsName}, nil, time.Hour, time.Now())
+		g.Expect(err).NotTo(HaveOccurred())
+		cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
+		g.Expect(err).NotTo(HaveOccurred())
+		l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(func() { _ = l.Close() })
+		go func() {
+			for {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				_ = conn.(*tls.Conn).Handshake()
+				_ = conn.Close()
+			}
+		}()
+		return l.Addr().String()
+	}
+	handshake := func(env *framework.Env, address string) error {
+		cfg, err := env.ClientTLS(context.Background(), reachable())
+		g.Expect(err).NotTo(HaveOccurred())
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", address, cfg)
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err
+	}
+
+	fromHost := newEnv(t, secret)
+	fromHost.PodNetwork = netip.MustParsePrefix("198.18.0.0/16")
+	inCluster := newEnv(t, secret)
+	member, stranger := serve("c-client"), serve("other")
+	g.Expect(handshake(fromHost, member)).To(Succeed())
+	g.Expect(handshake(fromHost, stranger)).To(MatchError(ContainSubstring("other")))
+	g.Expect(handshake(inCluster, member)).To(MatchError(ContainSubstring("127.0.0.1")), "in a pod, the name dialed is checked")
+
+	plain := reachable()
+	plain.Status.ClientSecret = ""
+	g.Expect(fromHost.ClientTLS(context.Background(), plain)).To(BeNil())
+}
