@@ -359,9 +359,8 @@ func leaderChanges(ctx context.Context, ns, name string, d time.Duration) uint64
 	term := func() uint64 {
 		cli := etcdClient(ctx, ns, name)
 		defer func() { _ = cli.Close() }()
-		endpoints, _ := memberEndpoints(ctx, ns, name)
 		var highest uint64
-		for _, e := range endpoints {
+		for _, e := range podEndpoints(ctx, ns, name) {
 			st, err := cli.Status(ctx, "https://"+e)
 			if err == nil {
 				highest = max(highest, st.RaftTerm)

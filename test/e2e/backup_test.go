@@ -22,7 +22,6 @@ import (
 	. "github.com/onsi/gomega"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -804,20 +803,6 @@ func (r *artifactRecorder) snapshot() map[string]etcdv1alpha1.BackupArtifact {
 		out[k] = v
 	}
 	return out
-}
-
-// etcdV3Client is a client of the etcd API itself, for what the operator's client does
-// not expose: revisions and the cluster ID. It is closed when the spec ends.
-func etcdV3Client(ctx context.Context, ns, name string) *clientv3.Client {
-	endpoints, cfg := memberEndpoints(ctx, ns, name)
-	cfg.Certificates = clientCertificate(ctx, ns, name)
-	for i := range endpoints {
-		endpoints[i] = "https://" + endpoints[i]
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: cfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	DeferCleanup(cli.Close)
-	return cli
 }
 
 // clusterID is the etcd cluster ID, in hex, as a member reports it.

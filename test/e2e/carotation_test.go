@@ -90,7 +90,7 @@ var _ = Describe("CA rotation", longestSpec(95), func() {
 		newCA := get(ctx, ns, "rot-ca", &corev1.Secret{}).Data["ca.crt"]
 		Expect(newCA).NotTo(Equal(oldCA))
 		Expect(get(ctx, ns, after.Status.ClientSecret, &corev1.Secret{}).Data["ca.crt"]).To(Equal(newCA), "clients trust the new CA only")
-		current := clientCertificate(ctx, ns, cluster.Name)
+		current := clusterTLS(ctx, ns, cluster.Name).Certificates
 		for _, endpoint := range podEndpoints(ctx, ns, cluster.Name) {
 			Expect(servedBy(ctx, endpoint, current, newCA, after.Status.ClientService)).To(Succeed(), endpoint)
 			Expect(servedBy(ctx, endpoint, current, oldCA, after.Status.ClientService)).NotTo(Succeed(), "%s serves the old CA's certificate", endpoint)
@@ -98,12 +98,12 @@ var _ = Describe("CA rotation", longestSpec(95), func() {
 		oldCert, err := tls.X509KeyPair(oldClient.Data["tls.crt"], oldClient.Data["tls.key"])
 		Expect(err).NotTo(HaveOccurred())
 		stale := reloadingTLS(ctx, ns, cluster.Name)
-		stale.cert = &oldCert
+		stale.SetCertificate(&oldCert)
 		endpoints := podEndpoints(ctx, ns, cluster.Name)
 		for i := range endpoints {
 			endpoints[i] = "https://" + endpoints[i]
 		}
-		cli, err := etcd.New(etcd.Config{Endpoints: endpoints, TLS: stale.config, DialTimeout: 2 * time.Second})
+		cli, err := etcd.New(etcd.Config{Endpoints: endpoints, TLS: stale.Config, DialTimeout: 2 * time.Second})
 		if err == nil {
 			pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			err = cli.Put(pctx, "/e2e/old-client", "x")

@@ -18,7 +18,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -272,17 +271,13 @@ func (r *chaosRun) clientID() int {
 }
 
 // chaosClient connects to the cluster through its client Service's ClusterIP, which this
-// machine routes (kube-proxy), as an application in the cluster would.
+// machine routes (kube-proxy), as an application in the cluster would. It is closed when
+// the spec ends.
 func chaosClient(ctx context.Context, ns, name string) *clientv3.Client {
 	c := get(ctx, ns, name, &etcdv1alpha1.EtcdCluster{})
-	svc := get(ctx, ns, c.Status.ClientService, &corev1.Service{})
-	_, cfg := memberEndpoints(ctx, ns, name)
-	cfg.Certificates = clientCertificate(ctx, ns, name)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"https://" + svc.Spec.ClusterIP + ":2379"}, TLS: cfg,
-		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	service, err := fw.ServiceAddress(ctx, c)
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(cli.Close)
-	return cli
+	return etcdV3Client(ctx, ns, name, service)
 }
 
 // kvWorker runs puts, gets and compare-and-swaps on the small key space until ctx ends.
@@ -379,9 +374,10 @@ func (r *chaosRun) finalReads(ctx context.Context) {
 // sample records, every second until ctx ends, the voters of the member list and which of
 // them answer with a leader, each asked directly at its pod address.
 func (r *chaosRun) sample(ctx context.Context) []chaos.Sample {
-	_, cfg := memberEndpoints(ctx, r.ns, r.name)
-	cfg.Certificates = clientCertificate(ctx, r.ns, r.name)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: r.client.Endpoints(), TLS: cfg, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	c := get(ctx, r.ns, r.name, &etcdv1alpha1.EtcdCluster{})
+	service, err := fw.ServiceAddress(ctx, c)
+	Expect(err).NotTo(HaveOccurred())
+	cli, err := fw.ClientV3(ctx, c, service)
 	Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = cli.Close() }()
 	var out []chaos.Sample

@@ -13,6 +13,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,6 +38,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // operatorNamespace is where `make deploy` installs the operator.
@@ -43,7 +47,19 @@ const operatorNamespace = "etcdpilot-system"
 var (
 	clientset *kubernetes.Clientset
 	k8sClient client.Client
+	// fw is the test framework the specs share with the scorecard tests (test/framework),
+	// seeing the cluster from this machine: members by their pod IPs, the client Service by
+	// its ClusterIP.
+	fw *framework.Env
+	// apiServer and apiServerTransport reach the API server, and through its proxy the
+	// Services of the cluster (the monitoring stack's Prometheus).
+	apiServer          *rest.Config
+	apiServerTransport http.RoundTripper
 )
+
+// podNetwork is the local cluster's pod network (hack/cluster): the only pod addresses the
+// specs dial, since an address outside it may not be this machine's.
+var podNetwork = netip.MustParsePrefix("198.18.0.0/16")
 
 // Long specs start first. Ginkgo hands the specs out in order, one to each process as it
 // becomes free, and the run ends when the last one does: a five-minute spec that starts
@@ -100,6 +116,12 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	Expect(operatorsv1alpha1.AddToScheme(scheme)).To(Succeed())
 	Expect(operatorsv1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	fw, err = framework.NewEnv(config, "", framework.LoggerFunc(GinkgoWriter.Printf))
+	Expect(err).NotTo(HaveOccurred())
+	fw.PodNetwork, fw.Poll = podNetwork, time.Second
+	apiServer = config
+	apiServerTransport, err = rest.TransportFor(config)
 	Expect(err).NotTo(HaveOccurred())
 
 	// An operator that OLM installed earlier (make demo does) would reconcile the specs'

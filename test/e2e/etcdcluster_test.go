@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +21,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // etcdImage is pushed to the local registry by `make images`; the client pods use its etcdctl.
@@ -96,11 +97,12 @@ var _ = Describe("EtcdCluster", func() {
 		It("refuses a client without a certificate, and TLS before 1.3 on the client and peer ports", func(ctx SpecContext) {
 			expectTLS13Only(ctx, ns, cluster.Name)
 
-			endpoint, cfg := memberTLS(ctx, ns, cluster.Name)
-			Expect(tlsRead(endpoint, cfg)).To(MatchError(ContainSubstring("certificate required")))
+			endpoint := podEndpoints(ctx, ns, cluster.Name)[0]
+			withCert := clusterTLS(ctx, ns, cluster.Name)
+			noCert := withCert.Clone()
+			noCert.Certificates = nil
+			Expect(tlsRead(endpoint, noCert)).To(MatchError(ContainSubstring("certificate required")))
 
-			withCert := cfg.Clone()
-			withCert.Certificates = clientCertificate(ctx, ns, cluster.Name)
 			err := tlsRead(endpoint, withCert)
 			Expect(err).To(HaveOccurred()) // the server says nothing before the client does...
 			Expect(err.Error()).To(ContainSubstring("i/o timeout"), "...but accepts the certificate")
@@ -546,14 +548,10 @@ func waitReady(ctx context.Context, c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.E
 
 // waitReadyWithin is waitReady with its own bound.
 func waitReadyWithin(ctx context.Context, c *etcdv1alpha1.EtcdCluster, timeout time.Duration) *etcdv1alpha1.EtcdCluster {
-	got := &etcdv1alpha1.EtcdCluster{}
-	EventuallyWithOffset(1, func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
-		ready := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionReady)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ready.Reason, ready.Message)
-		g.Expect(ready.ObservedGeneration).To(Equal(got.Generation))
-	}).WithContext(ctx).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	got := c.DeepCopy()
+	ExpectWithOffset(1, fw.WaitFor(wctx, got, "Ready", framework.Ready())).To(Succeed())
 	return got
 }
 
@@ -565,20 +563,11 @@ func memberIDs(c *etcdv1alpha1.EtcdCluster) map[string]string {
 	return out
 }
 
-// memberTLS returns the client endpoint of the first member pod that has an IP (on the
-// cluster bridge, owned by this machine), and a TLS configuration that trusts the cluster's
-// CA and checks the member certificate against the client Service name: the certificate
-// names members by DNS, which this machine cannot resolve, not by pod IP.
-func memberTLS(ctx context.Context, ns, name string) (string, *tls.Config) {
-	endpoints, cfg := memberEndpoints(ctx, ns, name)
-	return endpoints[0], cfg
-}
-
 // expectTLS13Only checks that a member's client and peer listeners refuse TLS 1.2, even
 // from a client with a valid certificate, and complete a TLS 1.3 handshake.
 func expectTLS13Only(ctx context.Context, ns, name string) {
-	endpoint, cfg := memberTLS(ctx, ns, name)
-	cfg.Certificates = clientCertificate(ctx, ns, name)
+	endpoint := podEndpoints(ctx, ns, name)[0]
+	cfg := clusterTLS(ctx, ns, name)
 	host, _, err := net.SplitHostPort(endpoint)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	for _, ep := range []string{endpoint, net.JoinHostPort(host, "2380")} {
@@ -592,51 +581,38 @@ func expectTLS13Only(ctx context.Context, ns, name string) {
 	}
 }
 
-func memberEndpoints(ctx context.Context, ns, name string) ([]string, *tls.Config) {
-	c := get(ctx, ns, name, &etcdv1alpha1.EtcdCluster{})
-	secret := get(ctx, ns, c.Status.ClientSecret, &corev1.Secret{})
-	pool := x509.NewCertPool()
-	Expect(pool.AppendCertsFromPEM(secret.Data["ca.crt"])).To(BeTrue())
-	serverName := c.Status.ClientService
-	cfg := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		// The standard check would compare the certificate with the IP dialed; the same
-		// chain-and-name check is done below against the client Service name instead.
-		InsecureSkipVerify: true, //nolint:gosec // verified in VerifyConnection
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return fmt.Errorf("no server certificate")
-			}
-			inter := x509.NewCertPool()
-			for _, ic := range cs.PeerCertificates[1:] {
-				inter.AddCert(ic)
-			}
-			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, DNSName: serverName})
-			return err
-		},
-	}
-	endpoints := podEndpoints(ctx, ns, name)
-	Expect(endpoints).NotTo(BeEmpty())
-	return endpoints, cfg
+// clusterTLS is how a client of cluster name on this machine dials a member
+// (framework.Env.ClientTLS): with the client certificate, trusting the cluster's CA, and
+// checking the member's certificate against the client Service's name, since the machine
+// dials pod IPs.
+func clusterTLS(ctx context.Context, ns, name string) *tls.Config {
+	cfg, err := fw.ClientTLS(ctx, get(ctx, ns, name, &etcdv1alpha1.EtcdCluster{}))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	ExpectWithOffset(1, cfg).NotTo(BeNil(), "EtcdCluster %s serves TLS", name)
+	return cfg
 }
 
-func clientCertificate(ctx context.Context, ns, name string) []tls.Certificate {
-	c := get(ctx, ns, name, &etcdv1alpha1.EtcdCluster{})
-	secret := get(ctx, ns, c.Status.ClientSecret, &corev1.Secret{})
-	cert, err := tls.X509KeyPair(secret.Data["tls.crt"], secret.Data["tls.key"])
-	Expect(err).NotTo(HaveOccurred())
-	return []tls.Certificate{cert}
+// podEndpoints are host:port of the client listeners of a cluster's member pods that have
+// an address on the local cluster's pod network, sorted; none when the list fails.
+func podEndpoints(ctx context.Context, ns, name string) []string {
+	endpoints, _ := fw.MemberAddresses(ctx, &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+	return endpoints
 }
 
 // etcdClient connects from this machine to the member pods with the client certificate.
 func etcdClient(ctx context.Context, ns, name string) etcd.Client {
-	endpoints, cfg := memberEndpoints(ctx, ns, name)
-	cfg.Certificates = clientCertificate(ctx, ns, name)
-	for i := range endpoints {
-		endpoints[i] = "https://" + endpoints[i]
-	}
-	cli, err := etcd.New(etcd.Config{Endpoints: endpoints, TLS: cfg})
-	Expect(err).NotTo(HaveOccurred())
+	cli, err := fw.Connect(ctx, get(ctx, ns, name, &etcdv1alpha1.EtcdCluster{}))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return cli
+}
+
+// etcdV3Client is a client of the etcd API itself, for what the operator's client does
+// not expose: revisions, the cluster ID, statuses. It connects to the member pods of the
+// moment and is closed when the spec ends.
+func etcdV3Client(ctx context.Context, ns, name string, endpoints ...string) *clientv3.Client {
+	cli, err := fw.ClientV3(ctx, get(ctx, ns, name, &etcdv1alpha1.EtcdCluster{}), endpoints...)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	DeferCleanup(cli.Close)
 	return cli
 }
 
@@ -644,12 +620,7 @@ func etcdClient(ctx context.Context, ns, name string) etcd.Client {
 func expectKeys(ctx context.Context, ns, name string, keys map[string]string) {
 	cli := etcdClient(ctx, ns, name)
 	defer func() { _ = cli.Close() }()
-	for k, v := range keys {
-		got, found, err := cli.Get(ctx, k)
-		ExpectWithOffset(1, err).NotTo(HaveOccurred())
-		ExpectWithOffset(1, found).To(BeTrue(), k)
-		ExpectWithOffset(1, got).To(Equal(v), k)
-	}
+	ExpectWithOffset(1, framework.CheckKeys(ctx, cli, keys)).To(Succeed())
 }
 
 // tlsRead completes a TLS handshake with endpoint and reads, for at most two seconds: with

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"sort"
 	"strings"
 	"time"
 
@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // The Prometheus of `make monitoring-up` (hack/monitoring), reached through the API server's
@@ -265,77 +266,45 @@ func fastCopy(ctx context.Context, ns, from, alert string) *unstructured.Unstruc
 	return out
 }
 
-// promGet GETs a path of Prometheus's HTTP API and returns its data.
-func promGet(ctx context.Context, g Gomega, path string, params map[string]string) json.RawMessage {
-	req := clientset.CoreV1().RESTClient().Get().
-		AbsPath("/api/v1/namespaces", prometheusNamespace, "services", prometheusService, "proxy", path)
-	for k, v := range params {
-		req = req.Param(k, v)
-	}
-	body, err := req.DoRaw(ctx)
-	g.ExpectWithOffset(2, err).NotTo(HaveOccurred(), "Prometheus %s: %s", path, body)
-	var resp struct {
-		Status string          `json:"status"`
-		Data   json.RawMessage `json:"data"`
-	}
-	g.ExpectWithOffset(2, json.Unmarshal(body, &resp)).To(Succeed())
-	g.ExpectWithOffset(2, resp.Status).To(Equal("success"), string(body))
-	return resp.Data
+// prometheus is the client of the monitoring stack's Prometheus (make monitoring-up) that
+// the specs share with the scorecard tests, reached through the API server's proxy of its
+// Service.
+func prometheus() *framework.Prometheus {
+	return &framework.Prometheus{URL: apiServer.Host + "/api/v1/namespaces/" + prometheusNamespace + "/services/" + prometheusService + "/proxy",
+		HTTP: apiServerTransport}
 }
 
 // promValues runs an instant query and returns its sample values, sorted.
 func promValues(ctx context.Context, g Gomega, query string) []float64 {
-	var data struct {
-		Result []struct {
-			Metric map[string]string `json:"metric"`
-			Value  [2]any            `json:"value"`
-		} `json:"result"`
+	samples, err := prometheus().Query(ctx, query)
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	out := make([]float64, 0, len(samples))
+	for _, s := range samples {
+		out = append(out, s.Value)
 	}
-	g.ExpectWithOffset(1, json.Unmarshal(promGet(ctx, g, "/api/v1/query", map[string]string{"query": query}), &data)).To(Succeed())
-	out := make([]float64, 0, len(data.Result))
-	for _, r := range data.Result {
-		f, err := strconv.ParseFloat(fmt.Sprint(r.Value[1]), 64)
-		g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
-		out = append(out, f)
-	}
+	sort.Float64s(out)
 	return out
 }
 
 // promRuleGroups returns the rule groups Prometheus evaluates, as "file/group": health of
 // each rule.
 func promRuleGroups(ctx context.Context, g Gomega) map[string][]string {
-	var data struct {
-		Groups []struct {
-			Name  string `json:"name"`
-			File  string `json:"file"`
-			Rules []struct {
-				Name   string `json:"name"`
-				Health string `json:"health"`
-			} `json:"rules"`
-		} `json:"groups"`
-	}
-	g.ExpectWithOffset(1, json.Unmarshal(promGet(ctx, g, "/api/v1/rules", nil), &data)).To(Succeed())
+	groups, err := prometheus().Rules(ctx)
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	out := map[string][]string{}
-	for _, grp := range data.Groups {
+	for _, grp := range groups {
 		for _, r := range grp.Rules {
-			g.ExpectWithOffset(1, r.Health).NotTo(Equal("err"), "rule %s of %s", r.Name, grp.File)
+			g.ExpectWithOffset(1, r.Health).NotTo(Equal("err"), "rule %s of %s: %s", r.Name, grp.File, r.LastError)
 			out[filepath.Base(grp.File)+"/"+grp.Name] = append(out[filepath.Base(grp.File)+"/"+grp.Name], r.Name)
 		}
 	}
 	return out
 }
 
-type promAlert struct {
-	Labels map[string]string `json:"labels"`
-	State  string            `json:"state"`
-}
-
-func allAlerts(ctx context.Context, g Gomega) []promAlert {
-	var data struct {
-		Alerts []promAlert `json:"alerts"`
-	}
-	g.ExpectWithOffset(2, json.Unmarshal(promGet(ctx, g, "/api/v1/alerts", nil), &data)).To(Succeed())
-	return data.Alerts
+func allAlerts(ctx context.Context, g Gomega) []framework.Alert {
+	alerts, err := prometheus().Alerts(ctx)
+	g.ExpectWithOffset(2, err).NotTo(HaveOccurred())
+	return alerts
 }
 
 // membersDownAlerts returns the states of the etcdMembersDown alerts about namespace ns: "e2e-fast"
@@ -356,27 +325,14 @@ func membersDownAlerts(ctx context.Context, g Gomega, ns string) map[string]stri
 }
 
 // promAlertStates returns the states of the alerts named name whose labels include every
-// label=value pair of matchers (written as in PromQL: a="x", b="y").
+// label=value pair of matchers (written as in PromQL: a="x", b="y"), sorted.
 func promAlertStates(ctx context.Context, g Gomega, name, matchers string) []string {
 	want := map[string]string{}
 	for _, m := range strings.Split(matchers, ", ") {
 		k, v, _ := strings.Cut(m, "=")
 		want[k] = strings.Trim(v, `"`)
 	}
-	var out []string
-	for _, a := range allAlerts(ctx, g) {
-		if a.Labels["alertname"] != name {
-			continue
-		}
-		match := true
-		for k, v := range want {
-			match = match && a.Labels[k] == v
-		}
-		if match {
-			out = append(out, a.State)
-		}
-	}
-	return out
+	return framework.AlertStates(allAlerts(ctx, g), name, want)
 }
 
 // expectMetricNamesScraped checks every metric name the rules and the dashboard use
@@ -398,15 +354,11 @@ func expectMetricNamesScraped(ctx context.Context, scope string) {
 	}
 	Eventually(func(g Gomega) {
 		seen := func(query string) map[string]bool {
-			var data struct {
-				Result []struct {
-					Metric map[string]string `json:"metric"`
-				} `json:"result"`
-			}
-			g.Expect(json.Unmarshal(promGet(ctx, g, "/api/v1/query", map[string]string{"query": query}), &data)).To(Succeed())
+			samples, err := prometheus().Query(ctx, query)
+			g.Expect(err).NotTo(HaveOccurred())
 			out := map[string]bool{}
-			for _, r := range data.Result {
-				out[r.Metric["__name__"]] = true
+			for _, s := range samples {
+				out[s.Name] = true
 			}
 			return out
 		}

@@ -2,13 +2,10 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +20,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 var _ = Describe("etcd version upgrades", longestSpec(150), func() {
@@ -217,65 +215,12 @@ func expectMemberLog(ctx context.Context, ns, pod, text, why string) {
 	ExpectWithOffset(1, strings.Contains(string(out), text)).To(BeTrue(), "%s: %s (no %q in its log)", pod, why, text)
 }
 
-// clientTLS is a client's TLS configuration that follows the cluster's client Secret, as a
-// client that reloads a mounted Secret does: every new connection uses the CAs and the
-// certificate the Secret held when it was last read.
-type clientTLS struct {
-	config *tls.Config
-	ns     string
-	secret string
-	mu     sync.Mutex
-	roots  *x509.CertPool
-	cert   *tls.Certificate
-}
-
-func reloadingTLS(ctx context.Context, ns, name string) *clientTLS {
-	c := get(ctx, ns, name, &etcdv1alpha1.EtcdCluster{})
-	t := &clientTLS{ns: ns, secret: c.Status.ClientSecret}
-	Expect(t.reload(ctx)).To(Succeed())
-	serverName := c.Status.ClientService
-	t.config = &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			t.mu.Lock()
-			defer t.mu.Unlock()
-			return t.cert, nil
-		},
-		// The standard check would compare the certificate with the IP dialed; the same
-		// chain-and-name check is done here against the client Service name instead.
-		InsecureSkipVerify: true, //nolint:gosec // verified in VerifyConnection
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return fmt.Errorf("no server certificate")
-			}
-			t.mu.Lock()
-			roots := t.roots
-			t.mu.Unlock()
-			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, DNSName: serverName})
-			return err
-		},
-	}
+// reloadingTLS is a client's TLS configuration that follows the cluster's client Secret
+// when reloaded (framework.ReloadingTLS), as a client watching its mounted Secret does.
+func reloadingTLS(ctx context.Context, ns, name string) *framework.ReloadingTLS {
+	t, err := fw.ReloadingTLS(ctx, get(ctx, ns, name, &etcdv1alpha1.EtcdCluster{}))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return t
-}
-
-// reload reads the client Secret again; it asserts nothing (the writer's goroutine may not).
-func (t *clientTLS) reload(ctx context.Context) error {
-	secret := &corev1.Secret{}
-	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: t.ns, Name: t.secret}, secret); err != nil {
-		return err
-	}
-	cert, err := tls.X509KeyPair(secret.Data["tls.crt"], secret.Data["tls.key"])
-	if err != nil {
-		return err
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(secret.Data["ca.crt"]) {
-		return fmt.Errorf("no CA certificate in %s", t.secret)
-	}
-	t.mu.Lock()
-	t.roots, t.cert = roots, &cert
-	t.mu.Unlock()
-	return nil
 }
 
 // writeWindow is how long the writer keeps trying one write, as a client with retries
@@ -328,7 +273,7 @@ func startWriter(ctx context.Context, ns, name string) *writer {
 			case <-tick.C:
 			}
 			if i%10 == 0 {
-				_ = cfg.reload(wctx)
+				_ = cfg.Reload(wctx)
 			}
 			endpoints := podEndpoints(wctx, ns, name)
 			if len(endpoints) == 0 {
@@ -342,7 +287,7 @@ func startWriter(ctx context.Context, ns, name string) *writer {
 					endpoints[j] = "https://" + endpoints[j]
 				}
 				var err error
-				if cli, err = etcd.New(etcd.Config{Endpoints: endpoints, TLS: cfg.config, DialTimeout: 2 * time.Second}); err != nil {
+				if cli, err = etcd.New(etcd.Config{Endpoints: endpoints, TLS: cfg.Config, DialTimeout: 2 * time.Second}); err != nil {
 					cli = nil
 					continue
 				}
@@ -375,7 +320,7 @@ func memberVersions(ctx context.Context, ns, name string) map[string]string {
 			continue
 		}
 		endpoint := "https://" + net.JoinHostPort(p.Status.PodIP, "2379")
-		cli, err := etcd.New(etcd.Config{Endpoints: []string{endpoint}, TLS: cfg.config, DialTimeout: 2 * time.Second})
+		cli, err := etcd.New(etcd.Config{Endpoints: []string{endpoint}, TLS: cfg.Config, DialTimeout: 2 * time.Second})
 		if err != nil {
 			continue
 		}
@@ -386,23 +331,6 @@ func memberVersions(ctx context.Context, ns, name string) map[string]string {
 		cancel()
 		_ = cli.Close()
 	}
-	return out
-}
-
-// podEndpoints lists the client addresses of a cluster's member pods that have one on the
-// local cluster's pod network, sorted; none when the list fails.
-func podEndpoints(ctx context.Context, ns, name string) []string {
-	var pods corev1.PodList
-	if err := k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"etcd.etcdpilot.io/cluster": name}); err != nil {
-		return nil
-	}
-	var out []string
-	for _, p := range pods.Items {
-		if strings.HasPrefix(p.Status.PodIP, "198.18.") {
-			out = append(out, net.JoinHostPort(p.Status.PodIP, "2379"))
-		}
-	}
-	sort.Strings(out)
 	return out
 }
 

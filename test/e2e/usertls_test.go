@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/gomega"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -109,7 +108,7 @@ var _ = Describe("user-provided TLS", longestSpec(130), func() {
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
 
 		By("every member serves the user's member certificate, on its client and its peer port")
-		userClient := clientCertificate(ctx, ns, name)
+		userClient := clusterTLS(ctx, ns, name).Certificates
 		expectServedSerial(ctx, podEndpoints(ctx, ns, name), userClient, caPair.CertPEM, ready.Status.ClientService, memberCert)
 
 		By("losing a member that is not the leader: its pod and its volume claim are deleted")
@@ -166,7 +165,7 @@ var _ = Describe("user-provided TLS", longestSpec(130), func() {
 		// one included, holds every key itself.
 		members := map[string]*clientv3.Client{}
 		for _, ep := range podEndpoints(ctx, ns, name) {
-			members[ep] = memberOnlyClient(ctx, ns, name, ep)
+			members[ep] = etcdV3Client(ctx, ns, name, ep)
 		}
 		Eventually(func(g Gomega) {
 			for ep, mc := range members {
@@ -324,16 +323,4 @@ func parseCertificate(certPEM []byte) *x509.Certificate {
 	cert, err := x509.ParseCertificate(block.Bytes)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return cert
-}
-
-// memberOnlyClient is a client of the one member at endpoint (ip:port), as etcdV3Client
-// connects: with the cluster's client Secret, trusting its CA. It is closed when the spec
-// ends.
-func memberOnlyClient(ctx context.Context, ns, name, endpoint string) *clientv3.Client {
-	_, cfg := memberEndpoints(ctx, ns, name)
-	cfg.Certificates = clientCertificate(ctx, ns, name)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"https://" + endpoint}, TLS: cfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	DeferCleanup(cli.Close)
-	return cli
 }

@@ -141,16 +141,29 @@ func (e *Env) DestroyMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, me
 // memberObjects returns the member pods and claims of c that exist, found through the
 // cluster's selector.
 func (e *Env) memberObjects(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]corev1.Pod, []corev1.PersistentVolumeClaim, error) {
-	sel := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels(cluster.For(c).SelectorLabels())}
-	var pods corev1.PodList
-	if err := e.Client.List(ctx, &pods, sel...); err != nil {
-		return nil, nil, fmt.Errorf("listing the pods of EtcdCluster %s: %w", c.Name, err)
+	pods, err := e.listMemberPods(ctx, c)
+	if err != nil {
+		return nil, nil, err
 	}
 	var pvcs corev1.PersistentVolumeClaimList
-	if err := e.Client.List(ctx, &pvcs, sel...); err != nil {
+	if err := e.Client.List(ctx, &pvcs, memberSelector(c)...); err != nil {
 		return nil, nil, fmt.Errorf("listing the volume claims of EtcdCluster %s: %w", c.Name, err)
 	}
-	return pods.Items, pvcs.Items, nil
+	return pods, pvcs.Items, nil
+}
+
+// listMemberPods returns the member pods of c that exist (not its backup Jobs' pods).
+func (e *Env) listMemberPods(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := e.Client.List(ctx, &pods, memberSelector(c)...); err != nil {
+		return nil, fmt.Errorf("listing the pods of EtcdCluster %s: %w", c.Name, err)
+	}
+	return pods.Items, nil
+}
+
+// memberSelector selects the member pods and claims of c.
+func memberSelector(c *etcdv1alpha1.EtcdCluster) []client.ListOption {
+	return []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels(cluster.For(c).SelectorLabels())}
 }
 
 // Cleanup deletes everything this Env created, newest first, and waits until each object

@@ -152,7 +152,7 @@ func MemberMetricsURL(pod *corev1.Pod) (string, error) {
 // MemberPods returns the member pods of c that exist, found through the cluster's selector,
 // sorted by name.
 func (e *Env) MemberPods(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]corev1.Pod, error) {
-	pods, _, err := e.memberObjects(ctx, c)
+	pods, err := e.listMemberPods(ctx, c)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,15 @@ func Settled(size int32) Predicate {
 	}
 }
 
+// Ready is true when the Ready condition is True for the current generation: the operator
+// has the spec in force and the cluster serves, as the operator sees it.
+func Ready() Predicate {
+	return func(c *etcdv1alpha1.EtcdCluster) (bool, string) {
+		r := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionReady)
+		return r != nil && r.Status == metav1.ConditionTrue && r.ObservedGeneration == c.Generation, Describe(c)
+	}
+}
+
 // RunsVersion is true when every member reports etcd version v.
 func RunsVersion(v string) Predicate {
 	return func(c *etcdv1alpha1.EtcdCluster) (bool, string) {

@@ -43,6 +43,25 @@ func settled() *etcdv1alpha1.EtcdCluster {
 	return c
 }
 
+func TestReady(t *testing.T) {
+	g := NewWithT(t)
+	ready := framework.Ready()
+	isReady := func(c *etcdv1alpha1.EtcdCluster) bool { done, _ := ready(c); return done }
+	c := settled()
+	g.Expect(isReady(c)).To(BeTrue())
+	c.Status.ReadyMembers, c.Status.Members = 1, c.Status.Members[:1]
+	g.Expect(isReady(c)).To(BeTrue(), "Ready says so, whatever the members")
+	c.Generation = 3
+	g.Expect(isReady(c)).To(BeFalse(), "Ready is of generation 2")
+	c = settled()
+	c.Status.Conditions[3].Status = metav1.ConditionFalse
+	done, state := ready(c)
+	g.Expect(done).To(BeFalse())
+	g.Expect(state).To(ContainSubstring("Ready=False (R: m)"))
+	c.Status.Conditions = nil
+	g.Expect(isReady(c)).To(BeFalse())
+}
+
 func TestSettled(t *testing.T) {
 	cases := []struct {
 		name   string

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -43,7 +45,7 @@ func (e *Env) MemberAddresses(ctx context.Context, c *etcdv1alpha1.EtcdCluster) 
 		}
 		return out, nil
 	}
-	pods, err := e.MemberPods(ctx, c)
+	pods, err := e.listMemberPods(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +55,7 @@ func (e *Env) MemberAddresses(ctx context.Context, c *etcdv1alpha1.EtcdCluster) 
 			out = append(out, net.JoinHostPort(ip.String(), port))
 		}
 	}
+	sort.Strings(out)
 	return out, nil
 }
 
@@ -118,6 +121,12 @@ func (e *Env) ClientTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*tls.
 // name, whatever address was dialed.
 func verifyAs(cfg *tls.Config, name string) {
 	roots := cfg.RootCAs
+	verifyWith(cfg, name, func() *x509.CertPool { return roots })
+}
+
+// verifyWith makes cfg check the server's chain against the roots of the moment and its
+// name against name, whatever address was dialed.
+func verifyWith(cfg *tls.Config, name string, roots func() *x509.CertPool) {
 	// The standard check compares the certificate with the address dialed; the same chain
 	// and name check is made in VerifyConnection against name instead.
 	cfg.InsecureSkipVerify = true //nolint:gosec // verified in VerifyConnection
@@ -129,9 +138,80 @@ func verifyAs(cfg *tls.Config, name string) {
 		for _, ic := range cs.PeerCertificates[1:] {
 			inter.AddCert(ic)
 		}
-		_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: name})
+		_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots(), Intermediates: inter, DNSName: name})
 		return err
 	}
+}
+
+// ReloadingTLS is the TLS configuration of a client of c that reads c's client Secret
+// again when told (Reload), as a client that watches its mounted Secret does: through a CA
+// rotation or a certificate's renewal, its next connection uses what the Secret holds then.
+// It is safe for concurrent use.
+type ReloadingTLS struct {
+	// Config is the configuration to dial with: it presents the certificate and trusts the
+	// CA of the last Reload.
+	Config *tls.Config
+
+	env    *Env
+	secret client.ObjectKey
+
+	mu    sync.Mutex
+	roots *x509.CertPool
+	cert  *tls.Certificate
+}
+
+// ReloadingTLS reads c's client Secret a first time. From the machine, the member's
+// certificate is checked against the client Service's name (ClientTLS).
+func (e *Env) ReloadingTLS(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (*ReloadingTLS, error) {
+	if c.Status.ClientSecret == "" {
+		return nil, fmt.Errorf("EtcdCluster %s has no status.clientSecret", c.Name)
+	}
+	t := &ReloadingTLS{env: e, secret: client.ObjectKey{Namespace: c.Namespace, Name: c.Status.ClientSecret}}
+	if err := t.Reload(ctx); err != nil {
+		return nil, err
+	}
+	t.Config = &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			return t.cert, nil
+		},
+	}
+	name := c.Status.ClientService
+	if !e.fromHost() {
+		name = c.Status.ClientService + "." + c.Namespace + ".svc"
+	}
+	verifyWith(t.Config, name, func() *x509.CertPool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.roots
+	})
+	return t, nil
+}
+
+// Reload reads the client Secret again.
+func (t *ReloadingTLS) Reload(ctx context.Context) error {
+	secret := &corev1.Secret{}
+	if err := t.env.Client.Get(ctx, t.secret, secret); err != nil {
+		return fmt.Errorf("reading the client Secret %s: %w", t.secret.Name, err)
+	}
+	cfg, err := TLSConfig(secret.Data)
+	if err != nil {
+		return fmt.Errorf("client Secret %s: %w", t.secret.Name, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.roots, t.cert = cfg.RootCAs, &cfg.Certificates[0]
+	return nil
+}
+
+// SetCertificate makes the client present cert until the next Reload: a client that
+// missed a renewal.
+func (t *ReloadingTLS) SetCertificate(cert *tls.Certificate) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cert = cert
 }
 
 // urls are the client URLs of addresses, host:port of c's members or Service.

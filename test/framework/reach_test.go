@@ -15,6 +15,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	etcdfake "github.com/etcdpilot/etcdpilot/internal/etcd/fake"
+	"github.com/etcdpilot/etcdpilot/internal/pki"
 	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
@@ -77,45 +78,104 @@ func TestClientTLSFromHost(t *testing.T) {
 	ca := newCA(t)
 	secret := clientSecretOf(t, ca)
 
-	serve := func(dnsName string) string {
-		pair, err := ca.IssueServer("member", []string{dnsName}, nil, time.Hour, time.Now())
-		g.Expect(err).NotTo(HaveOccurred())
-		cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
-		g.Expect(err).NotTo(HaveOccurred())
-		l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { _ = l.Close() })
-		go func() {
-			for {
-				conn, err := l.Accept()
-				if err != nil {
-					return
-				}
-				_ = conn.(*tls.Conn).Handshake()
-				_ = conn.Close()
-			}
-		}()
-		return l.Addr().String()
-	}
-	handshake := func(env *framework.Env, address string) error {
-		cfg, err := env.ClientTLS(context.Background(), reachable())
-		g.Expect(err).NotTo(HaveOccurred())
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", address, cfg)
-		if err == nil {
-			_ = conn.Close()
-		}
-		return err
-	}
-
 	fromHost := newEnv(t, secret)
 	fromHost.PodNetwork = netip.MustParsePrefix("198.18.0.0/16")
 	inCluster := newEnv(t, secret)
-	member, stranger := serve("c-client"), serve("other")
-	g.Expect(handshake(fromHost, member)).To(Succeed())
-	g.Expect(handshake(fromHost, stranger)).To(MatchError(ContainSubstring("other")))
-	g.Expect(handshake(inCluster, member)).To(MatchError(ContainSubstring("127.0.0.1")), "in a pod, the name dialed is checked")
+	member, stranger := serveTLS(t, ca, "c-client"), serveTLS(t, ca, "other")
+	g.Expect(handshake(t, fromHost, member)).To(Succeed())
+	g.Expect(handshake(t, fromHost, stranger)).To(MatchError(ContainSubstring("other")))
+	g.Expect(handshake(t, inCluster, member)).To(MatchError(ContainSubstring("127.0.0.1")), "in a pod, the name dialed is checked")
 
 	plain := reachable()
 	plain.Status.ClientSecret = ""
 	g.Expect(fromHost.ClientTLS(context.Background(), plain)).To(BeNil())
+}
+
+// serveTLS serves TLS handshakes on loopback with a certificate of ca for dnsName, until
+// the test ends, and returns its address.
+func serveTLS(t *testing.T, ca *pki.CA, dnsName string) string {
+	t.Helper()
+	pair, err := ca.IssueServer("member", []string{dnsName}, nil, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = conn.(*tls.Conn).Handshake()
+			_ = conn.Close()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// handshake dials address with env's ClientTLS of reachable().
+func handshake(t *testing.T, env *framework.Env, address string) error {
+	t.Helper()
+	cfg, err := env.ClientTLS(context.Background(), reachable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dial(address, cfg)
+}
+
+func dial(address string, cfg *tls.Config) error {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", address, cfg)
+	if err == nil {
+		_ = conn.Close()
+	}
+	return err
+}
+
+// A reloading client trusts the CA of its last Reload, and presents the certificate of its
+// last Reload or SetCertificate.
+func TestReloadingTLS(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	oldCA, newCA := newCA(t), newCA(t)
+	secret := clientSecretOf(t, oldCA)
+	env := newEnv(t, secret)
+	env.PodNetwork = netip.MustParsePrefix("198.18.0.0/16")
+	c := reachable()
+
+	rt, err := env.ReloadingTLS(ctx, c)
+	g.Expect(err).NotTo(HaveOccurred())
+	old, renewed := serveTLS(t, oldCA, "c-client"), serveTLS(t, newCA, "c-client")
+	g.Expect(dial(old, rt.Config)).To(Succeed())
+	g.Expect(dial(renewed, rt.Config)).To(MatchError(ContainSubstring("unknown authority")))
+	first, err := rt.Config.GetClientCertificate(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	rotated := clientSecretOf(t, newCA)
+	secret.Data = rotated.Data
+	g.Expect(env.Client.Update(ctx, secret)).To(Succeed())
+	g.Expect(dial(renewed, rt.Config)).To(MatchError(ContainSubstring("unknown authority")), "not reloaded yet")
+	g.Expect(rt.Reload(ctx)).To(Succeed())
+	g.Expect(dial(renewed, rt.Config)).To(Succeed())
+	g.Expect(dial(old, rt.Config)).To(MatchError(ContainSubstring("unknown authority")))
+	second, err := rt.Config.GetClientCertificate(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(second.Certificate[0]).NotTo(Equal(first.Certificate[0]))
+
+	rt.SetCertificate(first)
+	got, err := rt.Config.GetClientCertificate(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(BeIdenticalTo(first))
+
+	plain := reachable()
+	plain.Status.ClientSecret = ""
+	_, err = env.ReloadingTLS(ctx, plain)
+	g.Expect(err).To(MatchError(ContainSubstring("no status.clientSecret")))
 }
