@@ -117,7 +117,7 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	Expect(operatorsv1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	fw, err = framework.NewEnv(config, "", framework.LoggerFunc(GinkgoWriter.Printf))
+	fw, err = framework.NewEnv(config, "", framework.LoggerFunc(func(format string, args ...any) { GinkgoWriter.Printf(format+"\n", args...) }))
 	Expect(err).NotTo(HaveOccurred())
 	fw.PodNetwork, fw.Poll = podNetwork, time.Second
 	apiServer = config
