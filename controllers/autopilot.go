@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -224,32 +223,12 @@ func (r *EtcdClusterReconciler) autoscaleStorage(ctx context.Context, c *etcdv1a
 		}
 	}
 	trend, trendOK := autoscale.Trend(st.sizes.Samples())
-	d := autoscale.Plan(p, members, trend, trendOK)
-	if d.Kind != autoscale.None && p.MaxVolumeBytes > p.VolumeBytes {
-		// Growing the claims is possible: whether the class allows it decides between
-		// growing them first and raising the quota only as far as they allow.
-		p.VolumeExpandable = r.storageClassExpands(ctx, obs)
-		d = autoscale.Plan(p, members, trend, trendOK)
-	}
-	out := &etcdv1alpha1.StorageStatus{
-		QuotaBackendBytes: resource.NewQuantity(p.QuotaBytes, resource.BinarySI),
-		Reason:            string(d.Reason),
-		Message:           d.Message,
-	}
+	d := autoscale.PlanAsking(p, members, trend, trendOK, func() bool { return r.storageClassExpands(ctx, obs) })
+	var size *resource.Quantity
 	if !spec.Storage.Ephemeral {
-		out.Size = ptr.To(spec.Storage.Size.DeepCopy())
+		size = spec.Storage.Size
 	}
-	if last := c.Status.Storage; last != nil {
-		out.LastChangeTime = last.LastChangeTime
-	}
-	switch d.Kind {
-	case autoscale.RaiseQuota:
-		out.QuotaBackendBytes = resource.NewQuantity(d.To, resource.BinarySI)
-		out.LastChangeTime = &metav1.Time{Time: now.Truncate(time.Second)}
-	case autoscale.GrowVolume:
-		out.Size = resource.NewQuantity(d.To, resource.BinarySI)
-		out.LastChangeTime = &metav1.Time{Time: now.Truncate(time.Second)}
-	}
+	out := status.AutoscaledStorage(d, p, size, c.Status.Storage, now)
 	if d.Kind == autoscale.RaiseQuota || d.Kind == autoscale.GrowVolume {
 		log.FromContext(ctx).Info("Storage autoscaling", "decision", d.Kind, "to", d.To, "reason", d.Reason)
 	}

@@ -175,7 +175,7 @@ func (r *EtcdClusterReconciler) steps() []step[*clusterPass] {
 		// Settled (no change, every member healthy on the spec): the raft timing of
 		// timingProfile Auto from the measured round trips (tuning.Plan, autopilot.go).
 		r.stepTuneRaftTiming,
-		// Settled: storage.autoscaling's quota and volume size (autoscale.Plan,
+		// Settled: storage.autoscaling's quota and volume size (autoscale.PlanAsking,
 		// autopilot.go).
 		r.stepAutoscaleStorage,
 		// Settled, once spec.consistencyCheck.interval has passed: the voters' hashes

@@ -196,6 +196,22 @@ func MaxQuotaFor(volumeBytes int64) int64 {
 	return room / 200
 }
 
+// PlanAsking is Plan for a caller that learns whether the volumes can expand only at a
+// cost (a read of their StorageClass from the API server): p.VolumeExpandable is taken as
+// false, and expandable is asked only when the answer can change the decision, that is
+// when a change is due and the volumes may still grow (MaxVolumeBytes above VolumeBytes).
+// Whether the class allows expansion then decides between growing the volumes first and
+// raising the quota only as far as they allow.
+func PlanAsking(p Policy, members []Member, trend float64, trendOK bool, expandable func() bool) Decision {
+	p.VolumeExpandable = false
+	d := Plan(p, members, trend, trendOK)
+	if d.Kind == None || p.MaxVolumeBytes <= p.VolumeBytes {
+		return d
+	}
+	p.VolumeExpandable = expandable()
+	return Plan(p, members, trend, trendOK)
+}
+
 // Plan returns the one next step of storage autoscaling for the members as they are now
 // (their Used), and trend, trendOK the Trend of the History, in bytes an hour (ignored
 // unless trendOK and growing). A member whose file is at the threshold while maintenance

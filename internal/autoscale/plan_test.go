@@ -543,3 +543,34 @@ func TestPlanGrowingCluster(t *testing.T) {
 	}
 	g.Expect(ceilingAt.IsZero()).To(BeFalse())
 }
+
+// PlanAsking asks whether the volumes can expand only when the answer can change the
+// decision, and decides as Plan with the answer.
+func TestPlanAsking(t *testing.T) {
+	g := NewWithT(t)
+	asked := 0
+	ask := func(answer bool) func() bool {
+		return func() bool { asked++; return answer }
+	}
+	below := []autoscale.Member{{Name: "m", DBSize: 100 * mib, DBSizeInUse: 100 * mib}}
+	near := []autoscale.Member{{Name: "m", DBSize: 1600 * mib, DBSizeInUse: 1600 * mib}}
+
+	d := autoscale.PlanAsking(small(2*gib), below, 0, false, ask(true))
+	g.Expect(d.Kind).To(Equal(autoscale.None))
+	g.Expect(asked).To(BeZero(), "nothing is due: the class is not read")
+
+	atCeiling := with(small(2*gib), func(p *autoscale.Policy) { p.MaxVolumeBytes = p.VolumeBytes })
+	g.Expect(autoscale.PlanAsking(atCeiling, near, 0, false, ask(true))).To(Equal(autoscale.Plan(with(atCeiling, func(p *autoscale.Policy) { p.VolumeExpandable = false }), near, 0, false)))
+	g.Expect(asked).To(BeZero(), "the volumes cannot grow: the class does not matter")
+
+	for _, expandable := range []bool{true, false} {
+		asked = 0
+		want := autoscale.Plan(with(small(2*gib), func(p *autoscale.Policy) { p.VolumeExpandable = expandable }), near, 0, false)
+		g.Expect(autoscale.PlanAsking(small(2*gib), near, 0, false, ask(expandable))).To(Equal(want), "expandable %v", expandable)
+		g.Expect(asked).To(Equal(1), "asked once")
+	}
+	grow := autoscale.PlanAsking(small(2*gib), near, 0, false, ask(true))
+	g.Expect(grow.Kind).To(Equal(autoscale.GrowVolume))
+	stuck := autoscale.PlanAsking(small(2*gib), near, 0, false, ask(false))
+	g.Expect(stuck.Reason).To(Equal(autoscale.ReasonVolumeNotExpandable))
+}

@@ -5,9 +5,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/autoscale"
 	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/tuning"
 )
@@ -51,6 +53,36 @@ func AutoRaftTiming(d tuning.Decision, last *etcdv1alpha1.RaftTimingStatus, now 
 	if last.HeartbeatIntervalMillis == out.HeartbeatIntervalMillis && last.ElectionTimeoutMillis == out.ElectionTimeoutMillis &&
 		last.Reason == out.Reason && !tuning.Moved(millis(last.MeasuredRoundTripMillis), measured) {
 		return last
+	}
+	return out
+}
+
+// AutoscaledStorage is status.storage for d, the storage autoscaling decision of a pass
+// under policy p, given size, the volume size the spec sets (nil for ephemeral storage),
+// and last, the status.storage in force, at now. A RaiseQuota or GrowVolume sets the new
+// quota or volume size and stamps the change with now (whole seconds, as the status stores
+// it); any other decision keeps the quota and size in force, the last change's time, and
+// says why in reason and message.
+func AutoscaledStorage(d autoscale.Decision, p autoscale.Policy, size *resource.Quantity, last *etcdv1alpha1.StorageStatus, now time.Time) *etcdv1alpha1.StorageStatus {
+	out := &etcdv1alpha1.StorageStatus{
+		QuotaBackendBytes: resource.NewQuantity(p.QuotaBytes, resource.BinarySI),
+		Reason:            string(d.Reason),
+		Message:           d.Message,
+	}
+	if size != nil {
+		inForce := size.DeepCopy()
+		out.Size = &inForce
+	}
+	if last != nil {
+		out.LastChangeTime = last.LastChangeTime
+	}
+	switch d.Kind {
+	case autoscale.RaiseQuota:
+		out.QuotaBackendBytes = resource.NewQuantity(d.To, resource.BinarySI)
+		out.LastChangeTime = &metav1.Time{Time: now.Truncate(time.Second)}
+	case autoscale.GrowVolume:
+		out.Size = resource.NewQuantity(d.To, resource.BinarySI)
+		out.LastChangeTime = &metav1.Time{Time: now.Truncate(time.Second)}
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/autoscale"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 	"github.com/etcdpilot/etcdpilot/internal/status"
 	"github.com/etcdpilot/etcdpilot/internal/tuning"
@@ -84,6 +85,35 @@ func TestStorageStatusAndCeiling(t *testing.T) {
 	c.Spec.Storage.Autoscaling = nil
 	seen.Storage = nil
 	g.Expect(status.Compute(seen).Storage).To(BeNil())
+}
+
+func TestAutoscaledStorage(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 500_000_000, time.UTC)
+	earlier := &metav1.Time{Time: now.Add(-time.Hour).Truncate(time.Second)}
+	last := &etcdv1alpha1.StorageStatus{LastChangeTime: earlier}
+	p := autoscale.Policy{QuotaBytes: 2 << 30}
+	size := resource.MustParse("4Gi")
+
+	none := status.AutoscaledStorage(autoscale.Decision{Kind: autoscale.None, Reason: autoscale.ReasonBelowThreshold, Message: "fine"}, p, &size, last, now)
+	g.Expect(none).To(Equal(&etcdv1alpha1.StorageStatus{QuotaBackendBytes: resource.NewQuantity(2<<30, resource.BinarySI),
+		Size: &size, Reason: "BelowThreshold", Message: "fine", LastChangeTime: earlier}))
+
+	raise := status.AutoscaledStorage(autoscale.Decision{Kind: autoscale.RaiseQuota, To: 3 << 30, Reason: autoscale.ReasonNearQuota}, p, &size, last, now)
+	g.Expect(raise.QuotaBackendBytes.Value()).To(Equal(int64(3 << 30)))
+	g.Expect(raise.Size.String()).To(Equal("4Gi"))
+	g.Expect(raise.LastChangeTime.Time).To(Equal(now.Truncate(time.Second)))
+
+	grow := status.AutoscaledStorage(autoscale.Decision{Kind: autoscale.GrowVolume, To: 8 << 30, Reason: autoscale.ReasonNearQuota}, p, &size, nil, now)
+	g.Expect(grow.QuotaBackendBytes.Value()).To(Equal(int64(2 << 30)))
+	g.Expect(grow.Size.String()).To(Equal("8Gi"))
+	g.Expect(grow.LastChangeTime.Time).To(Equal(now.Truncate(time.Second)))
+	g.Expect(size.String()).To(Equal("4Gi"), "the spec's size is not changed")
+
+	ceiling := status.AutoscaledStorage(autoscale.Decision{Kind: autoscale.AtCeiling, Reason: autoscale.ReasonQuotaCeiling, Message: "at 8 GiB"}, p, nil, nil, now)
+	g.Expect(ceiling.Size).To(BeNil(), "ephemeral storage has no size")
+	g.Expect(ceiling.LastChangeTime).To(BeNil())
+	g.Expect(ceiling.Reason).To(Equal(status.StorageReasonQuotaCeiling))
 }
 
 func TestAutopilotTransitions(t *testing.T) {
