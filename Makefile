@@ -253,7 +253,7 @@ bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up deploy ## Run
 	$(S3_TEST_ENV_BENCH) KUBECTL=$(KUBECTL) go test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench
 
 .PHONY: verify
-verify: manifests generate fmt bundle catalog-validate ## Fail when generated files (CRDs, bundle) or go.mod are stale, the catalog is invalid, the capability claim is not what the scorecard record earns, or lint finds a problem.
+verify: manifests generate fmt bundle catalog-validate docs-links ## Fail when generated files (CRDs, bundle) or go.mod are stale, the catalog is invalid, the capability claim is not what the scorecard record earns, a relative link of the docs is broken, or lint finds a problem.
 	go run ./hack/capabilities check
 	hack/check-etcd-modules.sh
 	go mod tidy
@@ -262,6 +262,10 @@ verify: manifests generate fmt bundle catalog-validate ## Fail when generated fi
 		echo "verify: these files are stale or uncommitted; run 'make manifests generate fmt bundle' and 'go mod tidy' and commit:"; \
 		git status --porcelain; git diff --stat; exit 1; fi
 	$(MAKE) lint
+
+.PHONY: docs-links
+docs-links: ## Check every relative link (file and heading) of README.md and docs/.
+	go run ./hack/linkcheck README.md docs
 
 ##@ Build
 
