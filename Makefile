@@ -13,7 +13,7 @@ SHELL := /usr/bin/env bash -o pipefail
 # ---------------------------------------------------------------------------------------------
 
 # VERSION is the operator release being built (semver, no leading v), CREATED_AT its release
-# date (the CSV's createdAt). Releasing is described in README.md; catalog/releases.yaml
+# date (the CSV's createdAt). Releasing is described in docs/development.md; catalog/releases.yaml
 # records the commit of every release.
 VERSION ?= 0.2.0
 CREATED_AT ?= 2026-11-21T00:00:00Z

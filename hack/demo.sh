@@ -66,7 +66,7 @@ else
 fi
 if [[ $existing != true ]]; then
   # make deploy applies it itself; under OLM the operator's ServiceMonitor and alert rules
-  # are applied next to the install (the bundle cannot carry them: see README, Monitoring).
+  # are applied next to the install (the bundle cannot carry them: see docs/monitoring.md).
   step operator-monitoring make_q deploy-monitoring
 fi
 step create-sample "$kubectl_bin" apply -n default -f config/samples/etcd_v1alpha1_etcdcluster.yaml

@@ -331,7 +331,8 @@ const (
 	tableEnd   = "<!-- scorecard-table:end -->"
 )
 
-// table renders a record as the README's markdown table.
+// table renders a record as the README's markdown table; each capability test's name
+// links to the test.
 func table(r Record) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CSV capabilities: **%s** (derived by `make capabilities`).\n\n", r.Capability)
@@ -341,7 +342,11 @@ func table(r Record) string {
 		if t.Level > 0 {
 			level = fmt.Sprintf("%d %s", t.Level, levelNames[t.Level])
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", t.Name, t.Suite, level, t.Result,
+		name := "`" + t.Name + "`"
+		if t.Level > 0 {
+			name = fmt.Sprintf("[%s](scorecard/internal/levels/level%d.go)", name, t.Level)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, t.Suite, level, t.Result,
 			strings.ReplaceAll(t.Summary, "|", `\|`))
 	}
 	return b.String()

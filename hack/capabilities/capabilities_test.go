@@ -151,7 +151,7 @@ func TestTableReplacesOnlyTheMarkedSection(t *testing.T) {
 	out, err := setTable(readme, table(rec))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(out)).To(HavePrefix("# x\n" + tableBegin + "\nCSV capabilities: **Basic Install**"))
-	g.Expect(string(out)).To(ContainSubstring("| `level-2-seamless-upgrades` | capability | 2 Seamless Upgrades | fail | a\\|b |\n" + tableEnd + "\nafter\n"))
+	g.Expect(string(out)).To(ContainSubstring("| [`level-2-seamless-upgrades`](scorecard/internal/levels/level2.go) | capability | 2 Seamless Upgrades | fail | a\\|b |\n" + tableEnd + "\nafter\n"))
 	again, err := setTable(out, table(rec))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(Equal(out))

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The README says every status field has a status descriptor (why alm-examples carries no
+// docs/capabilities.md says every status field has a status descriptor (why alm-examples carries no
 // status). Top-level spec and status fields of the CRD must all have a descriptor in the
 // bundle's CSV, for every CRD the CSV owns.
 func TestEveryTopLevelFieldHasADescriptor(t *testing.T) {
