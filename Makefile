@@ -273,6 +273,11 @@ docs-links: ## Check every relative link (file and heading) of README.md and doc
 build: manifests generate fmt vet ## Build the manager binary.
 	go build -o $(LOCALBIN)/manager .
 
+PLUGIN ?= $(LOCALBIN)/kubectl-etcdpilot
+.PHONY: plugin
+plugin: ## Build the kubectl plugin, kubectl-etcdpilot, into bin/ (put bin/ on PATH: kubectl etcdpilot help).
+	go build -o $(PLUGIN) ./internal/plugin/cmd/kubectl-etcdpilot
+
 .PHONY: run
 run: manifests generate fmt vet ## Run the manager on this machine against the current kubeconfig.
 	go run . --metrics-bind-address=0
@@ -485,9 +490,9 @@ PREVIOUS_VERSION = $(shell hack/catalog.sh releases | tail -n 1 | cut -d' ' -f1)
 test-e2e: test-e2e-deploy test-e2e-olm test-e2e-scorecard ## Run the whole e2e suite on the local cluster: with make deploy, through OLM, then the scorecard tests of the claimed levels.
 
 .PHONY: test-e2e-deploy
-test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) $(NFDELAY) cluster-ensure images s3-up monitoring-up ## Run the e2e specs on the operator `make deploy` installs.
+test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) $(NFDELAY) cluster-ensure images s3-up monitoring-up plugin ## Run the e2e specs on the operator `make deploy` installs.
 	rm -f $(E2E_REPORTS)/deploy.json
-	KUBECTL=$(KUBECTL) NFDELAY=$(NFDELAY) LOCAL_IMG=$(LOCAL_IMG) $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --json-report=deploy.json --label-filter='!olm' ./test/e2e
+	KUBECTL=$(KUBECTL) PLUGIN=$(PLUGIN) NFDELAY=$(NFDELAY) LOCAL_IMG=$(LOCAL_IMG) $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --json-report=deploy.json --label-filter='!olm' ./test/e2e
 
 # The chaos suite (test/e2e/chaos_test.go): random faults and spec changes under a recorded
 # workload, checked for linearizability with porcupine. Its short profile is one of the

@@ -73,6 +73,7 @@ step create-sample "$kubectl_bin" apply -n default -f config/samples/etcd_v1alph
 step wait-sample-ready "$kubectl_bin" -n default wait etcdcluster/etcdcluster-sample \
   --for=condition=Ready --timeout=300s
 step check-sample-etcdctl "$kubectl_bin" -n default exec etcdcluster-sample-0 -c etcd -- etcdctl endpoint health --cluster
+step plugin make_q plugin
 
 if [[ $existing != true ]]; then
   echo
@@ -90,6 +91,8 @@ cat <<TEXT
   Prometheus:      $kubectl_bin -n etcdpilot-monitoring port-forward svc/prometheus 9090, then
                    http://127.0.0.1:9090/api/v1/targets (HTTP API; hack/monitoring/README.md)
   etcdctl inside:  $kubectl_bin -n default exec etcdcluster-sample-0 -- etcdctl member list -w table
+  kubectl plugin:  export PATH=$PWD/bin:\$PATH, then
+                   kubectl etcdpilot status etcdcluster-sample -n default
   clients:         https://etcdcluster-sample-client.default.svc:2379 with the client certificate and CA
                    in secret etcdcluster-sample-client-tls (tls.crt, tls.key, ca.crt)
   step logs:       $log_dir

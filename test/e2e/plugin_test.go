@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/plugin"
+)
+
+// The plugin is run as a user runs it: `kubectl etcdpilot ...`, kubectl finding
+// kubectl-etcdpilot on PATH (make test-e2e-deploy builds it into bin/). What it shows is
+// checked against what etcd, the members' certificates and the API server say.
+var _ = Describe("the kubectl plugin", longestSpec(90), func() {
+	It("shows status and certificates as etcd and the members have them, runs etcdctl in a member, backs up, restores into a new cluster and refuses an approval nothing awaits", func(ctx SpecContext) {
+		ns := newTestNamespace(ctx, "e2e-plugin-")
+		cluster := createCluster(ctx, ns, "cli", 3)
+		createClaim(ctx, ns, "cli-backups")
+		waitReady(ctx, cluster)
+
+		By("status -o json: the members etcd lists, the leader etcd names, and the nodes their pods run on")
+		var st plugin.Status
+		Expect(json.Unmarshal([]byte(kubectlEtcdpilot(ctx, "status", "cli", "-n", ns, "-o", "json")), &st)).To(Succeed())
+		cli := etcdV3Client(ctx, ns, "cli")
+		members, err := cli.MemberList(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		var names []string
+		for _, m := range members.Members {
+			names = append(names, m.Name)
+		}
+		Expect(st.Members).To(HaveLen(3))
+		leaders := 0
+		for _, m := range st.Members {
+			Expect(names).To(ContainElement(m.Name), "a member etcd lists")
+			Expect(m.Healthy).To(BeTrue())
+			Expect(m.Node).NotTo(BeEmpty(), "the node of %s", m.Name)
+			Expect(m.DBSize).To(BeNumerically(">", 0))
+			if m.Role == "leader" {
+				leaders++
+				ip := netip.MustParseAddr(get(ctx, ns, m.Name, &corev1.Pod{}).Status.PodIP)
+				Expect(podNetwork.Contains(ip)).To(BeTrue(), "%s is on the local cluster's pod network", ip)
+				status, err := cli.Status(ctx, "https://"+net.JoinHostPort(ip.String(), "2379"))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(status.Leader).To(Equal(status.Header.MemberId), "etcd says %s leads", m.Name)
+			}
+		}
+		Expect(leaders).To(Equal(1))
+		Expect(st.Conditions[0]).To(Equal(plugin.Condition{Type: "Ready", Status: "True", Reason: etcdv1alpha1.ReasonReady}))
+		Expect(st.Doing).To(BeEmpty())
+
+		By("status for a terminal: 80 columns, the members' table, nothing running")
+		human := kubectlEtcdpilot(ctx, "status", "cli", "-n", ns)
+		for _, line := range strings.Split(human, "\n") {
+			Expect(len([]rune(line))).To(BeNumerically("<=", 80), "%q", line)
+		}
+		Expect(human).To(ContainSubstring("MEMBER  ROLE"))
+		Expect(human).To(ContainSubstring("Now: nothing: the cluster runs as its spec asks"))
+
+		By("certificates: the member certificate's expiry is at most that of the certificate the members serve")
+		var certs []plugin.Certificate
+		Expect(json.Unmarshal([]byte(kubectlEtcdpilot(ctx, "certificates", "cli", "-n", ns, "-o", "json")), &certs)).To(Succeed())
+		served, err := servedCertificate(ctx, podEndpoints(ctx, ns, "cli")[0], clusterTLS(ctx, ns, "cli").Certificates)
+		Expect(err).NotTo(HaveOccurred())
+		whats := map[string]plugin.Certificate{}
+		for _, c := range certs {
+			whats[strings.Fields(c.What)[0]] = c
+		}
+		Expect(whats).To(HaveKey("member"))
+		Expect(whats).To(HaveKey("client"))
+		Expect(whats).To(HaveKey("CA"))
+		Expect(whats["member"].NotAfter).NotTo(BeTemporally(">", served.NotAfter), "the plugin shows no later expiry than served")
+		Expect(whats["member"].NotAfter).To(BeTemporally(">", time.Now().Add(300*24*time.Hour)))
+
+		By("etcdctl in a member: a key put there is read from outside")
+		kubectlEtcdpilot(ctx, "etcdctl", "cli", "-n", ns, "--", "put", "/plugin/key", "from-the-plugin")
+		expectKeys(ctx, ns, "cli", map[string]string{"/plugin/key": "from-the-plugin"})
+		Expect(kubectlEtcdpilot(ctx, "etcdctl", "cli", "-n", ns, "--", "get", "/plugin/key", "--print-value-only")).To(Equal("from-the-plugin\n"))
+
+		By("backup --wait: an EtcdBackup that succeeded, then shown as the last backup")
+		out := kubectlEtcdpilot(ctx, "backup", "cli", "-n", ns, "--pvc", "cli-backups", "--name", "cli-now", "--wait", "--timeout", "3m")
+		Expect(out).To(ContainSubstring("succeeded: pvc://cli-backups/"))
+		backup := get(ctx, ns, "cli-now", &etcdv1alpha1.EtcdBackup{})
+		Expect(meta.IsStatusConditionTrue(backup.Status.Conditions, etcdv1alpha1.ConditionSucceeded)).To(BeTrue())
+		Expect(json.Unmarshal([]byte(kubectlEtcdpilot(ctx, "status", "cli", "-n", ns, "-o", "json")), &st)).To(Succeed())
+		Expect(st.LastBackup).NotTo(BeNil())
+		Expect(st.LastBackup.Name).To(Equal("cli-now"))
+		Expect(st.LastBackup.Succeeded).To(BeTrue())
+
+		By("restore --into --wait: a new cluster Ready with the key, a cluster of its own")
+		kubectlEtcdpilot(ctx, "restore", "cli-now", "-n", ns, "--into", "cli-restored", "--size", "1", "--wait", "--timeout", "4m")
+		restored := get(ctx, ns, "cli-restored", &etcdv1alpha1.EtcdCluster{})
+		Expect(restored.Spec.Bootstrap.Restore.BackupName).To(Equal("cli-now"))
+		expectKeys(ctx, ns, "cli-restored", map[string]string{"/plugin/key": "from-the-plugin"})
+		Expect(clusterID(ctx, etcdV3Client(ctx, ns, "cli-restored"))).NotTo(Equal(clusterID(ctx, cli)))
+
+		By("approve-recovery on a healthy cluster: refused, nothing annotated")
+		_, err = runKubectlEtcdpilot(ctx, "approve-recovery", "cli", "-n", ns)
+		Expect(err).To(MatchError(ContainSubstring("no recovery awaiting approval")))
+		Expect(get(ctx, ns, "cli", &etcdv1alpha1.EtcdCluster{}).Annotations).NotTo(HaveKey(etcdv1alpha1.AnnotationApproveRecovery))
+	})
+})
+
+// kubectlEtcdpilot runs `kubectl etcdpilot args...` and expects it to succeed.
+func kubectlEtcdpilot(ctx context.Context, args ...string) string {
+	out, err := runKubectlEtcdpilot(ctx, args...)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return out
+}
+
+// runKubectlEtcdpilot runs `kubectl etcdpilot args...` with the plugin's directory first on
+// PATH, as a user who installed it does, and returns its output; the error carries what it
+// wrote to stderr.
+func runKubectlEtcdpilot(ctx context.Context, args ...string) (string, error) {
+	pluginBin := os.Getenv("PLUGIN")
+	ExpectWithOffset(2, pluginBin).NotTo(BeEmpty(), "PLUGIN names the kubectl-etcdpilot make test-e2e-deploy built")
+	cctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, os.Getenv("KUBECTL"), append([]string{"etcdpilot"}, args...)...)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(pluginBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), &pluginError{err: err, stderr: stderr.String()}
+	}
+	return stdout.String(), nil
+}
+
+type pluginError struct {
+	err    error
+	stderr string
+}
+
+func (e *pluginError) Error() string { return e.err.Error() + ": " + e.stderr }
