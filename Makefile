@@ -52,6 +52,7 @@ CONTROLLER_TOOLS_VERSION ?= v0.20.1
 KUSTOMIZE_VERSION ?= v5.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 CRANE_VERSION ?= v0.20.6
+CRD_REF_DOCS_VERSION ?= v0.3.0
 # Versions of tools built from a module under hack/tools/ are read from that go.mod, so the
 # pin lives in one place.
 modver = $(shell awk '$$1 == "$(2)" || $$2 == "$(2)" { v = ($$1 == "$(2)") ? $$2 : $$3 } END { print v }' hack/tools/$(1)/go.mod)
@@ -92,6 +93,7 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 CRANE ?= $(LOCALBIN)/crane-$(CRANE_VERSION)
+CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 GINKGO ?= $(LOCALBIN)/ginkgo-$(GINKGO_VERSION)
 OPERATOR_SDK ?= $(LOCALBIN)/operator-sdk-$(OPERATOR_SDK_VERSION)
 OPM ?= $(LOCALBIN)/opm-$(OPM_VERSION)
@@ -147,6 +149,11 @@ manifests: $(CONTROLLER_GEN) ## Write the version markers and pinned images from
 	go run ./hack/rulesgen config/prometheus/rules.yaml
 
 .PHONY: generate
+.PHONY: docs
+docs: $(CRD_REF_DOCS) ## Write the API reference (docs/api-reference.md) from the Go types and their comments.
+	@$(CRD_REF_DOCS) --source-path=api/v1alpha1 --config=hack/refdocs/config.yaml --renderer=markdown \
+		--output-path=docs/api-reference.md --log-level=ERROR
+
 generate: $(CONTROLLER_GEN) $(PROMCHECK) ## Generate the DeepCopy methods of the API types, and the list of metric names the alert rules and the dashboard use.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 	$(PROMCHECK) -rules internal/monitoring/rules.yaml -dashboard internal/monitoring/dashboard.json -names internal/monitoring/testdata/metric-names.txt
@@ -253,7 +260,7 @@ bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up deploy ## Run
 	$(S3_TEST_ENV_BENCH) KUBECTL=$(KUBECTL) go test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench
 
 .PHONY: verify
-verify: manifests generate fmt bundle catalog-validate docs-links ## Fail when generated files (CRDs, bundle) or go.mod are stale, the catalog is invalid, the capability claim is not what the scorecard record earns, a relative link of the docs is broken, or lint finds a problem.
+verify: manifests generate fmt docs bundle catalog-validate docs-links ## Fail when generated files (CRDs, bundle) or go.mod are stale, the catalog is invalid, the capability claim is not what the scorecard record earns, a relative link of the docs is broken, or lint finds a problem.
 	go run ./hack/capabilities check
 	hack/check-etcd-modules.sh
 	go mod tidy
@@ -642,7 +649,7 @@ capabilities: $(SCORECARD_DEPS) monitoring-up ## Run every scorecard test (with 
 ##@ Tools
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(GINKGO) $(NFDELAY) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) $(VERSITYGW) $(PROMTOOL) $(PROMETHEUS) $(PROMETHEUS_OPERATOR) $(PROMETHEUS_CONFIG_RELOADER) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(CRANE) $(CRD_REF_DOCS) $(GINKGO) $(NFDELAY) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) $(VERSITYGW) $(PROMTOOL) $(PROMETHEUS) $(PROMETHEUS_OPERATOR) $(PROMETHEUS_CONFIG_RELOADER) $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) ## Build every pinned tool into bin/.
 
 # demo-tools: every tool `make demo` uses, so that hack/demo.sh builds them first, two at a
 # time (make -j2): one build alone leaves a core idle while it downloads modules and while
@@ -678,6 +685,9 @@ $(CONTROLLER_GEN):
 
 $(KUSTOMIZE):
 	$(call go-install-tool,$@,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+$(CRD_REF_DOCS):
+	$(call go-install-tool,$@,github.com/elastic/crd-ref-docs,$(CRD_REF_DOCS_VERSION))
 
 $(GOLANGCI_LINT):
 	$(call go-install-tool,$@,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
