@@ -58,7 +58,8 @@ var _ = Describe("the kubectl plugin", longestSpec(90), func() {
 			}
 		}
 		Expect(leaders).To(Equal(1))
-		Expect(st.Conditions[0]).To(Equal(plugin.Condition{Type: "Ready", Status: "True", Reason: etcdv1alpha1.ReasonReady}))
+		Expect(st.Conditions[0].Type).To(Equal(etcdv1alpha1.ConditionReady))
+		Expect(st.Conditions[0].Status).To(Equal("True"))
 		Expect(st.Doing).To(BeEmpty())
 
 		By("status for a terminal: 80 columns, the members' table, nothing running")
