@@ -140,11 +140,14 @@ var _ = Describe("installed through OLM", Label("olm"), Ordered, func() {
 		data := newOLMNamespace(ctx, "e2e-olm-data-", restrictedNamespace)
 		small := newOLMNamespace(ctx, "e2e-olm-small-", restrictedNamespace)
 		// MultiNamespace: the operator watches two namespaces other than its own.
-		subscribe(ctx, opNs, []string{data, small}, previousCSV)
+		sub := subscribe(ctx, opNs, []string{data, small}, previousCSV)
 
 		By("installing the previous release " + previousCSV)
 		approveInstallPlan(ctx, opNs, previousCSV)
 		waitCSVSucceeded(ctx, opNs, previousCSV)
+
+		By("OLM says the previous release is retired, with the catalog's message (olm.deprecations)")
+		expectBundleDeprecated(ctx, sub, true)
 
 		By("creating clusters in both target namespaces and writing keys")
 		cluster := createCluster(ctx, data, "main", 3)
@@ -173,6 +176,7 @@ var _ = Describe("installed through OLM", Label("olm"), Ordered, func() {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: opNs, Name: previousCSV}, &operatorsv1alpha1.ClusterServiceVersion{}))
 		}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "the previous CSV is gone")
 		waitOperatorImage(ctx, opNs, csv)
+		expectBundleDeprecated(ctx, sub, false)
 
 		By("letting the new operator reconcile, then checking nothing was restarted")
 		Consistently(func(g Gomega) {
@@ -469,4 +473,20 @@ func sampleAvailability(ctx context.Context, ns, name string, cli interface {
 		defer mu.Unlock()
 		return failures
 	}
+}
+
+// expectBundleDeprecated waits until the Subscription's BundleDeprecated condition says
+// whether the installed bundle is one the catalog retired (with its message), or is gone.
+func expectBundleDeprecated(ctx context.Context, sub *operatorsv1alpha1.Subscription, deprecated bool) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		got := &operatorsv1alpha1.Subscription{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(sub), got)).To(Succeed())
+		cond := got.Status.GetCondition(operatorsv1alpha1.SubscriptionBundleDeprecated)
+		if deprecated {
+			g.Expect(cond.Status).To(Equal(corev1.ConditionTrue), "installed %s", got.Status.InstalledCSV)
+			g.Expect(cond.Message).To(ContainSubstring("etcdpilot 0.1.0 is retired"))
+			return
+		}
+		g.Expect(cond.Status).NotTo(Equal(corev1.ConditionTrue), "installed %s: %s", got.Status.InstalledCSV, cond.Message)
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 }
