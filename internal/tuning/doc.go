@@ -8,8 +8,7 @@
 // trip per peer, and records that smoothed value in the histogram
 // etcd_network_peer_round_trip_time_seconds{To=<peer ID>} every 30 s (every 5 s while the
 // peer does not answer), once for each of its two probers, the stream's and the
-// pipeline's (etcd's rafthttp, probing_status.go and transport.go; level45.md has no
-// figures on this). From etcd 3.5 the buckets run from 0.1 ms to 3.2768 s, doubling; some
+// pipeline's (etcd's rafthttp, probing_status.go and transport.go). From etcd 3.5 the buckets run from 0.1 ms to 3.2768 s, doubling; some
 // older releases stop at 0.8192 s. The operator scrapes each member's metrics port,
 // ParsePeerRoundTrip sums the member's series over its peers, and a Window turns the
 // scrapes into an Observation of what all members observed over the last DefaultWindow:
@@ -19,13 +18,13 @@
 // What is decided. Plan sizes the heartbeat for the p99 of those round trips, as
 // etcd's tuning guide asks: a heartbeat near the round trip (0.5-1.5×), an election
 // timeout of at least ten times it and at most 50000 ms, the same on every member
-// (level45.md section 2d, from etcd's content/en/docs/v3.5/tuning.md). etcd refuses an
-// election timeout below five heartbeats (level45.md section 2d, embed/config.go);
+// (etcd's tuning guide, content/en/docs/v3.5/tuning.md on etcd.io). etcd refuses an
+// election timeout below five heartbeats (etcd's embed/config.go);
 // ForRoundTrip keeps ten. The heartbeat is never below Standard, etcd's default of
-// 100 ms. The fixed profiles are OpenShift's controlPlaneHardwareSpeed values (level45.md
-// section 2d, pkg/hwspeedhelpers/hwhelper.go): Standard 100/1000 ms and Slower 500/2500 ms.
+// 100 ms. The fixed profiles are OpenShift's controlPlaneHardwareSpeed values (its etcd
+// operator's pkg/hwspeedhelpers/hwhelper.go): Standard 100/1000 ms and Slower 500/2500 ms.
 // The p99 is the figure the etcd mixin's etcdMemberCommunicationSlow alert watches, over
-// 5m and for 10m (level45.md section 1a), which sets the window.
+// 5m and for 10m (etcd's own Prometheus mixin), which sets the window.
 //
 // Changing the timing restarts every member, so a change must answer a lasting shift, not
 // noise. Plan keeps the current timing while the target stays inside a band around it

@@ -10,7 +10,7 @@ import (
 // The thresholds of Plan.
 //
 // DecisionQuantile is the round trip the timing is sized for: the p99, the figure the
-// etcd mixin's etcdMemberCommunicationSlow alert watches (level45.md section 1a).
+// etcd mixin's etcdMemberCommunicationSlow alert watches.
 //
 // RaisePercent and LowerPercent make the band around the current heartbeat inside which
 // a measurement changes nothing. The tuning guide takes a heartbeat of 0.5-1.5× the round

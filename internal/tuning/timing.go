@@ -7,21 +7,21 @@ import (
 )
 
 // Timing is an etcd member's raft timing: --heartbeat-interval and --election-timeout,
-// in milliseconds. Every member of a cluster should have the same (etcd's tuning guide,
-// level45.md section 2d).
+// in milliseconds. Every member of a cluster should have the same (etcd's tuning guide).
 type Timing struct {
 	HeartbeatMillis int32
 	ElectionMillis  int32
 }
 
-// The fixed profiles, OpenShift's controlPlaneHardwareSpeed values (level45.md section
-// 2d). Standard is etcd's own default; Slower is for slow disks or networks.
+// The fixed profiles, OpenShift's controlPlaneHardwareSpeed values. Standard is etcd's
+// own default; Slower is for slow disks or networks.
 var (
 	Standard = Timing{HeartbeatMillis: 100, ElectionMillis: 1000}
 	Slower   = Timing{HeartbeatMillis: 500, ElectionMillis: 2500}
 )
 
-// The limits ForRoundTrip keeps to (level45.md section 2d, and the EtcdCluster API).
+// The limits ForRoundTrip keeps to (etcd's tuning guide and embed/config.go, and the
+// EtcdCluster API).
 //
 // MaxHeartbeatMillis is the API's largest heartbeat. MaxElectionMillis is etcd's largest
 // election timeout ("Upper limit 50000ms"), which the API shares. ElectionFactor is the

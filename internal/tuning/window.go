@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultWindow is the span of round trips a decision rests on. The etcd mixin's
-// etcdMemberCommunicationSlow alert (level45.md, section 1a) waits for its peer round-trip
+// etcdMemberCommunicationSlow alert waits for its peer round-trip
 // p99 to stay high for 10m before it fires; a timing change, which restarts every member,
 // should rest on no less. It is 20 rounds of etcd's prober, which observes each peer
 // every 30 s.
