@@ -14,7 +14,7 @@ import (
 //
 // RaisePercent and LowerPercent make the band around the current heartbeat inside which
 // a measurement changes nothing. The tuning guide takes a heartbeat of 0.5-1.5× the round
-// trip as right (level45.md section 2d), so nothing is wrong until the round trip nears
+// trip as right, so nothing is wrong until the round trip nears
 // twice the heartbeat: raising at 150 % acts before that. Too high a heartbeat only slows
 // the detection of a lost leader, so lowering waits for the target to fall below half the
 // heartbeat, strictly. The histogram's buckets double from one to the next, so a p99 that
