@@ -30,7 +30,7 @@
 // at 85 %), or when its growth trend says the quota is reached within FullWithin (6 hours by
 // default: before the etcd mixin's etcdExcessiveDatabaseGrowth alert, which warns when
 // predict_linear over 4 hours reaches the quota within 4 hours, so that the operator acts
-// before anyone is warned). Both alerts are in level45.md, section 1a.
+// before anyone is warned). Both alerts are the etcd mixin's (etcd's own Prometheus rules).
 //
 // # The trend
 //
@@ -51,8 +51,8 @@
 // the trend (RunwayFactor), whichever is most, rounded up to QuotaStep. Each step restarts
 // every member, so one step must leave the next well away: at a steady growth, the next
 // is due FullWithin later at the soonest, by the threshold or by the trend. The quota
-// never passes its ceiling, nor etcd's recommended 8 GiB (EtcdMaxQuotaBytes; level45.md,
-// section 2b).
+// never passes its ceiling, nor etcd's recommended 8 GiB (EtcdMaxQuotaBytes; etcd's
+// documentation on space quotas).
 //
 // # Room on the volume
 //
@@ -72,9 +72,9 @@
 // rounded up to a whole GiB (VolumeStep) and at most to the volume ceiling, when the
 // StorageClass allows expansion; the next pass, once the claims have grown, raises the
 // quota. The etcd operators we studied do not grow volumes on their own; their users ask
-// for it (level45.md, section 4: cozystack/etcd-operator#210 proposes orphaning the
+// for it (cozystack/etcd-operator#210 proposes orphaning the
 // StatefulSet and patching each claim, gardener/etcd-druid#481 recreating the claims).
-// OpenShift lets the quota be raised, never lowered (section 2b), as here. When neither
+// OpenShift lets the quota be raised, never lowered, as here. When neither
 // can grow, Plan raises the quota as far as the volume allows, and then reports the
 // ceiling: AtCeiling, with what the user can do.
 package autoscale
