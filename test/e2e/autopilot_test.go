@@ -39,7 +39,12 @@ var _ = Describe("autopilot", longestSpec(80), func() {
 					Mode: etcdv1alpha1.StorageAutoscalingAuto, MaxQuotaBackendBytes: ptr.To(resource.MustParse("256Mi"))}}}}
 		Expect(k8sClient.Create(ctx, c)).To(Succeed())
 		waitReady(ctx, c)
-		cli := etcdV3Client(ctx, ns, "grow")
+		// Writes go through the client Service, as an application's do: the quota's rollout
+		// may restart every member while the spec still writes (the operator decides on its
+		// own measure of the data), and each comes back at a new pod address. The members'
+		// statuses are read on their own addresses, found again when the pods change.
+		writer := serviceClient(ctx, ns, "grow")
+		members := followMembers(ctx, ns, "grow")
 		quota := func() int64 {
 			st := get(ctx, ns, "grow", &etcdv1alpha1.EtcdCluster{}).Status.Storage
 			if st == nil || st.QuotaBackendBytes == nil {
@@ -67,7 +72,7 @@ var _ = Describe("autopilot", longestSpec(80), func() {
 					Eventually(func() error {
 						pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 						defer cancel()
-						_, err := cli.Put(pctx, k, v)
+						_, err := writer.Put(pctx, k, v)
 						if err != nil && strings.Contains(err.Error(), "database space exceeded") {
 							return StopTrying("the cluster reached NOSPACE").Wrap(err)
 						}
@@ -84,11 +89,11 @@ var _ = Describe("autopilot", longestSpec(80), func() {
 		// once saw a follower raise NOSPACE after the last write of a fixed 19 MiB).
 		threshold := int64(24<<20) * 75 / 100
 		n := 0
-		for ; n < 90 && largestInUse(ctx, cli) < threshold+(256<<10); n++ {
+		for ; n < 90 && largestInUse(ctx, members()) < threshold+(256<<10); n++ {
 			put(n, n+1)
 		}
-		GinkgoWriter.Printf("%d times 256 KiB written; members' database in use and file: %s\n", n, dbSizes(ctx, cli))
-		Expect(largestInUse(ctx, cli)).To(BeNumerically(">=", threshold), "90 times 256 KiB fill 75 %% of the quota")
+		GinkgoWriter.Printf("%d times 256 KiB written; members' database in use and file: %s\n", n, dbSizes(ctx, members()))
+		Expect(largestInUse(ctx, members())).To(BeNumerically(">=", threshold), "90 times 256 KiB fill 75 %% of the quota")
 		Eventually(quota).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(BeNumerically(">", 24<<20),
 			"the quota is raised past 75 %% of it")
 		raised := quota()
@@ -99,11 +104,9 @@ var _ = Describe("autopilot", longestSpec(80), func() {
 		}
 		Expect(eventCount(ctx, Default, ns, "QuotaRaised")).To(BeNumerically(">=", 1))
 
-		// The data now grows past the old quota, and every write is accepted. The members
-		// restarted with new addresses: a new client, as a client of theirs would.
-		cli = etcdV3Client(ctx, ns, "grow")
+		// The data now grows past the old quota, and every write is accepted.
 		put(n, 120) // 30 MiB of values in all, more than the first quota
-		Expect(keysUnder(ctx, cli, "/data/")).To(Equal(written), "every key is intact")
+		Expect(keysUnder(ctx, members(), "/data/")).To(Equal(written), "every key is intact")
 		got = get(ctx, ns, "grow", &etcdv1alpha1.EtcdCluster{})
 		for _, m := range got.Status.Members {
 			Expect(m.Alarms).To(BeEmpty(), "member %s", m.Name)
@@ -218,6 +221,32 @@ var _ = Describe("autopilot", longestSpec(80), func() {
 		Expect(eventCount(ctx, Default, ns, "RaftTimingChanged")).To(BeNumerically(">", raises), "each change is an event")
 	})
 })
+
+// followMembers returns a function that gives a client of the member pods of cluster name
+// as they are at the call: a client of the same addresses while the pods keep them, a new
+// one (the old closed) once a member came back at a new address. The last is closed when
+// the spec ends.
+func followMembers(ctx context.Context, ns, name string) func() *clientv3.Client {
+	var cli *clientv3.Client
+	var at string
+	DeferCleanup(func() {
+		if cli != nil {
+			_ = cli.Close()
+		}
+	})
+	return func() *clientv3.Client {
+		addresses := podEndpoints(ctx, ns, name)
+		if key := strings.Join(addresses, ","); cli == nil || key != at {
+			next, err := fw.ClientV3(ctx, get(ctx, ns, name, &etcdv1alpha1.EtcdCluster{}), addresses...)
+			ExpectWithOffset(1, err).NotTo(HaveOccurred())
+			if cli != nil {
+				_ = cli.Close()
+			}
+			cli, at = next, key
+		}
+		return cli
+	}
+}
 
 // largestInUse is the largest database size in use among the members cli reaches that
 // answer, as etcd reports it; what the operator's storage autoscaling measures.

@@ -68,7 +68,7 @@ var _ = Describe("chaos", Label("chaos"), Serial, func() {
 		c := createCluster(ctx, ns, "chaos", 3, version...)
 		c = waitReady(ctx, c)
 		run := &chaosRun{ns: ns, name: c.Name, rec: chaos.NewRecorder(), start: time.Now()}
-		run.client = chaosClient(ctx, ns, c.Name)
+		run.client = serviceClient(ctx, ns, c.Name)
 
 		wctx, stopWorkers := context.WithCancel(ctx)
 		var workers sync.WaitGroup
@@ -270,10 +270,10 @@ func (r *chaosRun) clientID() int {
 	return r.nextID - 1
 }
 
-// chaosClient connects to the cluster through its client Service's ClusterIP, which this
-// machine routes (kube-proxy), as an application in the cluster would. It is closed when
-// the spec ends.
-func chaosClient(ctx context.Context, ns, name string) *clientv3.Client {
+// serviceClient connects to the cluster through its client Service's ClusterIP, which this
+// machine routes (kube-proxy) to the members that are ready, as an application in the
+// cluster would. It is closed when the spec ends.
+func serviceClient(ctx context.Context, ns, name string) *clientv3.Client {
 	c := get(ctx, ns, name, &etcdv1alpha1.EtcdCluster{})
 	service, err := fw.ServiceAddress(ctx, c)
 	Expect(err).NotTo(HaveOccurred())
