@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -10,6 +12,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
@@ -20,7 +24,7 @@ import (
 // member on a connection already made, with no name lookup and no TLS handshake: it tells
 // whether the member serves, not how long a new connection takes on a loaded machine. A
 // member whose process stops breaks its connection, and the next call fails at once; the
-// connection is made again as soon as the member is back.
+// connection is made again as soon as the member is back, at the address its pod has then.
 type VersionProbe interface {
 	Version(ctx context.Context) (string, error)
 	Close() error
@@ -34,11 +38,14 @@ var probeBackoff = backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier:
 
 // ProbeMembers opens a VersionProbe on each of members of c, on the member's own endpoint
 // (MemberAddresses). On an error the probes already open are closed.
+//
+// Each connection is made to the IP the member's pod has when it is made (podDialer), not to
+// what the member's name resolved to: a member restarted in a new pod has a new IP, and its
+// name keeps resolving to the old one for as long as DNS caches it (seconds), each attempt
+// on the old address hanging until its connect timeout. The probe would then see the member
+// silent for seconds after it serves again, and the next member's restart as overlapping it.
+// The member's certificate is still verified against its name.
 func (e *Env) ProbeMembers(ctx context.Context, c *etcdv1alpha1.EtcdCluster, members []string) (map[string]VersionProbe, error) {
-	open := e.OpenProbe
-	if open == nil {
-		open = openProbe
-	}
 	probes := make(map[string]VersionProbe, len(members))
 	for _, m := range members {
 		address, err := e.memberAddress(ctx, c, m)
@@ -47,8 +54,10 @@ func (e *Env) ProbeMembers(ctx context.Context, c *etcdv1alpha1.EtcdCluster, mem
 			cfg, err = e.clientConfig(ctx, c, address)
 		}
 		var p VersionProbe
-		if err == nil {
-			p, err = open(ctx, cfg)
+		if err == nil && e.OpenProbe != nil {
+			p, err = e.OpenProbe(ctx, cfg)
+		} else if err == nil {
+			p, err = openProbe(ctx, cfg, e.podDialer(c.Namespace, m))
 		}
 		if err != nil {
 			CloseProbes(probes)
@@ -74,10 +83,13 @@ type clientv3Probe struct {
 	status   pb.MaintenanceClient
 }
 
-func openProbe(ctx context.Context, cfg etcd.Config) (VersionProbe, error) {
+func openProbe(ctx context.Context, cfg etcd.Config, dial func(context.Context, string) (net.Conn, error)) (VersionProbe, error) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, TLS: cfg.TLS, Context: ctx,
 		DialTimeout: etcd.DefaultDialTimeout, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{Backoff: probeBackoff, MinConnectTimeout: 2 * time.Second})}})
+		DialOptions: []grpc.DialOption{
+			grpc.WithConnectParams(grpc.ConnectParams{Backoff: probeBackoff, MinConnectTimeout: 2 * time.Second}),
+			grpc.WithContextDialer(dial),
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -93,3 +105,26 @@ func (p *clientv3Probe) Version(ctx context.Context) (string, error) {
 }
 
 func (p *clientv3Probe) Close() error { return p.cli.Close() }
+
+// podDialer dials the client port of address (host:port) at the IP that the pod named member
+// has now, read from the API server on each dial. A pod without an IP yet (or, from the
+// machine, with one outside PodNetwork) fails the dial at once, and gRPC tries again within
+// probeBackoff.
+func (e *Env) podDialer(namespace, member string) func(context.Context, string) (net.Conn, error) {
+	return func(ctx context.Context, address string) (net.Conn, error) {
+		_, port, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, err
+		}
+		pod := &corev1.Pod{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: member}, pod); err != nil {
+			return nil, fmt.Errorf("reading member pod %s: %w", member, err)
+		}
+		ip, err := netip.ParseAddr(pod.Status.PodIP)
+		if err != nil || (e.fromHost() && !e.PodNetwork.Contains(ip)) {
+			return nil, fmt.Errorf("member pod %s has no IP to dial (%q)", member, pod.Status.PodIP)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", net.JoinHostPort(ip.String(), port))
+	}
+}

@@ -179,3 +179,41 @@ func TestReloadingTLS(t *testing.T) {
 	_, err = env.ReloadingTLS(ctx, plain)
 	g.Expect(err).To(MatchError(ContainSubstring("no status.clientSecret")))
 }
+
+// A member's probe dials the IP its pod has at each dial, not what its name resolves to:
+// after a restart in a new pod, the new IP at once; a pod without an IP (or, from the
+// machine, with one outside the pod network) fails the dial without connecting anywhere.
+func TestPodDialer(t *testing.T) {
+	g := NewWithT(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = ln.Close() }()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = conn.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	c := reachable()
+	env := newEnv(t, podWithIP(c, "c-0", "127.0.0.1"), podWithIP(c, "c-1", ""))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	conn, err := env.PodDialer(ns, "c-0")(ctx, "c-0.c-peer.scorecard.svc:"+port)
+	g.Expect(err).NotTo(HaveOccurred(), "the name is not looked up: the pod's IP is dialed")
+	g.Expect(conn.RemoteAddr().String()).To(Equal(ln.Addr().String()))
+	_ = conn.Close()
+
+	_, err = env.PodDialer(ns, "c-1")(ctx, "c-1.c-peer.scorecard.svc:"+port)
+	g.Expect(err).To(MatchError(ContainSubstring("member pod c-1 has no IP to dial")))
+	_, err = env.PodDialer(ns, "c-2")(ctx, "c-2.c-peer.scorecard.svc:"+port)
+	g.Expect(err).To(MatchError(ContainSubstring("reading member pod c-2")))
+
+	env.PodNetwork = netip.MustParsePrefix("198.18.0.0/16")
+	_, err = env.PodDialer(ns, "c-0")(ctx, "198.18.0.5:"+port)
+	g.Expect(err).To(MatchError(ContainSubstring("member pod c-0 has no IP to dial")), "from the machine, 127.0.0.1 is outside the pod network")
+}
