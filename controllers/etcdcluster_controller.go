@@ -474,10 +474,31 @@ func (r *EtcdClusterReconciler) expandVolume(ctx context.Context, c *etcdv1alpha
 // createMember creates a member's claim (unless ephemeral, or it exists) and its pod, which
 // starts with the TLS material trustHash names.
 func (r *EtcdClusterReconciler) createMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action, trustHash string, restore *resources.RestoreSource) (created bool, err error) {
-	if err := r.createClaim(ctx, c, a.Member, nil); err != nil {
+	if a.OnExistingClaim {
+		if err := r.claimStillThere(ctx, c, a.Member); err != nil {
+			return false, err
+		}
+	} else if err := r.createClaim(ctx, c, a.Member, nil); err != nil {
 		return false, err
 	}
 	return r.createPod(ctx, c, a, trustHash, restore)
+}
+
+// claimStillThere reads, from the API server rather than the cache, the claim a member's
+// pod is made on with the member's data (Action.OnExistingClaim). When it is gone or going,
+// the pass ends without making anything: the cache saw the claim a moment ago, and the next
+// pass sees the member's data lost.
+func (r *EtcdClusterReconciler) claimStillThere(ctx context.Context, c *etcdv1alpha1.EtcdCluster, member string) error {
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(resources.MemberPVC(c, member)), pvc)
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && pvc.DeletionTimestamp != nil):
+		return &waitingError{reason: etcdv1alpha1.ReasonMemberDataLost,
+			message: fmt.Sprintf("the claim of member %s, which holds its data, is gone: its pod is not made on a new one", member)}
+	case err != nil:
+		return fmt.Errorf("reading the claim of member %s: %w", member, err)
+	}
+	return nil
 }
 
 // alreadyCreatedError says that what an action creates exists already: an earlier pass made

@@ -189,6 +189,11 @@ type Action struct {
 	// when its data directory is empty.
 	InitialCluster      []string
 	InitialClusterState string
+	// OnExistingClaim says that CreatePod makes the pod on the member's claim as the plan saw
+	// it, which holds the member's data: when the claim is gone by the time the pod is made,
+	// nothing is made, and the next pass sees the data lost. A fresh claim would start the
+	// member empty under its old identity, as though it still held its data.
+	OnExistingClaim bool
 	// Version is the etcd release the member's new pod runs (CreateSeed, CreatePod,
 	// AddLearner, RestartMember).
 	Version string
@@ -255,18 +260,18 @@ func planUnreachable(o Observed) Action {
 // data, if it started, wins over the flag. So does a seed that never started. Any other
 // member rejoins with its data; "existing" makes etcd refuse to start a new cluster.
 func (o Observed) recreatePod(name string, known, static []string) Action {
-	pvc := o.PVCs[name]
+	pvc, hasPVC := o.PVCs[name]
 	switch {
 	case len(static) > 0 && len(pvc.InitialCluster) > 0:
 		return Action{
-			Kind: CreatePod, Member: name,
+			Kind: CreatePod, Member: name, OnExistingClaim: hasPVC,
 			InitialCluster: pvc.InitialCluster, InitialClusterState: "new",
 			Reason:  etcdv1alpha1.ReasonBootstrapping,
 			Message: fmt.Sprintf("creating the pod of initial member %s", name),
 		}
 	case len(static) == 0 && len(known) == 1 && !pvc.Bootstrapped:
 		return Action{
-			Kind: CreatePod, Member: name,
+			Kind: CreatePod, Member: name, OnExistingClaim: hasPVC,
 			InitialCluster:      []string{initialClusterEntry(o.Cluster, name)},
 			InitialClusterState: "new",
 			Reason:              etcdv1alpha1.ReasonBootstrapping,
@@ -278,7 +283,7 @@ func (o Observed) recreatePod(name string, known, static []string) Action {
 		initial = static
 	}
 	return Action{
-		Kind: CreatePod, Member: name,
+		Kind: CreatePod, Member: name, OnExistingClaim: hasPVC,
 		InitialCluster:      initial,
 		InitialClusterState: "existing",
 		Reason:              etcdv1alpha1.ReasonRecreatingPod,
@@ -562,7 +567,7 @@ func (o Observed) missingPod() (Action, bool) {
 				Message: fmt.Sprintf("waiting for the old claim of member %s to be deleted before creating its pod", m.Name)}, true
 		}
 		return Action{
-			Kind: CreatePod, Member: m.Name,
+			Kind: CreatePod, Member: m.Name, OnExistingClaim: hasPVC,
 			InitialCluster:      o.initialClusterFromMembers(),
 			InitialClusterState: "existing",
 			Reason:              etcdv1alpha1.ReasonRecreatingPod,

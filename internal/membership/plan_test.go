@@ -132,10 +132,13 @@ func TestPlan(t *testing.T) {
 			check: createsPod(e1, static, "new"),
 		},
 		{
-			name:  "static bootstrap: a member's claim is missing: it joins as existing, never new",
-			obs:   membership.Observed{Size: 3, StaticBootstrap: true, PVCs: staticPVCs(e0, e2), Pods: pods(e0, e2)},
-			want:  membership.CreatePod,
-			check: createsPod(e1, static, "existing"),
+			name: "static bootstrap: a member's claim is missing: it joins as existing, never new, on a claim made for it",
+			obs:  membership.Observed{Size: 3, StaticBootstrap: true, PVCs: staticPVCs(e0, e2), Pods: pods(e0, e2)},
+			want: membership.CreatePod,
+			check: func(g Gomega, a membership.Action) {
+				createsPod(e1, static, "existing")(g, a)
+				g.Expect(a.OnExistingClaim).To(BeFalse(), "it never started: a new claim holds nothing it had")
+			},
 		},
 		{
 			name: "static cluster scaled down to one, every pod down: the removed members are not brought back",
@@ -198,13 +201,14 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
-			name: "several members and none answers: recreate a missing pod as existing",
+			name: "several members and none answers: recreate a missing pod as existing, only on the claim that holds its data",
 			obs:  membership.Observed{Size: 3, Pods: pods(e0, e2), PVCs: pvcs(false, e0, e1, e2)},
 			want: membership.CreatePod,
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Member).To(Equal(e1))
 				g.Expect(a.InitialClusterState).To(Equal("existing"))
 				g.Expect(a.InitialCluster).To(HaveLen(3))
+				g.Expect(a.OnExistingClaim).To(BeTrue(), "a fresh claim would start it empty under its identity")
 			},
 		},
 		{
@@ -347,6 +351,7 @@ func TestPlan(t *testing.T) {
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Member).To(Equal(e1))
 				g.Expect(a.InitialClusterState).To(Equal("existing"))
+				g.Expect(a.OnExistingClaim).To(BeTrue(), "only on the claim that holds its data")
 			},
 		},
 		{

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,10 +46,8 @@ var _ = Describe("quorum-loss recovery", func() {
 			g.Expect(degraded.Message).To(ContainSubstring(etcdv1alpha1.AnnotationApproveRecovery + "=" + rec.ID))
 		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		Expect(rec.Survivor).To(Equal(survivor))
-		// Both victims, or one: the operator may replace the first destroyed member while the
-		// second still answers (its etcd shutting down, its claim not yet deleted); it never
-		// counts a member whose pod or claim is going (membership's remainingVoters).
-		Expect(rec.LostMembers).To(And(Not(BeEmpty()), HaveEach(BeElementOf(victims))), "the lost members are victims")
+		// Both victims: they stopped together (destroy), so neither could be replaced first.
+		Expect(rec.LostMembers).To(ConsistOf(victims), "the lost members are the victims")
 		Consistently(func(g Gomega) {
 			g.Expect(get(ctx, ns, survivor, &corev1.Pod{}).UID).To(Equal(survivorPod.UID), "the survivor is not touched before approval")
 		}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
@@ -97,11 +96,11 @@ var _ = Describe("quorum-loss recovery", func() {
 		backup := waitBackupFinished(ctx, ns, "before-loss", 3*time.Minute)
 		expectBackupSucceeded(backup)
 		c = get(ctx, ns, "q", &etcdv1alpha1.EtcdCluster{})
+		var all []string
 		for _, m := range c.Status.Members {
-			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: m.Name + "-data", Namespace: ns}}
-			Expect(k8sClient.Delete(ctx, pvc)).To(Succeed())
-			Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: ns}})).To(Succeed())
+			all = append(all, m.Name)
 		}
+		destroy(ctx, c, all, 0)
 		rec = expectRecovered(ctx, c, acked, rec.ID, backup.Status.Snapshot.Revision)
 		Expect(rec.Backup).To(Equal("before-loss"))
 	})
@@ -128,10 +127,7 @@ func quorumCluster(ctx context.Context, policy etcdv1alpha1.QuorumLossPolicy) (s
 func expectHealedWithoutRecovery(ctx context.Context, c *etcdv1alpha1.EtcdCluster, acked map[string]string, floor int64) {
 	ns := c.Namespace
 	before := get(ctx, ns, c.Name, &etcdv1alpha1.EtcdCluster{})
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "hold-members-down", Namespace: ns},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
-	ExpectWithOffset(1, k8sClient.Create(ctx, quota)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) { _ = client.IgnoreNotFound(k8sClient.Delete(ctx, quota)) })
+	release := holdPodsDown(ctx, ns, 1)
 	var survivor string
 	for _, m := range before.Status.Members {
 		if survivor == "" && !m.Leader {
@@ -159,7 +155,7 @@ func expectHealedWithoutRecovery(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		g.Expect(get(ctx, ns, c.Name, &etcdv1alpha1.EtcdCluster{}).Status.Recovery.Phase).To(Equal(etcdv1alpha1.RecoveryAwaitingApproval))
 	}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
 
-	ExpectWithOffset(1, k8sClient.Delete(ctx, quota)).To(Succeed())
+	release()
 	after := waitReady(ctx, c)
 	ExpectWithOffset(1, memberIDs(after)).To(Equal(memberIDs(before)), "the same members, none replaced")
 	ExpectWithOffset(1, after.Status.Recovery).To(BeNil(), "no recovery ran")
@@ -191,8 +187,8 @@ func writeAcknowledged(ctx context.Context, ns, name, prefix string, n int) (map
 	return acked, revision
 }
 
-// destroyTwo deletes the claims and pods of two of the three members (the leader among
-// them) and returns the third, and the two.
+// destroyTwo destroys two of the three members (the leader among them) and returns the
+// third, and the two.
 func destroyTwo(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (survivor string, victims []string) {
 	c = get(ctx, c.Namespace, c.Name, &etcdv1alpha1.EtcdCluster{})
 	ExpectWithOffset(1, c.Status.Members).To(HaveLen(3))
@@ -204,13 +200,51 @@ func destroyTwo(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (survivor stri
 		}
 	}
 	ExpectWithOffset(1, victims).To(HaveLen(2))
-	By(fmt.Sprintf("destroying members %v (claims and pods); %s survives", victims, survivor))
-	for _, v := range victims {
-		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: v + "-data", Namespace: c.Namespace}}
-		ExpectWithOffset(1, k8sClient.Delete(ctx, pvc)).To(Succeed())
-		ExpectWithOffset(1, k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: v, Namespace: c.Namespace}})).To(Succeed())
-	}
+	By(fmt.Sprintf("destroying members %v; %s survives", victims, survivor))
+	destroy(ctx, c, victims, 1)
 	return survivor, victims
+}
+
+// destroy deletes the pods and claims of victims so that they are lost together, as a
+// disaster loses them: their pods first, held down by a quota of keep pods (the others'),
+// then, once the pods are gone, their claims, then the quota. While only their pods are gone
+// their data is kept, and no member can be replaced without a healthy quorum of the others.
+// Deleted one after the other with the cluster up, a member whose claim went first would be
+// replaced while the others still make a quorum (membership's replace), and so could the
+// next: the quorum would never be lost.
+func destroy(ctx context.Context, c *etcdv1alpha1.EtcdCluster, victims []string, keep int) {
+	release := holdPodsDown(ctx, c.Namespace, keep)
+	for _, v := range victims {
+		ExpectWithOffset(2, k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: v, Namespace: c.Namespace}})).To(Succeed())
+	}
+	gone := func(obj client.Object, name string) func() bool {
+		return func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, obj))
+		}
+	}
+	for _, v := range victims {
+		EventuallyWithOffset(2, gone(&corev1.Pod{}, v)).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(time.Second).
+			Should(BeTrue(), "the pod of member %s is gone, and the quota keeps a new one from starting", v)
+	}
+	for _, v := range victims {
+		ExpectWithOffset(2, k8sClient.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: v + "-data", Namespace: c.Namespace}})).To(Succeed())
+	}
+	for _, v := range victims {
+		EventuallyWithOffset(2, gone(&corev1.PersistentVolumeClaim{}, v+"-data")).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).
+			Should(BeTrue(), "the claim of member %s is gone", v)
+	}
+	release()
+}
+
+// holdPodsDown creates a ResourceQuota that lets namespace run at most pods pods, and
+// returns what deletes it (also done at the spec's end). A pod the operator makes beyond it
+// is refused.
+func holdPodsDown(ctx context.Context, namespace string, pods int) (release func()) {
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "hold-members-down", Namespace: namespace},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI)}}}
+	ExpectWithOffset(2, k8sClient.Create(ctx, quota)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { _ = client.IgnoreNotFound(k8sClient.Delete(ctx, quota)) })
+	return func() { ExpectWithOffset(2, k8sClient.Delete(ctx, quota)).To(Succeed()) }
 }
 
 // expectRecovered waits for a recovery other than last to end with the cluster Ready at three members,
