@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,7 +99,7 @@ var _ = Describe("quorum-loss recovery", func() {
 		for _, m := range c.Status.Members {
 			all = append(all, m.Name)
 		}
-		destroy(ctx, c, all, 0)
+		destroy(ctx, c, all)
 		rec = expectRecovered(ctx, c, acked, rec.ID, backup.Status.Snapshot.Revision)
 		Expect(rec.Backup).To(Equal("before-loss"))
 	})
@@ -201,39 +200,14 @@ func destroyTwo(ctx context.Context, c *etcdv1alpha1.EtcdCluster) (survivor stri
 	}
 	ExpectWithOffset(1, victims).To(HaveLen(2))
 	By(fmt.Sprintf("destroying members %v; %s survives", victims, survivor))
-	destroy(ctx, c, victims, 1)
+	destroy(ctx, c, victims)
 	return survivor, victims
 }
 
-// destroy deletes the pods and claims of victims so that they are lost together, as a
-// disaster loses them: their pods first, held down by a quota of keep pods (the others'),
-// then, once the pods are gone, their claims, then the quota. While only their pods are gone
-// their data is kept, and no member can be replaced without a healthy quorum of the others.
-// Deleted one after the other with the cluster up, a member whose claim went first would be
-// replaced while the others still make a quorum (membership's replace), and so could the
-// next: the quorum would never be lost.
-func destroy(ctx context.Context, c *etcdv1alpha1.EtcdCluster, victims []string, keep int) {
-	release := holdPodsDown(ctx, c.Namespace, keep)
-	for _, v := range victims {
-		ExpectWithOffset(2, k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: v, Namespace: c.Namespace}})).To(Succeed())
-	}
-	gone := func(obj client.Object, name string) func() bool {
-		return func() bool {
-			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, obj))
-		}
-	}
-	for _, v := range victims {
-		EventuallyWithOffset(2, gone(&corev1.Pod{}, v)).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(time.Second).
-			Should(BeTrue(), "the pod of member %s is gone, and the quota keeps a new one from starting", v)
-	}
-	for _, v := range victims {
-		ExpectWithOffset(2, k8sClient.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: v + "-data", Namespace: c.Namespace}})).To(Succeed())
-	}
-	for _, v := range victims {
-		EventuallyWithOffset(2, gone(&corev1.PersistentVolumeClaim{}, v+"-data")).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).
-			Should(BeTrue(), "the claim of member %s is gone", v)
-	}
-	release()
+// destroy destroys victims together (framework.DestroyMembers): each stops while its data
+// still exists, then their data goes.
+func destroy(ctx context.Context, c *etcdv1alpha1.EtcdCluster, victims []string) {
+	ExpectWithOffset(2, fw.DestroyMembers(ctx, c, victims)).To(Succeed())
 }
 
 // holdPodsDown creates a ResourceQuota that lets namespace run at most pods pods, and

@@ -138,6 +138,108 @@ func (e *Env) DestroyMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, me
 	return nil
 }
 
+// holdFinalizer keeps the pods DestroyMembers deletes in the API until their claims are
+// deleted too.
+const holdFinalizer = "test.etcdpilot.io/hold"
+
+// destroyWait bounds each wait of DestroyMembers: the members' etcd stopping, then their
+// pods and claims going.
+const destroyWait = 2 * time.Minute
+
+// DestroyMembers destroys members of c together, as a disaster does (nodes lost with their
+// disks): every member stops while its data still exists, and only then is the data deleted.
+// Destroyed one after another instead (DestroyMember each), the first whose claim goes
+// may be replaced while the others still make a quorum, and so may the next: a majority
+// destroyed that way may never lose the quorum. Each pod is held in the API by a
+// finalizer while its etcd stops: the operator sees it going and makes no new one, and no
+// member is replaced without a healthy quorum of the others. Then the claims are deleted
+// and the pods let go. The finalizers are removed whatever happens.
+func (e *Env) DestroyMembers(ctx context.Context, c *etcdv1alpha1.EtcdCluster, members []string) (err error) {
+	pods := make([]*corev1.Pod, 0, len(members))
+	defer func() {
+		for _, pod := range pods {
+			if rerr := e.letGo(context.WithoutCancel(ctx), pod); rerr != nil && err == nil {
+				err = rerr
+			}
+		}
+	}()
+	for _, m := range members {
+		pod := &corev1.Pod{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: m}, pod); err != nil {
+			return fmt.Errorf("reading Pod %s: %w", m, err)
+		}
+		patch := client.MergeFrom(pod.DeepCopy())
+		pod.Finalizers = append(pod.Finalizers, holdFinalizer)
+		if err := e.Client.Patch(ctx, pod, patch); err != nil {
+			return fmt.Errorf("holding Pod %s: %w", m, err)
+		}
+		pods = append(pods, pod)
+	}
+	for _, pod := range pods {
+		if err := e.Client.Delete(ctx, pod); err != nil {
+			return fmt.Errorf("deleting Pod %s: %w", pod.Name, err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, destroyWait)
+	defer cancel()
+	for _, pod := range pods {
+		if err := e.waitStopped(wctx, pod); err != nil {
+			return err
+		}
+	}
+	names := cluster.For(c)
+	for _, m := range members {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: names.PVCName(m)}}
+		if err := e.Client.Delete(ctx, pvc); err != nil {
+			return fmt.Errorf("deleting PersistentVolumeClaim %s: %w", pvc.Name, err)
+		}
+	}
+	e.Report.Logf("members %v stopped together; their claims deleted", members)
+	return nil
+}
+
+// waitStopped waits until every container of pod has terminated.
+func (e *Env) waitStopped(ctx context.Context, pod *corev1.Pod) error {
+	err := wait.PollUntilContextCancel(ctx, e.poll(), true, func(ctx context.Context) (bool, error) {
+		got := &corev1.Pod{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+			return false, err
+		}
+		for _, s := range got.Status.ContainerStatuses {
+			if s.State.Terminated == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the containers of Pod %s to stop: %w", pod.Name, err)
+	}
+	return nil
+}
+
+// letGo removes holdFinalizer from pod, if it is still there.
+func (e *Env) letGo(ctx context.Context, pod *corev1.Pod) error {
+	got := &corev1.Pod{}
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pod), got); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading Pod %s: %w", pod.Name, err)
+	}
+	var kept []string
+	for _, f := range got.Finalizers {
+		if f != holdFinalizer {
+			kept = append(kept, f)
+		}
+	}
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Finalizers = kept
+	if err := client.IgnoreNotFound(e.Client.Patch(ctx, got, patch)); err != nil {
+		return fmt.Errorf("letting Pod %s go: %w", pod.Name, err)
+	}
+	return nil
+}
+
 // memberObjects returns the member pods and claims of c that exist, found through the
 // cluster's selector.
 func (e *Env) memberObjects(ctx context.Context, c *etcdv1alpha1.EtcdCluster) ([]corev1.Pod, []corev1.PersistentVolumeClaim, error) {

@@ -314,3 +314,41 @@ func logOf(env *framework.Env) string {
 	defer l.mu.Unlock()
 	return l.lines.String()
 }
+
+// DestroyMembers stops the members first, their pods held in the API until every one of
+// their containers has stopped, and only then deletes their claims and lets the pods go: a
+// pod that does not stop in time fails it, and its pod is still let go.
+func TestDestroyMembersStopsThemAllBeforeTheirDataGoes(t *testing.T) {
+	g := NewWithT(t)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
+	pod := func(name string, stopped bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		state := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+		if stopped {
+			state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", State: state}}
+		return p
+	}
+	claim := func(name string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	env := newEnv(t, pod("c-0", true), pod("c-1", true), pod("c-2", false), claim("c-0-data"), claim("c-1-data"), claim("c-2-data"))
+	ctx := context.Background()
+
+	g.Expect(env.DestroyMembers(ctx, c, []string{"c-0", "c-1"})).To(Succeed())
+	var pods corev1.PodList
+	g.Expect(env.Client.List(ctx, &pods)).To(Succeed())
+	g.Expect(pods.Items).To(ConsistOf(HaveField("Name", "c-2")), "the destroyed members' pods are gone")
+	var pvcs corev1.PersistentVolumeClaimList
+	g.Expect(env.Client.List(ctx, &pvcs)).To(Succeed())
+	g.Expect(pvcs.Items).To(ConsistOf(HaveField("Name", "c-2-data")), "and so are their claims")
+
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	g.Expect(env.DestroyMembers(cctx, c, []string{"c-2"})).To(MatchError(ContainSubstring("waiting for the containers of Pod c-2 to stop")))
+	g.Expect(env.Client.List(ctx, &pods)).To(Succeed())
+	g.Expect(pods.Items).To(BeEmpty(), "a pod whose etcd did not stop is let go all the same")
+	g.Expect(env.Client.List(ctx, &pvcs)).To(Succeed())
+	g.Expect(pvcs.Items).To(ConsistOf(HaveField("Name", "c-2-data")), "its data is kept")
+}

@@ -83,22 +83,20 @@ func quorumLoss(ctx context.Context, in Input, r *report.Report) {
 	)
 }
 
-// destroyMajority destroys every member of c but one that is not the leader, and returns
-// that one.
+// destroyMajority destroys every member of c but one that is not the leader, together
+// (DestroyMembers), and returns that one.
 func destroyMajority(ctx context.Context, in Input, c *etcdv1alpha1.EtcdCluster) (string, error) {
 	spared, ok := framework.Victim(c)
 	if !ok {
 		return "", errors.New("no member that is not the leader")
 	}
+	var victims []string
 	for _, m := range c.Status.Members {
-		if m.Name == spared.Name {
-			continue
-		}
-		if err := in.Env.DestroyMember(ctx, c, m.Name); err != nil {
-			return "", err
+		if m.Name != spared.Name {
+			victims = append(victims, m.Name)
 		}
 	}
-	return spared.Name, nil
+	return spared.Name, in.Env.DestroyMembers(ctx, c, victims)
 }
 
 // corruptMember: a 3-member cluster checked every minute (spec.consistencyCheck) holds a
