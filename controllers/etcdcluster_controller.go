@@ -136,6 +136,8 @@ type EtcdClusterReconciler struct {
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // Whether the claims' StorageClass allows expansion, read before growing them.
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
+// The zone label of the nodes members run on, read once per node (status.members[].zone).
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
 // Events about what the operator did.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

@@ -102,6 +102,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 			o.membership.Pods[member] = plannerPod(p)
 		}
 	}
+	r.observeZones(ctx, c, o)
 	var pvcs corev1.PersistentVolumeClaimList
 	if err := r.Client.List(ctx, &pvcs, client.InNamespace(c.Namespace), selector); err != nil {
 		return nil, err
@@ -430,8 +431,44 @@ func askMembers(ctx context.Context, cli etcd.Client, names cluster.Names, membe
 
 // plannerPod is what the planner knows of a member pod.
 func plannerPod(p *corev1.Pod) membership.Pod {
-	return membership.Pod{Ready: podReady(p), Version: p.Labels[cluster.LabelVersion], Created: p.CreationTimestamp.Time,
-		SpecHash: p.Annotations[resources.AnnotationSpecHash], Terminating: p.DeletionTimestamp != nil}
+	out := membership.Pod{Ready: podReady(p), Version: p.Labels[cluster.LabelVersion], Created: p.CreationTimestamp.Time,
+		SpecHash: p.Annotations[resources.AnnotationSpecHash], Terminating: p.DeletionTimestamp != nil, Node: p.Spec.NodeName}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			out.Unschedulable, out.UnschedulableSince = c.Message, c.LastTransitionTime.Time
+		}
+	}
+	return out
+}
+
+// observeZones fills in the zone of the node each member pod runs on: the one the last
+// status gave that node (a node's zone label does not move), else the Node's label, read
+// from the API server (the operator does not keep nodes in its cache). A node it cannot read
+// leaves the zone empty, which status shows as unknown.
+func (r *EtcdClusterReconciler) observeZones(ctx context.Context, c *etcdv1alpha1.EtcdCluster, o *observation) {
+	zones := map[string]string{}
+	for _, m := range c.Status.Members {
+		if m.Node != "" {
+			zones[m.Node] = m.Zone
+		}
+	}
+	for name, p := range o.membership.Pods {
+		if p.Node == "" {
+			continue
+		}
+		zone, known := zones[p.Node]
+		if !known {
+			node := &corev1.Node{}
+			if err := r.APIReader.Get(ctx, client.ObjectKey{Name: p.Node}, node); err != nil {
+				log.FromContext(ctx).Error(err, "Reading the zone of a member's node", "member", name, "node", p.Node)
+				continue
+			}
+			zone = node.Labels[corev1.LabelTopologyZone]
+			zones[p.Node] = zone
+		}
+		p.Zone = zone
+		o.membership.Pods[name] = p
+	}
 }
 
 // recheck is the second look before a disruptive action (membership.ConfirmDisruption):

@@ -60,6 +60,9 @@ unset KUBECONFIG # every kubectl call below names its kubeconfig
 # Addresses: node and DNS on lo (the kernel has no dummy links), pods and services in
 # ranges that stay inside this machine.
 readonly NODE_NAME=node1
+# The node's topology.kubernetes.io/zone label, as a cloud's nodes carry one: what the
+# operator reports per member (status.members[].zone) is checked against it.
+readonly NODE_ZONE=zone-a
 readonly NODE_IP=198.19.0.1
 readonly DNS_IP=198.19.0.10
 readonly POD_CIDR=198.18.0.0/16
@@ -687,7 +690,7 @@ start_containerd() {
 start_node_agents() {
   start_daemon kubelet "$K8S_BIN/kubelet" --config="$S/kubelet/config.yaml" \
     --kubeconfig="$KCFG/kubelet.kubeconfig" --hostname-override="$NODE_NAME" \
-    --node-ip="$NODE_IP" --root-dir="$S/kubelet"
+    --node-ip="$NODE_IP" --root-dir="$S/kubelet" --node-labels="topology.kubernetes.io/zone=$NODE_ZONE"
   start_daemon kube-proxy "$K8S_BIN/kube-proxy" --config="$S/kube-proxy.yaml"
 }
 

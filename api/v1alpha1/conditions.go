@@ -116,6 +116,10 @@ const (
 	// ReasonMemberDataLost (Degraded=True): a member's data is gone (its ephemeral pod or
 	// its volume was deleted) and the other members lack a healthy quorum to replace it.
 	ReasonMemberDataLost = "MemberDataLost"
+	// ReasonMemberUnschedulable (Degraded=True): a member's pod has waited for a node for
+	// 30 s or more, the scheduler finding none that its rules allow; the message names the
+	// member and quotes the scheduler (which rule, on how many nodes).
+	ReasonMemberUnschedulable = "MemberUnschedulable"
 	// ReasonNoSpace (Degraded=True): a member's database reached the quota and etcd raised
 	// the NOSPACE alarm: the cluster accepts only reads and deletes. The message says what
 	// the operator is doing about it (spec.maintenance.noSpaceRecovery), or that it is off.

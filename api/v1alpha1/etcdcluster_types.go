@@ -1325,6 +1325,16 @@ type MemberStatus struct {
 	// +optional
 	ClientURL string `json:"clientURL,omitempty"`
 
+	// node is the node the member's pod runs on, as its pod says; empty while the pod is
+	// not placed, or when the member has no pod.
+	// +optional
+	Node string `json:"node,omitempty"`
+
+	// zone is the topology.kubernetes.io/zone label of that node; empty when the node has
+	// none or could not be read.
+	// +optional
+	Zone string `json:"zone,omitempty"`
+
 	// leader is true for the current raft leader.
 	// +optional
 	Leader bool `json:"leader,omitempty"`
@@ -1397,6 +1407,7 @@ type MemberStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Nodes",type=string,priority=1,JSONPath=`.status.members[*].node`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdCluster struct {
 	metav1.TypeMeta `json:",inline"`

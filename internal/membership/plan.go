@@ -81,6 +81,14 @@ type Pod struct {
 	// SpecHash is the hash of the spec the pod was built from (its spec-hash annotation).
 	// Empty for a pod made before the operator recorded it: such a pod counts as current.
 	SpecHash string
+	// Node is the node the pod was placed on, empty until the scheduler places it; Zone is
+	// that node's topology.kubernetes.io/zone label, empty when it has none.
+	Node, Zone string
+	// Unschedulable is the scheduler's word on a pod it could place on no node (its
+	// PodScheduled condition False with reason Unschedulable), since UnschedulableSince;
+	// empty otherwise.
+	Unschedulable      string
+	UnschedulableSince time.Time
 }
 
 // PVC is a member data claim as observed.
@@ -233,6 +241,9 @@ func planUnreachable(o Observed) Action {
 	if len(known) == 0 {
 		return o.seed()
 	}
+	if a, ok := o.unplacedOutdated(); ok {
+		return a
+	}
 	static := o.staticInitialCluster()
 	for _, name := range known {
 		if _, ok := o.Pods[name]; !ok {
@@ -252,6 +263,26 @@ func planUnreachable(o Observed) Action {
 	}
 	return Action{Kind: Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers,
 		Message: "no member answers; waiting for the member pods to start"}
+}
+
+// unplacedOutdated finds the first member pod, in member order, that the scheduler found no
+// node for and that was made from another spec than the current one, and restarts it: it never ran, so
+// deleting it costs nothing, and the pod made again from the current spec may find a node
+// (a corrected node selector, affinity or toleration). Without this, a cluster whose first
+// pods no node could take would wait for them forever, whatever the spec says now.
+func (o Observed) unplacedOutdated() (Action, bool) {
+	names := make([]string, 0, len(o.Pods))
+	for name := range o.Pods {
+		names = append(names, name)
+	}
+	sortByOrdinal(o.Cluster, names)
+	for _, name := range names {
+		if p := o.Pods[name]; p.Unschedulable != "" && p.Node == "" && !p.Terminating && o.specOutdated(name) {
+			return Action{Kind: RestartMember, Member: name, Version: o.Upgrade.Desired(), Reason: etcdv1alpha1.ReasonRecreatingPod,
+				Message: fmt.Sprintf("making the pod of member %s again from the current spec: no node took the one made from the previous spec", name)}, true
+		}
+	}
+	return Action{}, false
 }
 
 // recreatePod brings back the pod of a known member (it has a claim: ephemeral members are
@@ -378,6 +409,9 @@ func planReachable(o Observed) Action {
 		return a
 	}
 	if a, ok := o.orphanPod(); ok {
+		return a
+	}
+	if a, ok := o.unplacedOutdated(); ok {
 		return a
 	}
 	if a, ok := o.corruptMember(); ok {

@@ -602,3 +602,33 @@ func TestTrackUnhealthy(t *testing.T) {
 	g.Expect(members[2].UnhealthySince).To(Equal(now))
 	g.Expect(members[3].UnhealthySince).To(BeZero())
 }
+
+// A pod the scheduler found no node for, made from a spec that has changed since, is made
+// again from the current spec: at bootstrap, when no member answers, and in a running
+// cluster (a new member's pod). A pod no node took that runs the current spec is left to
+// wait, and so is one the scheduler has not judged yet.
+func TestAPodNoNodeTookIsMadeAgainFromTheCurrentSpec(t *testing.T) {
+	g := NewWithT(t)
+	e0, e1, e2, e3 := c.MemberName(0), c.MemberName(1), c.MemberName(2), c.MemberName(3)
+	stuck := func(hash string) membership.Pod {
+		return membership.Pod{SpecHash: hash, Unschedulable: "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."}
+	}
+	hashes := map[string]string{e0: "new", e1: "new", e2: "new", e3: "new"}
+
+	bootstrap := membership.Observed{Cluster: c, Size: 3, StaticBootstrap: true, PVCs: staticPVCs(e0, e1, e2), SpecHashes: hashes,
+		Pods: map[string]membership.Pod{e0: stuck("new"), e1: stuck("old"), e2: stuck("old")}}
+	a := membership.Plan(bootstrap)
+	g.Expect(a.Kind).To(Equal(membership.RestartMember))
+	g.Expect(a.Member).To(Equal(e1), "the first outdated one")
+	g.Expect(a.Reason).To(Equal(etcdv1alpha1.ReasonRecreatingPod))
+
+	bootstrap.Pods = map[string]membership.Pod{e0: stuck("new"), e1: stuck("new"), e2: {SpecHash: "old"}}
+	g.Expect(membership.Plan(bootstrap).Kind).To(Equal(membership.Wait), "current, or not judged by the scheduler yet: wait")
+
+	running := membership.Observed{Cluster: c, Size: 4, SpecHashes: hashes, PVCs: pvcs(true, e0, e1, e2, e3),
+		Members: []membership.Member{leader(voter(0, 10)), voter(1, 11), voter(2, 12), member(3, 13, false, true, false)},
+		Pods:    map[string]membership.Pod{e0: {Ready: true, SpecHash: "new"}, e1: {Ready: true, SpecHash: "new"}, e2: {Ready: true, SpecHash: "new"}, e3: stuck("old")}}
+	a = membership.Plan(running)
+	g.Expect(a.Kind).To(Equal(membership.RestartMember))
+	g.Expect(a.Member).To(Equal(e3))
+}

@@ -173,6 +173,7 @@ func observedMembers(in Input, names cluster.Names, out *etcdv1alpha1.EtcdCluste
 			out.CurrentVersion = v
 		}
 		out.UpdatedMembers = int32(updatedMembers(in.Observed, in.Details))
+		placed(out.Members, in.Observed.Pods)
 		return
 	}
 	for i := range out.Members {
@@ -181,6 +182,16 @@ func observedMembers(in Input, names cluster.Names, out *etcdv1alpha1.EtcdCluste
 		if m.UnhealthySince == nil && !in.Observed.Now.IsZero() {
 			m.UnhealthySince = &metav1.Time{Time: in.Observed.Now}
 		}
+	}
+	placed(out.Members, in.Observed.Pods)
+}
+
+// placed sets where each member runs: its pod's node and that node's zone, as observed in
+// this pass; both empty for a member without a pod, or whose pod is not placed yet.
+func placed(ms []etcdv1alpha1.MemberStatus, pods map[string]membership.Pod) {
+	for i := range ms {
+		p := pods[ms[i].Name]
+		ms[i].Node, ms[i].Zone = p.Node, p.Zone
 	}
 }
 
@@ -478,20 +489,66 @@ func degradedCondition(in Input, st etcdv1alpha1.EtcdClusterStatus) metav1.Condi
 	if c, ok := outOfSpace(in, st); ok {
 		return c
 	}
-	if in.Observed.Members != nil {
-		var sick []string
-		for _, m := range in.Observed.Members {
-			if m.Started && !m.Learner && !m.Healthy {
-				sick = append(sick, sickMember(m, in.Observed.ReplaceUnhealthyAfter))
-			}
-		}
-		if len(sick) > 0 {
-			return degraded(etcdv1alpha1.ReasonMembersUnhealthy,
-				fmt.Sprintf("members not healthy: %s", strings.Join(sick, ", ")))
-		}
+	if c, ok := unschedulable(in.Observed); ok {
+		return c
+	}
+	if sick := sickVoters(in.Observed); len(sick) > 0 {
+		return degraded(etcdv1alpha1.ReasonMembersUnhealthy, fmt.Sprintf("members not healthy: %s", strings.Join(sick, ", ")))
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse,
 		Reason: etcdv1alpha1.ReasonAsExpected, Message: fmt.Sprintf("%d members observed", len(ms))}
+}
+
+// sickVoters says of each started voting member that answered unhealthy what sickMember
+// says; none when no member answered.
+func sickVoters(o membership.Observed) []string {
+	var sick []string
+	for _, m := range o.Members {
+		if m.Started && !m.Learner && !m.Healthy {
+			sick = append(sick, sickMember(m, o.ReplaceUnhealthyAfter))
+		}
+	}
+	return sick
+}
+
+// UnschedulableAfter is how long a member pod may wait for a node before the cluster says so
+// (Degraded, MemberUnschedulable): long enough that a pod waiting for its volume to be made
+// does not count, short enough that nobody waits on a Pending pod in silence.
+const UnschedulableAfter = 30 * time.Second
+
+// unschedulable is the Degraded condition of a cluster with member pods the scheduler could
+// place on no node for UnschedulableAfter or more, in member order, with the scheduler's
+// words for each. The message gives when each began to wait, not for how long, so that it
+// stays the same from one pass to the next.
+func unschedulable(o membership.Observed) (metav1.Condition, bool) {
+	var stuck []string
+	for _, name := range sortedPodNames(o) {
+		p := o.Pods[name]
+		if p.Unschedulable == "" || p.Terminating || o.Now.Sub(p.UnschedulableSince) < UnschedulableAfter {
+			continue
+		}
+		stuck = append(stuck, fmt.Sprintf("member %s has waited for a node since %s: %s", name,
+			p.UnschedulableSince.UTC().Format(time.RFC3339), p.Unschedulable))
+	}
+	if len(stuck) == 0 {
+		return metav1.Condition{}, false
+	}
+	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue,
+		Reason: etcdv1alpha1.ReasonMemberUnschedulable, Message: strings.Join(stuck, "; ")}, true
+}
+
+// sortedPodNames are the names of the member pods of o, in member order.
+func sortedPodNames(o membership.Observed) []string {
+	names := make([]string, 0, len(o.Pods))
+	for name := range o.Pods {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, _ := o.Cluster.MemberOrdinal(names[i])
+		b, _ := o.Cluster.MemberOrdinal(names[j])
+		return a < b
+	})
+	return names
 }
 
 // blockedOrRecovering is the Degraded condition of a pass whose action is Blocked (a

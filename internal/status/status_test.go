@@ -840,3 +840,55 @@ func TestDefragmentationsAreRecordedAndKept(t *testing.T) {
 	in.Maintenance = nil
 	g.Expect(compute(in).Maintenance).To(Equal(c.Status.Maintenance), "a pass without maintenance keeps the last")
 }
+
+// Each member says where it runs, as its pod does in this pass: node and zone, empty for a
+// member whose pod is not placed or is gone, also when no member answers.
+func TestMembersSayWhereTheyRun(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(3)
+	c.Status.Members = []etcdv1alpha1.MemberStatus{{Name: "e-2", Node: "n-old", Zone: "zone-old"}}
+	pods := map[string]membership.Pod{
+		"e-0": {Node: "n-a", Zone: "zone-a"},
+		"e-1": {Node: "n-b"},
+		"e-2": {},
+	}
+	s := compute(status.Input{Cluster: c, Observed: membership.Observed{Members: members(true, true, true), Pods: pods},
+		Action: membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"}})
+	var where [][2]string
+	for _, m := range s.Members {
+		where = append(where, [2]string{m.Node, m.Zone})
+	}
+	g.Expect(where).To(Equal([][2]string{{"n-a", "zone-a"}, {"n-b", ""}, {"", ""}}), "e-2's pod is not placed: its old node is not reported")
+
+	c.Status.Members = s.Members
+	s = compute(status.Input{Cluster: c, Observed: membership.Observed{Pods: map[string]membership.Pod{"e-0": {Node: "n-c", Zone: "zone-c"}}},
+		Action: membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "w"}})
+	g.Expect(s.Members[0].Node).To(Equal("n-c"), "no member answers: where the pods are is still observed")
+	g.Expect(s.Members[1].Node).To(BeEmpty(), "e-1 has no pod now")
+}
+
+// A member pod that the scheduler could place on no node degrades the cluster once it has
+// waited UnschedulableAfter, naming the member and quoting the scheduler; not before (a pod
+// waiting for its volume is briefly unschedulable), and not for a pod being deleted.
+func TestAMemberThatCannotBePlacedSaysWhy(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	why := "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+	in := func(since time.Duration, terminating bool) status.Input {
+		return status.Input{Cluster: newCluster(3), Observed: membership.Observed{Now: now, Cluster: cluster.Names{Name: "e", Namespace: "ns"},
+			Members: members(true, true),
+			Pods: map[string]membership.Pod{"e-0": {Ready: true}, "e-1": {Ready: true},
+				"e-2": {Unschedulable: why, UnschedulableSince: now.Add(-since), Terminating: terminating}}},
+			Action: membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting for e-2"}}
+	}
+
+	degraded := cond(g, compute(in(status.UnschedulableAfter+5*time.Second, false)), etcdv1alpha1.ConditionDegraded)
+	g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonMemberUnschedulable))
+	g.Expect(degraded.Message).To(Equal("member e-2 has waited for a node since 2026-11-29T11:59:25Z: " + why))
+
+	g.Expect(cond(g, compute(in(status.UnschedulableAfter-time.Second, false)), etcdv1alpha1.ConditionDegraded).Status).
+		To(Equal(metav1.ConditionFalse), "briefly unschedulable is not degraded")
+	g.Expect(cond(g, compute(in(time.Hour, true)), etcdv1alpha1.ConditionDegraded).Status).
+		To(Equal(metav1.ConditionFalse), "a pod being deleted is not waited on")
+}

@@ -59,6 +59,17 @@ var _ = Describe("EtcdCluster", func() {
 			Expect(leaders).To(Equal(1))
 		})
 
+		It("says where each member runs, as the pod and its node say", func(ctx SpecContext) {
+			c := get(ctx, ns, "main", &etcdv1alpha1.EtcdCluster{})
+			for _, m := range c.Status.Members {
+				pod := get(ctx, ns, m.Name, &corev1.Pod{})
+				Expect(pod.Spec.NodeName).NotTo(BeEmpty(), m.Name)
+				node := get(ctx, "", pod.Spec.NodeName, &corev1.Node{})
+				Expect([]string{m.Node, m.Zone}).To(Equal([]string{pod.Spec.NodeName, node.Labels[corev1.LabelTopologyZone]}), m.Name)
+				Expect(m.Zone).NotTo(BeEmpty(), "the local cluster's node carries a zone label")
+			}
+		})
+
 		It("is reported in the operator's metrics as it is", func(ctx SpecContext) {
 			token := metricsReaderToken(ctx, ns)
 			endpoint := metricsEndpoint(ctx)

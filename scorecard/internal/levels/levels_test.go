@@ -691,7 +691,7 @@ func TestAutoPilot(t *testing.T) {
 		`write \d+ to /etcdpilot-scorecard/sc-l5-[a-z0-9]{5}-nospace/after-nospace acknowledged`,
 		`events about EtcdCluster sc-l5-[a-z0-9]{5}-nospace: Normal MemberDefragmented x3, Normal NoSpaceDisarmed x1, Normal NoSpaceRecovered x1, Warning NoSpace x1`,
 		`verified: restored at revision \d+ \(the backup recorded \d+\)`,
-		`deleted PersistentVolumeClaim sc-l5-[a-z0-9]{5}-quorum-\d-data and Pod sc-l5-[a-z0-9]{5}-quorum-\d`,
+		`members \[sc-l5-[a-z0-9]{5}-quorum-\d sc-l5-[a-z0-9]{5}-quorum-\d\] stopped together; their claims deleted`,
 		`recovered from sc-l5-[a-z0-9]{5}-quorum-\d \(recovery \d{8}-\d{6}\), revisions raised by 1000000000`,
 		`events about EtcdCluster sc-l5-[a-z0-9]{5}-quorum: Normal RecoverySucceeded x1`,
 		`member sc-l5-[a-z0-9]{5}-corrupt-2: rewrote 1 occurrences of the canary`,
