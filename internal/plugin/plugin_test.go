@@ -49,7 +49,7 @@ func mainCluster() *etcdv1alpha1.EtcdCluster {
 	}
 	c.Status.Members = []etcdv1alpha1.MemberStatus{
 		{Name: "main-1", Healthy: true, Version: "3.7.3", DBSize: 20 << 20, DBSizeInUse: 12 << 20},
-		{Name: "main-0", Leader: true, Healthy: true, Version: "3.7.3", DBSize: 21 << 20, DBSizeInUse: 12 << 20},
+		{Name: "main-0", Leader: true, Healthy: true, Version: "3.7.3", DBSize: 21 << 20, DBSizeInUse: 12 << 20, Zone: "zone-a"},
 		{Name: "main-2", Learner: true, Version: "3.7.3", RaftIndexLag: 1500, Alarms: []string{"NOSPACE"}},
 	}
 	c.Status.Consistency = &etcdv1alpha1.ConsistencyStatus{LastCheckTime: metav1.NewTime(now.Add(-4 * time.Minute)), Result: "Consistent"}
@@ -87,7 +87,7 @@ func TestStatusOf(t *testing.T) {
 	g.Expect(s.Conditions[0]).To(Equal(Condition{Type: "Ready", Status: "False", Reason: "Progressing"}))
 	g.Expect(s.Conditions[4]).To(Equal(Condition{Type: "Monitoring", Status: "Unknown"}), "absent: Unknown")
 	g.Expect(s.Members).To(ContainElements(
-		Member{Name: "main-0", Role: "leader", Healthy: true, Version: "3.7.3", Node: "node-a", DBSize: 21 << 20, DBSizeInUse: 12 << 20},
+		Member{Name: "main-0", Role: "leader", Healthy: true, Version: "3.7.3", Node: "node-a", Zone: "zone-a", DBSize: 21 << 20, DBSizeInUse: 12 << 20},
 		Member{Name: "main-2", Role: "learner", Version: "3.7.3", RaftIndexLag: 1500, Alarms: []string{"NOSPACE"}},
 	))
 	g.Expect(s.Doing).To(HavePrefix("rolling out the new spec"))

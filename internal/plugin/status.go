@@ -40,13 +40,15 @@ type Condition struct {
 	Message string `json:"message,omitempty"`
 }
 
-// Member is one member as the operator last observed it, with the node of its pod.
+// Member is one member as the operator last observed it, with the node of its pod (as the
+// pod says now) and that node's zone (as the operator last observed it).
 type Member struct {
 	Name    string `json:"name"`
 	Role    string `json:"role"` // leader, follower or learner
 	Healthy bool   `json:"healthy"`
 	Version string `json:"version,omitempty"`
 	Node    string `json:"node,omitempty"`
+	Zone    string `json:"zone,omitempty"`
 	// DBSize and DBSizeInUse are in bytes; RaftIndexLag, how far it is behind the leader.
 	DBSize       int64    `json:"dbSize"`
 	DBSizeInUse  int64    `json:"dbSizeInUse"`
@@ -103,7 +105,7 @@ func StatusOf(c *etcdv1alpha1.EtcdCluster, pods []corev1.Pod, backups []etcdv1al
 		case m.Learner:
 			role = "learner"
 		}
-		s.Members = append(s.Members, Member{Name: m.Name, Role: role, Healthy: m.Healthy, Version: m.Version, Node: nodes[m.Name],
+		s.Members = append(s.Members, Member{Name: m.Name, Role: role, Healthy: m.Healthy, Version: m.Version, Node: nodes[m.Name], Zone: m.Zone,
 			DBSize: m.DBSize, DBSizeInUse: m.DBSizeInUse, RaftIndexLag: m.RaftIndexLag, Alarms: m.Alarms})
 	}
 	s.Doing = doing(c)

@@ -10,15 +10,16 @@ import (
 	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 )
 
-// PodDisruptionBudget returns the budget that keeps a quorum of members running through
-// voluntary disruptions (node drains, cluster upgrades): an eviction that would leave
-// fewer than clusterspec.Quorum(size) members available is refused, since the cluster would stop
-// accepting writes. A single-member cluster has no member to spare, so its budget
-// blocks every eviction: draining its node must be a deliberate act.
+// PodDisruptionBudget returns the budget that lets voluntary disruptions (node drains,
+// cluster upgrades) take one member at a time: an eviction is refused while another member
+// is not Ready (evicted and not back yet, restarting, or a learner catching up). One at a
+// time, not down to the quorum: a 5-member cluster drained two members at once would be
+// one failure from losing its quorum. A single-member cluster has no member to spare, so
+// its budget blocks every eviction: draining its node must be a deliberate act.
 func PodDisruptionBudget(c *etcdv1alpha1.EtcdCluster) *policyv1.PodDisruptionBudget {
 	spec := clusterspec.WithDefaults(c.Spec)
 	cl := cluster.For(c)
-	minAvailable := intstr.FromInt32(int32(clusterspec.Quorum(int(spec.Size))))
+	minAvailable := intstr.FromInt32(max(spec.Size-1, 1))
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
 		ObjectMeta: objectMeta(c, cl.PodDisruptionBudget(), cl.Labels()),

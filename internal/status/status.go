@@ -505,7 +505,7 @@ func sickVoters(o membership.Observed) []string {
 	var sick []string
 	for _, m := range o.Members {
 		if m.Started && !m.Learner && !m.Healthy {
-			sick = append(sick, sickMember(m, o.ReplaceUnhealthyAfter))
+			sick = append(sick, sickMember(m, o.Pods[m.Name], o.ReplaceUnhealthyAfter))
 		}
 	}
 	return sick
@@ -613,16 +613,29 @@ func noSpace(in Input) (metav1.Condition, bool) {
 
 // sickMember describes an unhealthy member for the Degraded message: since when, and when
 // the operator replaces it if it stays so.
-func sickMember(m membership.Member, replaceAfter time.Duration) string {
+func sickMember(m membership.Member, pod membership.Pod, replaceAfter time.Duration) string {
+	name := m.Name + where(pod)
 	if m.UnhealthySince.IsZero() {
-		return m.Name
+		return name
 	}
 	since := m.UnhealthySince.UTC().Format(time.RFC3339)
 	if replaceAfter <= 0 {
-		return fmt.Sprintf("%s (since %s; replacement is off)", m.Name, since)
+		return fmt.Sprintf("%s (since %s; replacement is off)", name, since)
 	}
-	return fmt.Sprintf("%s (since %s; replaced at %s if still unhealthy)", m.Name, since,
+	return fmt.Sprintf("%s (since %s; replaced at %s if still unhealthy)", name, since,
 		m.UnhealthySince.Add(replaceAfter).UTC().Format(time.RFC3339))
+}
+
+// where says where a member pod runs, for a message: " on node N" (and " in zone Z"), or
+// nothing when it is not placed.
+func where(p membership.Pod) string {
+	switch {
+	case p.Node == "":
+		return ""
+	case p.Zone == "":
+		return " on node " + p.Node
+	}
+	return " on node " + p.Node + " in zone " + p.Zone
 }
 
 func readyCondition(available, progressing, degraded metav1.Condition, ready, updated, size int) metav1.Condition {

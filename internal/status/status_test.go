@@ -143,16 +143,17 @@ func TestARestoreWaitingForItsSourceHasNoQuorumToLose(t *testing.T) {
 func TestOneMemberDownKeepsQuorumButDegrades(t *testing.T) {
 	g := NewWithT(t)
 	s := compute(status.Input{
-		Cluster:  newCluster(3),
-		Observed: membership.Observed{Members: members(true, false, true)},
-		Action:   membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting for e-1"},
+		Cluster: newCluster(3),
+		Observed: membership.Observed{Members: members(true, false, true),
+			Pods: map[string]membership.Pod{"e-1": {Node: "n-b", Zone: "zone-b"}}},
+		Action: membership.Action{Kind: membership.Wait, Reason: etcdv1alpha1.ReasonWaitingForMembers, Message: "waiting for e-1"},
 	})
 
 	g.Expect(cond(g, s, etcdv1alpha1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
 	degraded := cond(g, s, etcdv1alpha1.ConditionDegraded)
 	g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonMembersUnhealthy))
-	g.Expect(degraded.Message).To(ContainSubstring("e-1"))
+	g.Expect(degraded.Message).To(Equal("members not healthy: e-1 on node n-b in zone zone-b"), "where it runs, to look at its node")
 	g.Expect(cond(g, s, etcdv1alpha1.ConditionReady).Reason).To(Equal(etcdv1alpha1.ReasonDegraded))
 }
 

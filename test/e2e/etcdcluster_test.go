@@ -14,6 +14,8 @@ import (
 	. "github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -28,7 +30,7 @@ import (
 const etcdImage = "localhost:5000/etcd-development/etcd:v3.7.3"
 
 var _ = Describe("EtcdCluster", func() {
-	Describe("a 3-member TLS cluster", Ordered, longestSpec(275), func() {
+	Describe("a 3-member TLS cluster", Ordered, longestSpec(305), func() {
 		var (
 			ns      string
 			cluster *etcdv1alpha1.EtcdCluster
@@ -142,6 +144,34 @@ var _ = Describe("EtcdCluster", func() {
 			Expect(memberIDs(after)).To(Equal(memberIDs(before)), "no membership change")
 			Expect(after.Status.Members).To(ContainElement(SatisfyAll(
 				HaveField("Name", victim.Name), HaveField("ID", victim.ID), HaveField("Healthy", true))))
+			for k, v := range keys {
+				got, found, err := cli.Get(ctx, k)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(found).To(BeTrue(), k)
+				Expect(got).To(Equal(v), k)
+			}
+		})
+
+		It("lets a drain evict one member at a time: a second eviction is refused until the first member is back", func(ctx SpecContext) {
+			before := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+			first, second := before.Status.Members[0].Name, before.Status.Members[1].Name
+			evict := func(member string) error {
+				pod := get(ctx, ns, member, &corev1.Pod{})
+				return k8sClient.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: member, Namespace: ns}})
+			}
+			Eventually(func(g Gomega) {
+				g.Expect(get(ctx, ns, cluster.Name, &policyv1.PodDisruptionBudget{}).Status.DisruptionsAllowed).To(Equal(int32(1)))
+			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the budget admits one disruption")
+			Expect(evict(first)).To(Succeed(), "the first eviction, as kubectl drain makes it")
+			err := evict(second)
+			Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "the second is refused while %s is away: %v", first, err)
+			after := waitReady(ctx, cluster)
+			Expect(memberIDs(after)).To(Equal(memberIDs(before)), "the evicted member came back as itself")
+			Eventually(func() error { return evict(second) }).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).
+				Should(Succeed(), "once the first is back, the second may go")
+			waitReady(ctx, cluster)
+			cli := etcdClient(ctx, ns, cluster.Name)
+			defer func() { _ = cli.Close() }()
 			for k, v := range keys {
 				got, found, err := cli.Get(ctx, k)
 				Expect(err).NotTo(HaveOccurred())
