@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +72,10 @@ var _ = Describe("EtcdCluster", func() {
 				Expect([]string{m.Node, m.Zone}).To(Equal([]string{pod.Spec.NodeName, node.Labels[corev1.LabelTopologyZone]}), m.Name)
 				Expect(m.Zone).NotTo(BeEmpty(), "the local cluster's node carries a zone label")
 			}
+			out, err := exec.CommandContext(ctx, os.Getenv("KUBECTL"), "-n", ns, "get", "etcdcluster", "main", "-o", "wide").Output()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(out)).To(MatchRegexp(`(?m)^NAME .* NODES `), "kubectl get -o wide has a Nodes column")
+			Expect(string(out)).To(ContainSubstring(c.Status.Members[0].Node))
 		})
 
 		It("is reported in the operator's metrics as it is", func(ctx SpecContext) {
