@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -168,13 +169,24 @@ var _ = Describe("EtcdCluster", func() {
 			Eventually(func(g Gomega) {
 				g.Expect(get(ctx, ns, cluster.Name, &policyv1.PodDisruptionBudget{}).Status.DisruptionsAllowed).To(Equal(int32(1)))
 			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the budget admits one disruption")
+			// back waits until member's pod is a new one (not uid), Ready.
+			back := func(member string, uid types.UID) {
+				Eventually(func(g Gomega) {
+					pod := &corev1.Pod{}
+					g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: member}, pod)).To(Succeed())
+					g.Expect(pod.UID).NotTo(Equal(uid), "a new pod")
+					g.Expect(podCondition(pod, corev1.PodReady)).To(HaveField("Status", corev1.ConditionTrue))
+				}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed(), member)
+			}
+			firstUID, secondUID := get(ctx, ns, first, &corev1.Pod{}).UID, get(ctx, ns, second, &corev1.Pod{}).UID
 			Expect(evict(first)).To(Succeed(), "the first eviction, as kubectl drain makes it")
 			err := evict(second)
 			Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "the second is refused while %s is away: %v", first, err)
-			after := waitReady(ctx, cluster)
-			Expect(memberIDs(after)).To(Equal(memberIDs(before)), "the evicted member came back as itself")
+			back(first, firstUID)
+			Expect(memberIDs(waitReady(ctx, cluster))).To(Equal(memberIDs(before)), "the evicted member came back as itself")
 			Eventually(func() error { return evict(second) }).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).
 				Should(Succeed(), "once the first is back, the second may go")
+			back(second, secondUID)
 			waitReady(ctx, cluster)
 			cli := etcdClient(ctx, ns, cluster.Name)
 			defer func() { _ = cli.Close() }()
