@@ -106,6 +106,8 @@ type EtcdClusterReconciler struct {
 	monitoring monitoringState
 	// autopilot is what passes remember for Auto raft timing and storage autoscaling.
 	autopilot autopilotState
+	// zones is what passes remember of the nodes' zones (observe.go).
+	zones nodeZones
 }
 
 // RBAC: each verb is what the reconciler does, and nothing more (controllers/rbac_test.go
@@ -136,7 +138,8 @@ type EtcdClusterReconciler struct {
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // Whether the claims' StorageClass allows expansion, read before growing them.
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
-// The zone label of the nodes members run on, read once per node (status.members[].zone).
+// The zone label of the nodes members run on (status.members[].zone), read by name, once per
+// node every 10 minutes.
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get
 // Events about what the operator did.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

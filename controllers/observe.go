@@ -102,7 +102,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 			o.membership.Pods[member] = plannerPod(p)
 		}
 	}
-	r.observeZones(ctx, c, o)
+	r.observeZones(ctx, o)
 	var pvcs corev1.PersistentVolumeClaimList
 	if err := r.Client.List(ctx, &pvcs, client.InNamespace(c.Namespace), selector); err != nil {
 		return nil, err
@@ -441,34 +441,67 @@ func plannerPod(p *corev1.Pod) membership.Pod {
 	return out
 }
 
-// observeZones fills in the zone of the node each member pod runs on: the one the last
-// status gave that node (a node's zone label does not move), else the Node's label, read
-// from the API server (the operator does not keep nodes in its cache). A node it cannot read
-// leaves the zone empty, which status shows as unknown.
-func (r *EtcdClusterReconciler) observeZones(ctx context.Context, c *etcdv1alpha1.EtcdCluster, o *observation) {
-	zones := map[string]string{}
-	for _, m := range c.Status.Members {
-		if m.Node != "" {
-			zones[m.Node] = m.Zone
-		}
-	}
+// observeZones fills in the zone of the node each member pod runs on (nodeZones). A node
+// it cannot read leaves the zone empty, which status shows as unknown, and is read again
+// next pass.
+func (r *EtcdClusterReconciler) observeZones(ctx context.Context, o *observation) {
 	for name, p := range o.membership.Pods {
 		if p.Node == "" {
 			continue
 		}
-		zone, known := zones[p.Node]
-		if !known {
-			node := &corev1.Node{}
-			if err := r.APIReader.Get(ctx, client.ObjectKey{Name: p.Node}, node); err != nil {
-				log.FromContext(ctx).Error(err, "Reading the zone of a member's node", "member", name, "node", p.Node)
-				continue
-			}
-			zone = node.Labels[corev1.LabelTopologyZone]
-			zones[p.Node] = zone
+		zone, err := r.zones.zoneOf(ctx, r.APIReader, p.Node, o.membership.Now)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "Reading the zone of a member's node", "member", name, "node", p.Node)
+			continue
 		}
 		p.Zone = zone
 		o.membership.Pods[name] = p
 	}
+}
+
+// nodeZoneTTL is how long a node's zone, once read, is taken as it was: a node's zone label
+// is set when it joins and seldom moves, and the operator does not keep nodes in its cache
+// (a watch of every node of a large cluster for one label would cost more than a read per
+// node now and then).
+const nodeZoneTTL = 10 * time.Minute
+
+// nodeZones remembers the zone label of each node read, and when it was read.
+type nodeZones struct {
+	mu    sync.Mutex
+	zones map[string]zoneRead
+}
+
+type zoneRead struct {
+	zone string
+	at   time.Time
+}
+
+// zoneOf returns the topology.kubernetes.io/zone label of node ("" without one), read from
+// the API server when it was not read in the last nodeZoneTTL. A failed read is not
+// remembered.
+func (z *nodeZones) zoneOf(ctx context.Context, reader client.Reader, node string, now time.Time) (string, error) {
+	z.mu.Lock()
+	read, ok := z.zones[node]
+	z.mu.Unlock()
+	if ok && now.Sub(read.at) < nodeZoneTTL {
+		return read.zone, nil
+	}
+	n := &corev1.Node{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+		return "", err
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.zones == nil {
+		z.zones = map[string]zoneRead{}
+	}
+	for name, old := range z.zones {
+		if now.Sub(old.at) >= nodeZoneTTL {
+			delete(z.zones, name) // nodes no member runs on any more are forgotten
+		}
+	}
+	z.zones[node] = zoneRead{zone: n.Labels[corev1.LabelTopologyZone], at: now}
+	return z.zones[node].zone, nil
 }
 
 // recheck is the second look before a disruptive action (membership.ConfirmDisruption):

@@ -19,7 +19,7 @@ var grantedRights = map[string]string{
 	// The dashboard ConfigMap of spec.monitoring: read by name (never listed or cached),
 	// created, replaced, deleted when monitoring is disabled.
 	"/configmaps": "create delete get update",
-	// The zone label of the nodes members run on: read by name, once per node.
+	// The zone label of the nodes members run on: read by name, once per node every 10 minutes.
 	"/nodes":                        "get",
 	"/persistentvolumeclaims":       "create delete get list patch watch",
 	"/pods":                         "create delete get list patch watch",

@@ -266,10 +266,10 @@ func planUnreachable(o Observed) Action {
 }
 
 // unplacedOutdated finds the first member pod, in member order, that the scheduler found no
-// node for and that was made from another spec than the current one, and restarts it: it never ran, so
-// deleting it costs nothing, and the pod made again from the current spec may find a node
-// (a corrected node selector, affinity or toleration). Without this, a cluster whose first
-// pods no node could take would wait for them forever, whatever the spec says now.
+// node for and that was made from another spec than the current one, and restarts it: it
+// never ran, so deleting it costs nothing, and the pod made again from the current spec may
+// find a node (a corrected node selector, affinity or toleration). Without this, a cluster
+// whose first pods no node could take would wait for them forever, whatever the spec says.
 func (o Observed) unplacedOutdated() (Action, bool) {
 	names := make([]string, 0, len(o.Pods))
 	for name := range o.Pods {
