@@ -65,7 +65,8 @@ var _ = Describe("EtcdCluster", func() {
 		})
 
 		It("says where each member runs, as the pod and its node say", func(ctx SpecContext) {
-			c := get(ctx, ns, "main", &etcdv1alpha1.EtcdCluster{})
+			c := waitReady(ctx, cluster)
+			Expect(c.Status.Members).To(HaveLen(3))
 			for _, m := range c.Status.Members {
 				pod := get(ctx, ns, m.Name, &corev1.Pod{})
 				Expect(pod.Spec.NodeName).NotTo(BeEmpty(), m.Name)
@@ -160,7 +161,8 @@ var _ = Describe("EtcdCluster", func() {
 		})
 
 		It("lets a drain evict one member at a time: a second eviction is refused until the first member is back", func(ctx SpecContext) {
-			before := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+			before := waitReady(ctx, cluster)
+			Expect(before.Status.Members).To(HaveLen(3))
 			first, second := before.Status.Members[0].Name, before.Status.Members[1].Name
 			evict := func(member string) error {
 				pod := get(ctx, ns, member, &corev1.Pod{})
