@@ -178,7 +178,7 @@ var _ = Describe("EtcdCluster", func() {
 					g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: member}, pod)).To(Succeed())
 					g.Expect(pod.UID).NotTo(Equal(uid), "a new pod")
 					g.Expect(podCondition(pod, corev1.PodReady)).To(HaveField("Status", corev1.ConditionTrue))
-				}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed(), member)
+				}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), member)
 			}
 			firstUID, secondUID := get(ctx, ns, first, &corev1.Pod{}).UID, get(ctx, ns, second, &corev1.Pod{}).UID
 			Expect(evict(first)).To(Succeed(), "the first eviction, as kubectl drain makes it")
