@@ -9,10 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
@@ -26,8 +23,6 @@ import (
 // data yet gets its claim made.
 func TestAMemberWithDataIsNeverRecreatedOnAFreshClaim(t *testing.T) {
 	g := NewWithT(t)
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns", UID: "u1"},
 		Spec: etcdv1alpha1.EtcdClusterSpec{Size: 3, Version: "3.6.16"}}
 	names := cluster.For(c)
@@ -36,7 +31,7 @@ func TestAMemberWithDataIsNeverRecreatedOnAFreshClaim(t *testing.T) {
 	going.Finalizers = []string{"kubernetes.io/pvc-protection"}
 	now := metav1.Now()
 	going.DeletionTimestamp = &now
-	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(resources.MemberPVC(c, e0), going).Build()
+	api := fakeAPI(g, resources.MemberPVC(c, e0), going)
 	r := &EtcdClusterReconciler{Client: api, APIReader: api}
 	ctx := context.Background()
 	recreate := func(member string) membership.Action {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
@@ -23,8 +24,6 @@ import (
 // member that stopped answering all show, while the observation still has them as they were.
 func TestTheSecondLookSeesWhatChangedSinceThePassBegan(t *testing.T) {
 	g := NewWithT(t)
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns", UID: "u1"}}
 	names := cluster.For(c)
 	e0, e1, e2, e3 := names.MemberName(0), names.MemberName(1), names.MemberName(2), names.MemberName(3)
@@ -37,7 +36,7 @@ func TestTheSecondLookSeesWhatChangedSinceThePassBegan(t *testing.T) {
 	deleting.Finalizers = []string{"test.etcdpilot.io/hold"}
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
-	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(deleting, pod(e1), pod(e3)).Build()
+	api := fakeAPI(g, deleting, pod(e1), pod(e3))
 	var members []membership.Member
 	var etcdMembers []etcd.Member
 	for i, name := range []string{e0, e1, e2, e3} {
@@ -66,4 +65,12 @@ func TestTheSecondLookSeesWhatChangedSinceThePassBegan(t *testing.T) {
 	// What the planner makes of it: a restart of e-1 is held back.
 	restart := membership.Action{Kind: membership.RestartMember, Member: e1, Reason: etcdv1alpha1.ReasonRollingOut, Message: "restarting member " + e1}
 	g.Expect(o.membership.ConfirmDisruption(restart, got).Kind).To(Equal(membership.Wait))
+}
+
+// fakeAPI is an API server of Kubernetes' own kinds holding objs, for the tests of what the
+// reconciler reads and writes there.
+func fakeAPI(g Gomega, objs ...client.Object) client.Client {
+	scheme := runtime.NewScheme()
+	g.ExpectWithOffset(1, clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 }

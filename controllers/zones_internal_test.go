@@ -8,9 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // A node's zone is read once per nodeZoneTTL: a label moved since shows after it, a node
@@ -18,11 +15,9 @@ import (
 // remembered, and nodes not read for a TTL are forgotten.
 func TestNodeZonesAreReadOncePerTTL(t *testing.T) {
 	g := NewWithT(t)
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	a := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{corev1.LabelTopologyZone: "zone-a"}}}
 	b := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
-	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(a, b).Build()
+	api := fakeAPI(g, a, b)
 	ctx := context.Background()
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	var z nodeZones

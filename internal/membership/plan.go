@@ -271,12 +271,7 @@ func planUnreachable(o Observed) Action {
 // find a node (a corrected node selector, affinity or toleration). Without this, a cluster
 // whose first pods no node could take would wait for them forever, whatever the spec says.
 func (o Observed) unplacedOutdated() (Action, bool) {
-	names := make([]string, 0, len(o.Pods))
-	for name := range o.Pods {
-		names = append(names, name)
-	}
-	sortByOrdinal(o.Cluster, names)
-	for _, name := range names {
+	for _, name := range o.PodNames() {
 		if p := o.Pods[name]; p.Unschedulable != "" && p.Node == "" && !p.Terminating && o.specOutdated(name) {
 			return Action{Kind: RestartMember, Member: name, Version: o.Upgrade.Desired(), Reason: etcdv1alpha1.ReasonRecreatingPod,
 				Message: fmt.Sprintf("making the pod of member %s again from the current spec: no node took the one made from the previous spec", name)}, true
@@ -746,6 +741,16 @@ func initialClusterOf(c cluster.Names, names []string) []string {
 
 func initialClusterEntry(c cluster.Names, name string) string {
 	return fmt.Sprintf("%s=%s", name, c.PeerURL(name))
+}
+
+// PodNames are the names of the member pods observed, in member order.
+func (o Observed) PodNames() []string {
+	names := make([]string, 0, len(o.Pods))
+	for name := range o.Pods {
+		names = append(names, name)
+	}
+	sortByOrdinal(o.Cluster, names)
+	return names
 }
 
 func sortByOrdinal(c cluster.Names, names []string) {

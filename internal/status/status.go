@@ -522,7 +522,7 @@ const UnschedulableAfter = 30 * time.Second
 // stays the same from one pass to the next.
 func unschedulable(o membership.Observed) (metav1.Condition, bool) {
 	var stuck []string
-	for _, name := range sortedPodNames(o) {
+	for _, name := range o.PodNames() {
 		p := o.Pods[name]
 		if p.Unschedulable == "" || p.Terminating || o.Now.Sub(p.UnschedulableSince) < UnschedulableAfter {
 			continue
@@ -535,20 +535,6 @@ func unschedulable(o membership.Observed) (metav1.Condition, bool) {
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue,
 		Reason: etcdv1alpha1.ReasonMemberUnschedulable, Message: strings.Join(stuck, "; ")}, true
-}
-
-// sortedPodNames are the names of the member pods of o, in member order.
-func sortedPodNames(o membership.Observed) []string {
-	names := make([]string, 0, len(o.Pods))
-	for name := range o.Pods {
-		names = append(names, name)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		a, _ := o.Cluster.MemberOrdinal(names[i])
-		b, _ := o.Cluster.MemberOrdinal(names[j])
-		return a < b
-	})
-	return names
 }
 
 // blockedOrRecovering is the Degraded condition of a pass whose action is Blocked (a

@@ -212,7 +212,7 @@ var _ = Describe("autopilot", longestSpec(80), func() {
 			var lowered []string
 			for _, p := range clusterPods(ctx, ns, "rtt") {
 				args := p.Spec.Containers[0].Args
-				if slices.Contains(args, "--heartbeat-interval=100") && slices.Contains(args, "--election-timeout=1000") && podReadyCondition(p) {
+				if slices.Contains(args, "--heartbeat-interval=100") && slices.Contains(args, "--election-timeout=1000") && podReady(&p) {
 					lowered = append(lowered, p.Name)
 				}
 			}

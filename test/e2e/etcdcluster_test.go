@@ -177,7 +177,7 @@ var _ = Describe("EtcdCluster", func() {
 					pod := &corev1.Pod{}
 					g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: member}, pod)).To(Succeed())
 					g.Expect(pod.UID).NotTo(Equal(uid), "a new pod")
-					g.Expect(podCondition(pod, corev1.PodReady)).To(HaveField("Status", corev1.ConditionTrue))
+					g.Expect(podReady(pod)).To(BeTrue())
 				}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), member)
 			}
 			firstUID, secondUID := get(ctx, ns, first, &corev1.Pod{}).UID, get(ctx, ns, second, &corev1.Pod{}).UID
@@ -486,7 +486,7 @@ var _ = Describe("the operator going away", Serial, Ordered, func() {
 			list, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(list.Items).To(HaveLen(1))
-			g.Expect(podReadyCondition(list.Items[0])).To(BeTrue())
+			g.Expect(podReady(&list.Items[0])).To(BeTrue())
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		after := waitReady(ctx, cluster)
 		Expect(memberIDs(after)).To(Equal(memberIDs(before)))
@@ -517,15 +517,6 @@ func scaleOperator(ctx context.Context, replicas int32) {
 	scale.Spec.Replicas = replicas
 	_, err = clientset.AppsV1().Deployments(operatorNamespace).UpdateScale(ctx, operatorDeployment, scale, metav1.UpdateOptions{})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-}
-
-func podReadyCondition(p corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // operatorRestarts sums the container restarts of the operator's pods.
