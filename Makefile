@@ -129,6 +129,8 @@ export GOFLAGS := -buildvcs=false
 # LOCAL_KUBECONFIG. With USE_EXISTING_CLUSTER=true, targets use the current kubeconfig instead.
 CLUSTER_DIR ?= /var/lib/etcdpilot-cluster
 LOCAL_KUBECONFIG ?= $(CLUSTER_DIR)/kubeconfig
+# How many nodes `make cluster-up` starts (1 to 5), each with its own kubelet and containerd.
+NODES ?= 1
 USE_EXISTING_CLUSTER ?= false
 ifneq ($(USE_EXISTING_CLUSTER),true)
 export KUBECONFIG := $(LOCAL_KUBECONFIG)
@@ -397,12 +399,12 @@ undeploy: $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Remove every EtcdCluster, Et
 
 ##@ Local cluster
 
-CLUSTER_ENV = CLUSTER_DIR=$(CLUSTER_DIR) KUBECONFIG_OUT=$(LOCAL_KUBECONFIG) K8S_BIN=$(K8S_BIN) \
+CLUSTER_ENV = CLUSTER_DIR=$(CLUSTER_DIR) NODES=$(NODES) KUBECONFIG_OUT=$(LOCAL_KUBECONFIG) K8S_BIN=$(K8S_BIN) \
 	ETCD_BIN=$(CONTROL_PLANE_ETCD_BIN) COREDNS=$(COREDNS) LOCAL_PATH_PROVISIONER=$(LOCAL_PATH_PROVISIONER) KUBE_ROUTER=$(KUBE_ROUTER) \
 	CRANE=$(CRANE) BUILD_IMAGE=$(CURDIR)/hack/build-image.sh
 
 .PHONY: cluster-up
-cluster-up: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(CONTROL_PLANE_ETCD_BIN)/etcd $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) $(CRANE) ## Start (or restart clean) the local single-node cluster.
+cluster-up: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(CONTROL_PLANE_ETCD_BIN)/etcd $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) $(CRANE) ## Start (or restart clean) the local cluster of NODES nodes (default 1).
 	$(CLUSTER_ENV) hack/local-cluster.sh up
 
 .PHONY: cluster-down

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# local-cluster.sh: a real single-node Kubernetes cluster on this machine, for the e2e tests.
+# local-cluster.sh: a real Kubernetes cluster of one or more nodes on this machine, for the
+# e2e tests.
 #
 #   hack/local-cluster.sh up|down|status
+#   hack/local-cluster.sh node-stop|node-start NODE
 #
 # up      stop and wipe whatever an earlier cluster left, then start a fresh one and wait
 #         until it is healthy: etcd, kube-apiserver, controller-manager, scheduler,
@@ -12,9 +14,19 @@
 # down    stop every process, unmount, delete interfaces, iptables rules, lo addresses and
 #         the state directory. Safe to run any number of times.
 # status  print each component's health; exit 0 only if all are healthy.
+# node-stop NODE   the node dies as a machine does: its kubelet, container runtime and every
+#         process of its pods are killed at once (SIGKILL); its state stays on disk.
+# node-start NODE  the node comes back: its container runtime and kubelet start again on
+#         that state, as after a reboot.
+#
+# Nodes: NODES of them (default 1), node1..nodeN in zones zone-a, zone-b, ...; one control
+# plane, and each node with its own kubelet, containerd, cgroup root, pod address range and
+# CNI bridge (hack/cluster/README.md, "Several nodes on one machine").
 #
 # Configured only through the environment (the Makefile sets all of these):
 #   CLUSTER_DIR            the one state directory (default /var/lib/etcdpilot-cluster)
+#   NODES                  how many nodes (1 to 5, default 1); read by `up` only, the other
+#                          actions find the nodes that `up` made
 #   KUBECONFIG_OUT         admin kubeconfig to write (default $CLUSTER_DIR/kubeconfig)
 #   K8S_BIN                kube-apiserver, kube-controller-manager, kube-scheduler,
 #                          kubelet, kube-proxy, kubectl
@@ -51,6 +63,7 @@ REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:5000}
 MIRRORED_REGISTRIES=${MIRRORED_REGISTRIES:-quay.io gcr.io registry.access.redhat.com}
 REGISTRY_TLS_ADDR=${REGISTRY_TLS_ADDR:-127.0.0.1:5443}
 BUILD_IMAGE=${BUILD_IMAGE:-$ROOT/hack/build-image.sh}
+NODES=${NODES:-1}
 
 # Daemons and tools we run need the sbin directories (iptables, runc, modprobe) even when
 # make runs us with a minimal PATH.
@@ -59,12 +72,14 @@ unset KUBECONFIG # every kubectl call below names its kubeconfig
 
 # Addresses: node and DNS on lo (the kernel has no dummy links), pods and services in
 # ranges that stay inside this machine.
+# node1 is the node the host-wide agents (kube-proxy, kube-router) act for.
 readonly NODE_NAME=node1
-# The node's topology.kubernetes.io/zone label, as a cloud's nodes carry one: what the
-# operator reports per member (status.members[].zone) is checked against it.
-readonly NODE_ZONE=zone-a
+# Every node has this address: kube-router's firewall, one for the machine, enforces policies
+# for the pods whose host address is its node's (hack/cluster/README.md). Each kubelet
+# listens on a port of its own there.
 readonly NODE_IP=198.19.0.1
 readonly DNS_IP=198.19.0.10
+# All pods; each node has a /20 of it (node_pod_range).
 readonly POD_CIDR=198.18.0.0/16
 # The nftables table that keeps pod traffic on this machine (setup_host_network).
 readonly GUARD_TABLE=etcdpilot_guard
@@ -78,11 +93,44 @@ readonly TEMPLATES=$ROOT/hack/cluster
 
 readonly S=$CLUSTER_DIR
 readonly PKI=$S/pki KCFG=$S/kubeconfigs LOGS=$S/logs RUN=$S/run
-readonly CONTAINERD_SOCK=$RUN/containerd.sock
 readonly ADMIN_KUBECONFIG=$KCFG/admin.kubeconfig
 readonly REGISTRY_CA_BUNDLE=$S/registry-ca-bundle.pem
 readonly SYSTEM_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
 readonly MARKER=.etcdpilot-cluster # proves the directory is ours before `rm -rf`
+readonly NODES_FILE=$S/nodes.count  # how many nodes `up` made, for the other actions
+
+# ---------------------------------------------------------------------------------------
+# nodes: node N (1..5) and where its parts live. node1 keeps the single-node layout (state
+# directly under the cluster directory, pod cgroups at the root of each hierarchy); each
+# further node has a directory under nodes/ and a cgroup root of its own, because a kubelet
+# removes the pod cgroups, pod log directories and containers it does not know.
+
+node_name() { echo "node$1"; }
+# The node's topology.kubernetes.io/zone label, as a cloud's nodes carry one: what the
+# operator reports per member (status.members[].zone) is checked against it.
+node_zone() {
+  local zones=(a b c d e)
+  echo "zone-${zones[$1 - 1]}"
+}
+node_dir() { if (($1 == 1)); then echo "$S"; else echo "$S/nodes/node$1"; fi; }
+# Daemon names (run/NAME.pid, logs/NAME.log): kubelet and containerd for node1, with
+# -nodeN after them for the others.
+node_suffix() { if (($1 == 1)); then echo ""; else echo "-node$1"; fi; }
+node_sock() { echo "$RUN/containerd$(node_suffix "$1").sock"; }
+node_cgroup() { if (($1 == 1)); then echo /; else echo "/etcdpilot-node$1"; fi; }
+kubelet_port() { echo $((10250 + 1000 * ($1 - 1))); }
+kubelet_healthz_port() { echo $((10248 + 1000 * ($1 - 1))); }
+node_bridge() { echo "cni$(($1 - 1))"; }
+node_pod_range() { echo "198.18.$((16 * ($1 - 1))).0/20"; }
+node_pod_gateway() { echo "198.18.$((16 * ($1 - 1))).1"; }
+# node_count: the nodes of the cluster in the state directory (1 when none is recorded).
+node_count() { cat "$NODES_FILE" 2>/dev/null || echo 1; }
+# node_number NAME: N for nodeN of this cluster, or fail.
+node_number() {
+  [[ $1 =~ ^node([1-9])$ ]] && ((BASH_REMATCH[1] <= $(node_count))) ||
+    die "no node $1 in this cluster (nodes: node1..node$(node_count))"
+  echo "${BASH_REMATCH[1]}"
+}
 
 # ---------------------------------------------------------------------------------------
 # helpers
@@ -99,14 +147,18 @@ on_exit() {
 }
 trap on_exit EXIT
 
-# render TEMPLATE OUT: copy a template from hack/cluster, replacing @NAME@ placeholders.
+# render TEMPLATE OUT [NODE]: copy a template from hack/cluster, replacing @NAME@
+# placeholders; those of a node (@NODE_DIR@, @CONTAINERD_SOCK@, ...) are NODE's (default 1).
 render() {
-  local text
+  local text n=${3:-1}
   text=$(<"$TEMPLATES/$1")
   local kv
-  for kv in "CLUSTER_DIR=$S" "PKI=$PKI" "CONTAINERD_SOCK=$CONTAINERD_SOCK" \
-    "REGISTRY=$REGISTRY" "NODE_NAME=$NODE_NAME" "NODE_IP=$NODE_IP" "DNS_IP=$DNS_IP" \
-    "POD_CIDR=$POD_CIDR" "LOCAL_PATH_DIR=$S/local-path"; do
+  for kv in "CLUSTER_DIR=$S" "PKI=$PKI" "REGISTRY=$REGISTRY" "NODE_IP=$NODE_IP" "DNS_IP=$DNS_IP" \
+    "POD_CIDR=$POD_CIDR" "LOCAL_PATH_DIR=$S/local-path" \
+    "NODE_NAME=$(node_name "$n")" "NODE_DIR=$(node_dir "$n")" "CONTAINERD_SOCK=$(node_sock "$n")" \
+    "KUBELET_PORT=$(kubelet_port "$n")" "HEALTHZ_PORT=$(kubelet_healthz_port "$n")" \
+    "CGROUP_ROOT=$(node_cgroup "$n")" "BRIDGE=$(node_bridge "$n")" \
+    "POD_RANGE=$(node_pod_range "$n")" "POD_GATEWAY=$(node_pod_gateway "$n")"; do
     text=${text//@${kv%%=*}@/${kv#*=}}
   done
   printf '%s\n' "$text" >"$2"
@@ -183,7 +235,9 @@ check_cluster_dir() {
     die "$S exists, is not empty and was not made by this script; refusing to use it"
   fi
   # unix socket paths are limited to 107 bytes
-  ((${#CONTAINERD_SOCK} < 100)) || die "CLUSTER_DIR is too long for the containerd socket path"
+  local longest
+  longest=$(node_sock 5)
+  ((${#longest} < 100)) || die "CLUSTER_DIR is too long for the containerd socket path"
 }
 
 # ---------------------------------------------------------------------------------------
@@ -210,12 +264,25 @@ our_pids() {
 }
 
 # Pod containers: after their shim dies they are re-parented, so find them by cgroup.
-# The kubelet (cgroupfs driver) puts every pod under <hierarchy>/kubepods.
-pod_cgroups() { ls -d /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/kubepods 2>/dev/null || true; }
+# The kubelet (cgroupfs driver) puts every pod under <hierarchy><its cgroup root>/kubepods.
+# pod_cgroups [NODE]: those of NODE's pods, or of every node's.
+pod_cgroups() {
+  if [[ -n ${1:-} ]]; then
+    local root
+    root=$(node_cgroup "$1")
+    ls -d "/sys/fs/cgroup${root%/}/kubepods" /sys/fs/cgroup/*"${root%/}/kubepods" 2>/dev/null || true
+  else
+    ls -d /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/etcdpilot-node*/kubepods 2>/dev/null || true
+  fi
+}
+# The cgroup roots of nodes 2 and up, in every hierarchy.
+node_cgroup_roots() { ls -d /sys/fs/cgroup/*/etcdpilot-node[0-9]* 2>/dev/null || true; }
 
+# kill_pod_processes [NODE]: SIGKILL every process of NODE's pods (of all pods without NODE)
+# and remove their cgroups.
 kill_pod_processes() {
   local cgs pids
-  mapfile -t cgs < <(pod_cgroups)
+  mapfile -t cgs < <(pod_cgroups "${1:-}")
   ((${#cgs[@]})) || return 0
   for _ in $(seq 50); do
     # find fails when a cgroup vanishes mid-walk (its pods are dying): what it read counts.
@@ -227,6 +294,7 @@ kill_pod_processes() {
   done
   # Empty cgroups are removed deepest first.
   find "${cgs[@]}" -depth -type d -print0 2>/dev/null | xargs -0r rmdir 2>/dev/null || true
+  [[ -n ${1:-} ]] || node_cgroup_roots | xargs -r rmdir 2>/dev/null || true
 }
 
 stop_processes() {
@@ -296,15 +364,15 @@ clean_iptables() { # iptables|ip6tables
 }
 
 cleanup_network() {
-  local v
-  if ip link show cni0 >/dev/null 2>&1; then
+  local v br
+  for br in $(ip -o link show type bridge | awk -F': ' '$2 ~ /^cni[0-9]$/ { print $2 }'); do
     # Pod veths normally vanish with their network namespaces (unmounted above); any
     # still attached to the bridge go first.
-    for v in $(ip -o link show master cni0 | awk -F': ' '{ print $2 }' | cut -d@ -f1); do
+    for v in $(ip -o link show master "$br" | awk -F': ' '{ print $2 }' | cut -d@ -f1); do
       ip link del "$v" 2>/dev/null || true
     done
-    ip link del cni0
-  fi
+    ip link del "$br"
+  done
   clean_iptables iptables
   clean_iptables ip6tables
   clean_ipsets
@@ -320,14 +388,20 @@ cleanup_network() {
 
 # The few things containerd and the kubelet always put outside the state directory.
 cleanup_host_files() {
-  local d ns id h
+  local d ns id h n nd sock
   # containerd-shim sockets: /run/containerd/s/sha256(<containerd address>/<ns>/<id>); a
   # killed shim leaves its socket behind.
-  for d in "$S"/containerd/state/io.containerd.runtime.v2.task/*/*/; do
-    [[ -d $d ]] || continue
-    id=$(basename "$d") ns=$(basename "$(dirname "$d")")
-    h=$(printf '%s' "$CONTAINERD_SOCK/$ns/$id" | sha256sum | cut -d' ' -f1)
-    rm -f "/run/containerd/s/$h"
+  for nd in "$S" "$S"/nodes/node[0-9]; do
+    [[ -d $nd ]] || continue
+    n=1
+    [[ $nd == "$S" ]] || n=${nd##*/node}
+    sock=$(node_sock "$n")
+    for d in "$nd"/containerd/state/io.containerd.runtime.v2.task/*/*/; do
+      [[ -d $d ]] || continue
+      id=$(basename "$d") ns=$(basename "$(dirname "$d")")
+      h=$(printf '%s' "$sock/$ns/$id" | sha256sum | cut -d' ' -f1)
+      rm -f "/run/containerd/s/$h"
+    done
   done
   # A shim killed together with its task (its state already gone) can leave a socket that no
   # process listens on any more: garbage whoever made it, and nothing can use it.
@@ -341,7 +415,7 @@ cleanup_host_files() {
   # libcni's result cache (fixed /var/lib/cni): <network>-<sandbox id>-<ifname> for our
   # network "etcdpilot" and containerd's built-in "cni-loopback", for our sandboxes.
   rm -f /var/lib/cni/results/etcdpilot-*
-  for d in "$S"/containerd/{root,state}/io.containerd.grpc.v1.cri/sandboxes/*/; do
+  for d in "$S"{,/nodes/node[0-9]}/containerd/{root,state}/io.containerd.grpc.v1.cri/sandboxes/*/; do
     [[ -d $d ]] || continue
     rm -f "/var/lib/cni/results/cni-loopback-$(basename "$d")-lo"
   done
@@ -372,6 +446,7 @@ remove_state() {
 
 check_inputs() {
   local f
+  [[ $NODES =~ ^[1-5]$ ]] || die "NODES must be 1 to 5, not '$NODES'"
   for f in "$K8S_BIN"/{kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,kube-proxy,kubectl} \
     "$ETCD_BIN"/{etcd,etcdctl} "$COREDNS" "$LOCAL_PATH_PROVISIONER" "$KUBE_ROUTER" "$CRANE" "$BUILD_IMAGE"; do
     [[ -x $f ]] || die "missing executable $f (build it first: see the Makefile)"
@@ -413,16 +488,19 @@ setup_host_network() {
   # priority, before this chain) left untranslated (no endpoints, or rules not programmed
   # yet) has no route but the default one. The rule matches that address, not the
   # interface: at the output hook the interface is the route's before the DNAT. A pod
-  # address has its route to cni0.
+  # address has its route to its node's bridge (cni0, cni1, ...); while no bridge holds its
+  # range (before a node's first pod, or after `down`), the second output rule keeps the
+  # connection here.
   nft -f - <<EOF
 table ip $GUARD_TABLE {
   chain forward {
     type filter hook forward priority filter; policy accept;
-    ip saddr $POD_CIDR oifname != "cni0" counter reject comment "etcdpilot: pod traffic stays on this machine"
+    ip saddr $POD_CIDR oifname != "cni*" counter reject comment "etcdpilot: pod traffic stays on this machine"
   }
   chain output {
     type filter hook output priority filter; policy accept;
     ip daddr $SERVICE_CIDR counter reject comment "etcdpilot: the host's traffic to Service addresses not translated stays on this machine"
+    ip daddr $POD_CIDR oifname != "cni*" counter reject comment "etcdpilot: the host's traffic to pod addresses without a bridge stays on this machine"
   }
 }
 EOF
@@ -433,9 +511,12 @@ EOF
 # images pushed to some other registry on :5000.
 check_ports() {
   local want=("tcp $REGISTRY_ADDR" "tcp $REGISTRY_TLS_ADDR" "tcp 127.0.0.1:12379" "tcp 127.0.0.1:12380"
-    "tcp $NODE_IP:6443" "tcp 127.0.0.1:10257" "tcp 127.0.0.1:10259" "tcp $NODE_IP:10250"
-    "tcp 127.0.0.1:10248" "tcp 127.0.0.1:10249" "tcp 127.0.0.1:10256"
-    "tcp $DNS_IP:53" "udp $DNS_IP:53" "tcp $DNS_IP:8080" "tcp $DNS_IP:8181")
+    "tcp $NODE_IP:6443" "tcp 127.0.0.1:10257" "tcp 127.0.0.1:10259"
+    "tcp 127.0.0.1:10249" "tcp 127.0.0.1:10256"
+    "tcp $DNS_IP:53" "udp $DNS_IP:53" "tcp $DNS_IP:8080" "tcp $DNS_IP:8181") n
+  for n in $(seq "$NODES"); do
+    want+=("tcp $NODE_IP:$(kubelet_port "$n")" "tcp 127.0.0.1:$(kubelet_healthz_port "$n")")
+  done
   local listening w proto addr port busy=()
   listening=$( (ss -ltnpH | sed 's/^/tcp /'; ss -lunpH | sed 's/^/udp /') 2>/dev/null)
   for w in "${want[@]}"; do
@@ -454,9 +535,32 @@ check_ports() {
 make_dirs() {
   mkdir -p "$S"
   touch "$S/$MARKER"
-  mkdir -p "$PKI" "$KCFG" "$LOGS" "$RUN" "$S"/{bin,etcd,registry,images,kubelet,pod-logs,local-path,coredns} \
-    "$S/cni/net.d" "$S/containerd/certs.d/$REGISTRY"
+  echo "$NODES" >"$NODES_FILE"
+  mkdir -p "$PKI" "$KCFG" "$LOGS" "$RUN" "$S"/{bin,etcd,registry,images,local-path,coredns}
+  local n d
+  for n in $(seq "$NODES"); do
+    d=$(node_dir "$n")
+    mkdir -p "$d"/{kubelet,pod-logs,cni/net.d,containerd/certs.d/$REGISTRY}
+  done
   chmod 700 "$PKI" "$KCFG" "$S/etcd"
+}
+
+# make_cgroup_roots: the cgroup root of each node after the first, in every hierarchy (the
+# kubelet refuses a root that does not exist). cgroup v1's cpuset starts a new group with no
+# CPUs and no memory nodes: it gets its parent's.
+make_cgroup_roots() {
+  local n h root
+  for n in $(seq 2 "$NODES"); do
+    root=$(node_cgroup "$n")
+    for h in /sys/fs/cgroup/*/; do
+      [[ $h == */unified/ ]] && continue
+      mkdir -p "${h%/}$root"
+      if [[ -e ${h}cpuset.cpus ]]; then
+        cat "${h}cpuset.cpus" >"${h%/}$root/cpuset.cpus"
+        cat "${h}cpuset.mems" >"${h%/}$root/cpuset.mems"
+      fi
+    done
+  done
 }
 
 # --- certificates (openssl, which reports on stderr: kept in logs/openssl.log; EC P-256
@@ -493,7 +597,11 @@ make_certificates() {
   new_cert apiserver-kubelet-client ca "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
   # kubectl logs/exec: the apiserver checks the kubelet's serving certificate against the
   # CA, for the node IP (--kubelet-preferred-address-types=InternalIP).
-  new_cert kubelet ca "/O=system:nodes/CN=system:node:$NODE_NAME" serverAuth,clientAuth "DNS:$NODE_NAME,IP:$NODE_IP"
+  local n name
+  for n in $(seq "$NODES"); do
+    name=$(node_name "$n")
+    new_cert "kubelet-$name" ca "/O=system:nodes/CN=system:node:$name" serverAuth,clientAuth "DNS:$name,IP:$NODE_IP"
+  done
   new_cert controller-manager ca /CN=system:kube-controller-manager clientAuth
   new_cert scheduler ca /CN=system:kube-scheduler clientAuth
   new_cert kube-proxy ca /CN=system:kube-proxy clientAuth
@@ -536,14 +644,31 @@ make_configs() {
   write_kubeconfig admin admin
   write_kubeconfig controller-manager controller-manager
   write_kubeconfig scheduler scheduler
-  write_kubeconfig kubelet kubelet
+  local n
+  for n in $(seq "$NODES"); do
+    write_kubeconfig "kubelet-$(node_name "$n")" "kubelet-$(node_name "$n")"
+  done
   write_kubeconfig kube-proxy kube-proxy
   write_kubeconfig coredns coredns
   write_kubeconfig kube-router kube-router
   mkdir -p "$(dirname "$KUBECONFIG_OUT")"
   install -m 600 "$ADMIN_KUBECONFIG" "$KUBECONFIG_OUT"
-  render containerd.toml.in "$S/containerd/config.toml"
-  render registry-hosts.toml.in "$S/containerd/certs.d/$REGISTRY/hosts.toml"
+  for n in $(seq "$NODES"); do
+    make_node_configs "$n"
+  done
+  render kube-proxy.yaml.in "$S/kube-proxy.yaml"
+  render Corefile.in "$S/coredns/Corefile"
+  # Pods with dnsPolicy Default use this instead of the host's resolv.conf (whose server
+  # is outside this machine).
+  echo "nameserver $DNS_IP" >"$S/resolv.conf"
+}
+
+# make_node_configs N: node N's containerd, CNI and kubelet configuration.
+make_node_configs() {
+  local n=$1 d
+  d=$(node_dir "$n")
+  render containerd.toml.in "$d/containerd/config.toml" "$n"
+  render registry-hosts.toml.in "$d/containerd/certs.d/$REGISTRY/hosts.toml"
   # Public registries are served by the local one, as a disconnected cluster's mirror
   # serves them: quay.io/etcdpilot/etcdpilot:v1 is pulled as $REGISTRY/etcdpilot/etcdpilot:v1,
   # and containerd never contacts the public host (server is the local registry itself, so
@@ -551,16 +676,11 @@ make_configs() {
   # operator-sdk's fixed registry.access.redhat.com/ubi9/ubi init image is a local stand-in.
   local mirrored
   for mirrored in $MIRRORED_REGISTRIES; do
-    mkdir -p "$S/containerd/certs.d/$mirrored"
-    render registry-hosts.toml.in "$S/containerd/certs.d/$mirrored/hosts.toml"
+    mkdir -p "$d/containerd/certs.d/$mirrored"
+    render registry-hosts.toml.in "$d/containerd/certs.d/$mirrored/hosts.toml"
   done
-  render cni.conflist.in "$S/cni/net.d/10-etcdpilot.conflist"
-  render kubelet.yaml.in "$S/kubelet/config.yaml"
-  render kube-proxy.yaml.in "$S/kube-proxy.yaml"
-  render Corefile.in "$S/coredns/Corefile"
-  # Pods with dnsPolicy Default use this instead of the host's resolv.conf (whose server
-  # is outside this machine).
-  echo "nameserver $DNS_IP" >"$S/resolv.conf"
+  render cni.conflist.in "$d/cni/net.d/10-etcdpilot.conflist" "$n"
+  render kubelet.yaml.in "$d/kubelet/config.yaml" "$n"
 }
 
 # --- registry and images
@@ -682,15 +802,27 @@ start_controllers() {
 
 # --- node
 
-start_containerd() {
-  start_daemon containerd containerd --config "$S/containerd/config.toml"
-  wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
+start_containerd() { # N
+  start_daemon "containerd$(node_suffix "$1")" containerd --config "$(node_dir "$1")/containerd/config.toml"
+  wait_for "containerd$(node_suffix "$1")" 30 ctr --address "$(node_sock "$1")" version
+}
+
+start_kubelet() { # N
+  local name d
+  name=$(node_name "$1") d=$(node_dir "$1")
+  start_daemon "kubelet$(node_suffix "$1")" "$K8S_BIN/kubelet" --config="$d/kubelet/config.yaml" \
+    --kubeconfig="$KCFG/kubelet-$name.kubeconfig" --hostname-override="$name" \
+    --node-ip="$NODE_IP" --root-dir="$d/kubelet" --node-labels="topology.kubernetes.io/zone=$(node_zone "$1")"
+}
+
+start_nodes_containerd() {
+  local n
+  for n in $(seq "$NODES"); do start_containerd "$n"; done
 }
 
 start_node_agents() {
-  start_daemon kubelet "$K8S_BIN/kubelet" --config="$S/kubelet/config.yaml" \
-    --kubeconfig="$KCFG/kubelet.kubeconfig" --hostname-override="$NODE_NAME" \
-    --node-ip="$NODE_IP" --root-dir="$S/kubelet" --node-labels="topology.kubernetes.io/zone=$NODE_ZONE"
+  local n
+  for n in $(seq "$NODES"); do start_kubelet "$n"; done
   start_daemon kube-proxy "$K8S_BIN/kube-proxy" --config="$S/kube-proxy.yaml"
 }
 
@@ -701,8 +833,12 @@ start_coredns() {
   start_daemon coredns "$COREDNS" -conf "$S/coredns/Corefile"
 }
 
-node_ready() {
-  [[ $(kubectl get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]
+node_ready() { # [NAME]
+  [[ $(kubectl get node "${1:-$NODE_NAME}" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]
+}
+nodes_ready() {
+  local n
+  for n in $(seq "$(node_count)"); do node_ready "$(node_name "$n")" || return 1; done
 }
 dns_answers() {
   [[ $(/bin/busybox nslookup kubernetes.default.svc.cluster.local "$DNS_IP") == *"Address: $API_SERVICE_IP"* ]]
@@ -738,7 +874,7 @@ wait_ready() {
   wait_for kube-proxy 60 http_ok http://127.0.0.1:10256/healthz
   wait_for coredns 60 http_ok "http://$DNS_IP:8181/ready"
   wait_for coredns 30 dns_answers
-  wait_for kubelet 120 node_ready
+  wait_for kubelet 120 nodes_ready
   # Pods cannot be created in a namespace until its default ServiceAccount exists.
   wait_for kube-controller-manager 60 kubectl -n default get serviceaccount default
 }
@@ -756,10 +892,10 @@ do_up() {
   step "kube-apiserver started" start_apiserver
   step "registry (HTTP and TLS)" start_registry
   step "images (pause, busybox, local-path-provisioner)" build_images
-  step "containerd" start_containerd
+  step "containerd of $NODES node(s)" start_nodes_containerd
   step "kube-apiserver ready" wait_for kube-apiserver 60 apiserver_ready
   step "controller-manager, scheduler, kubelet, kube-proxy, coredns started" start_rest
-  step "node Ready, DNS answering" wait_ready
+  step "nodes Ready, DNS answering" wait_ready
   step "local-path-provisioner (default StorageClass)" deploy_local_path_provisioner
   step "kube-router firewall (NetworkPolicy enforcement)" start_network_policies
   log "cluster up in $((SECONDS - t0))s"
@@ -769,6 +905,7 @@ do_up() {
 # (Plain sequences, not `a && b`: errexit does not apply to the left side of &&.)
 make_certs_and_configs() {
   make_dirs
+  make_cgroup_roots
   make_certificates
   make_configs
 }
@@ -815,15 +952,68 @@ do_status() {
   check kube-apiserver apiserver_ready
   check kube-controller-manager http_ok -k https://127.0.0.1:10257/healthz
   check kube-scheduler http_ok -k https://127.0.0.1:10259/healthz
-  check containerd ctr --address "$CONTAINERD_SOCK" version
-  check kubelet http_ok http://127.0.0.1:10248/healthz
+  local n
+  for n in $(seq "$(node_count)"); do
+    check "containerd$(node_suffix "$n")" ctr --address "$(node_sock "$n")" version
+    check "kubelet$(node_suffix "$n")" http_ok "http://127.0.0.1:$(kubelet_healthz_port "$n")/healthz"
+    check "node $(node_name "$n") Ready" node_ready "$(node_name "$n")"
+  done
   check kube-proxy http_ok http://127.0.0.1:10256/healthz
   check coredns http_ok "http://$DNS_IP:8181/ready"
-  check "node $NODE_NAME Ready" node_ready
   check local-path-provisioner kubectl -n local-path-storage rollout status deploy/local-path-provisioner --timeout=1s
   check kube-router network_policies_enforced
   echo "KUBECONFIG=$KUBECONFIG_OUT"
   return $bad
+}
+
+# ---------------------------------------------------------------------------------------
+# node-stop, node-start
+
+# node_runtime_pids N: node N's kubelet, containerd and containerd's shims (a shim names
+# its containerd's socket after -address).
+node_runtime_pids() {
+  local sock p args exe
+  sock=$(node_sock "$1")
+  for p in $(our_pids); do
+    mapfile -d '' args 2>/dev/null <"/proc/$p/cmdline" || continue
+    exe=$(readlink "/proc/$p/exe" 2>/dev/null) || continue
+    case ${exe##*/} in
+    kubelet) [[ " ${args[*]} " == *" --hostname-override=$(node_name "$1") "* ]] && echo "$p" ;;
+    containerd) [[ " ${args[*]} " == *" $(node_dir "$1")/containerd/config.toml "* ]] && echo "$p" ;;
+    containerd-shim*) [[ " ${args[*]} " == *" -address $sock "* ]] && echo "$p" ;;
+    esac
+  done
+  return 0
+}
+
+do_node_stop() {
+  local n pids
+  [[ -e $S/$MARKER ]] || die "no cluster in $S"
+  n=$(node_number "$1")
+  # All at once, as a machine that loses power: the kubelet cannot react to the rest.
+  for _ in $(seq 50); do
+    pids=$(node_runtime_pids "$n")
+    [[ -n $pids ]] || break
+    # shellcheck disable=SC2086 # one pid per word
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.1
+  done
+  [[ -z $(node_runtime_pids "$n") ]] || die "could not stop $1: $(node_runtime_pids "$n" | xargs)"
+  kill_pod_processes "$n"
+  log "$1 stopped: its kubelet, containerd and pod processes are gone; its state is kept"
+}
+
+do_node_start() {
+  local n
+  [[ -e $S/$MARKER ]] || die "no cluster in $S"
+  n=$(node_number "$1")
+  [[ -z $(node_runtime_pids "$n") ]] || die "$1 is running"
+  NODES=$(node_count)
+  make_cgroup_roots
+  start_containerd "$n"
+  start_kubelet "$n"
+  wait_for "kubelet$(node_suffix "$n")" 60 http_ok "http://127.0.0.1:$(kubelet_healthz_port "$n")/healthz"
+  log "$1 started; the API server sees it Ready within seconds"
 }
 
 # ---------------------------------------------------------------------------------------
@@ -833,8 +1023,12 @@ case $ACTION in
 up) do_up ;;
 down) do_down ;;
 status) do_status ;;
+node-stop | node-start)
+  [[ -n ${2:-} ]] || die "usage: $0 $ACTION NODE"
+  "do_${ACTION/-/_}" "$2"
+  ;;
 *)
-  echo "usage: $0 up|down|status" >&2
+  echo "usage: $0 up|down|status|node-stop NODE|node-start NODE" >&2
   exit 2
   ;;
 esac

@@ -19,7 +19,8 @@ for p in /proc/[0-9]*; do
     ;;
   esac
 done
-for cg in /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/kubepods; do
+# Pod cgroups of node1 (at the root) and the cgroup roots of the other nodes.
+for cg in /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/etcdpilot-node*; do
   [[ ! -e $cg ]] || left+=("cgroup $cg")
 done
 
@@ -34,7 +35,10 @@ done </proc/self/mounts
 for a in 198.19.0.1 198.19.0.10; do
   if [[ $(ip -o -4 addr show dev lo) == *" $a/"* ]]; then left+=("address $a on lo"); fi
 done
-if ip link show cni0 >/dev/null 2>&1; then left+=("interface cni0"); fi
+# The nodes' bridges, cni0 (node1), cni1 (node2), ...
+while read -r ifname; do
+  [[ ! $ifname =~ ^cni[0-9]$ ]] || left+=("interface $ifname")
+done < <(ip -o link show type bridge 2>/dev/null | awk -F': ' '{ print $2 }')
 # Pod veths (the CNI bridge plugin names them veth + 8 hex digits).
 while read -r ifname; do
   [[ ! $ifname =~ ^veth[0-9a-f]{8}$ ]] || left+=("interface $ifname")

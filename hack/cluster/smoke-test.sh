@@ -2,7 +2,10 @@
 # smoke-test.sh: prove the local cluster (hack/local-cluster.sh up) works end to end:
 # a pod from the local registry runs, kubectl logs/exec work, a ClusterIP Service answers
 # by its DNS name from another pod, one without endpoints is refused at once, and a PVC of
-# the default StorageClass keeps its data across pod re-creation. Everything happens in namespace cluster-smoke, deleted at the end.
+# the default StorageClass keeps its data across pod re-creation. With several nodes, also:
+# pods on two nodes reach each other, a NetworkPolicy holds for a pod on any node, and a
+# node stopped and started again (hack/local-cluster.sh node-stop, node-start) stops and then
+# runs its pods again. Everything happens in namespace cluster-smoke, deleted at the end.
 #
 # Uses the same environment as the cluster script (KUBECONFIG_OUT, K8S_BIN, REGISTRY_ADDR).
 set -euo pipefail
@@ -31,9 +34,12 @@ fail() {
   exit 1
 }
 
-# pod_spec NAME COMMAND [CLAIM]: a busybox pod running COMMAND, with CLAIM at /data.
+# pod_spec NAME COMMAND [CLAIM] [NODE]: a busybox pod running COMMAND, with CLAIM at /data,
+# on NODE.
 pod_spec() {
-  local volumes=
+  local volumes= node=
+  [[ -z ${4:-} ]] || node="
+  nodeName: $4"
   [[ -z ${3:-} ]] || volumes="
     volumeMounts: [{name: data, mountPath: /data}]
   volumes: [{name: data, persistentVolumeClaim: {claimName: $3}}]"
@@ -42,7 +48,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: $1, labels: {app: $1}}
 spec:
-  terminationGracePeriodSeconds: 0
+  terminationGracePeriodSeconds: 0$node
   containers:
   - name: main
     image: $BUSYBOX
@@ -87,7 +93,7 @@ service_without_endpoints() {
   out=$(k exec hello -- timeout 5 wget -qO- "http://nobody.$NS.svc.cluster.local" 2>&1) && fail "Service nobody answered: $out"
   [[ $out == *"Connection refused"* ]] || fail "Service nobody: not refused at once: $out"
   if command -v nft >/dev/null; then
-    echo "[smoke] guard: pods $(nft list chain ip etcdpilot_guard forward | grep -o 'counter packets [0-9]*'), host $(nft list chain ip etcdpilot_guard output | grep -o 'counter packets [0-9]*')"
+    echo "[smoke] guard: pods $(nft list chain ip etcdpilot_guard forward | grep -o 'counter packets [0-9]*' | xargs), host $(nft list chain ip etcdpilot_guard output | grep -o 'counter packets [0-9]*' | xargs)"
   fi
 }
 
@@ -112,6 +118,48 @@ EOF
   [[ $(k logs writer) == "FOUND smoke-token" ]] || fail "data did not survive: $(k logs writer)"
 }
 
+kubectl_all() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_OUT" "$@"; }
+
+# reaches FROM-POD IP: FROM-POD fetches http://IP:8080 within 3 s.
+reaches() { [[ $(k exec "$1" -- timeout 3 wget -qO- "http://$2:8080" 2>/dev/null) == served-by-* ]]; }
+
+across_nodes() {
+  local last ip
+  last=$(kubectl_all get nodes -o name | sort | tail -n 1)
+  last=${last#node/}
+  pod_spec far 'mkdir -p /www && echo served-by-far >/www/index.html && exec httpd -f -p 8080 -h /www' "" "$last" |
+    k apply -f - >/dev/null
+  pod_spec near 'exec sleep 3600' "" node1 | k apply -f - >/dev/null
+  k wait --for=condition=Ready pod/far pod/near --timeout=90s >/dev/null || fail "pods far ($last) and near (node1) not Ready"
+  ip=$(k get pod far -o 'jsonpath={.status.podIP}')
+  reaches near "$ip" || fail "a pod on node1 cannot reach one on $last ($ip)"
+  # The one firewall of the machine enforces policies for pods of every node.
+  k apply -f - >/dev/null <<EOF
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: far-closed}
+spec:
+  podSelector: {matchLabels: {app: far}}
+  policyTypes: [Ingress]
+EOF
+  local i
+  for i in $(seq 20); do reaches near "$ip" || break; sleep 0.5; done
+  ((i < 20)) || fail "a NetworkPolicy did not close pod far on $last"
+  k delete networkpolicy far-closed >/dev/null
+  for i in $(seq 20); do reaches near "$ip" && break; sleep 0.5; done
+  ((i < 20)) || fail "pod far on $last stayed closed after its NetworkPolicy went"
+  # A node that stops takes its pods' processes with it; started again, it runs them again.
+  "$ROOT/hack/local-cluster.sh" node-stop "$last" >/dev/null
+  ! reaches near "$ip" || fail "pod far still answers with $last stopped"
+  "$ROOT/hack/local-cluster.sh" node-start "$last" >/dev/null
+  for i in $(seq 90); do
+    ip=$(k get pod far -o 'jsonpath={.status.podIP}')
+    ! reaches near "$ip" || break
+    sleep 1
+  done
+  ((i < 90)) || fail "pod far did not run again after $last started"
+}
+
 teardown() {
   local pv
   pv=$(k get pvc data -o 'jsonpath={.spec.volumeName}')
@@ -125,5 +173,8 @@ step "pod from local registry, logs, exec" pod_logs_exec
 step "ClusterIP Service by DNS name" service_by_dns
 step "Service without endpoints refused at once" service_without_endpoints
 step "PVC (default StorageClass) survives pod re-creation" volume_persists
+if (($(kubectl_all get nodes -o name | wc -l) > 1)); then
+  step "across nodes: pod to pod, NetworkPolicy, node stop and start" across_nodes
+fi
 step "cleanup (namespace, PV reclaimed)" teardown
 echo "[smoke] all passed"

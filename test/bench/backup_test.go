@@ -257,7 +257,10 @@ func operatorRSS(ctx context.Context, b *testing.B, c client.Client) func() uint
 	uid := string(pods.Items[0].UID)
 	var dir, key string
 	for _, pattern := range []string{
+		// The local cluster's node1 has its pods at the root of the hierarchy, its other nodes
+		// under a root of their own.
 		"/sys/fs/cgroup/memory/kubepods/pod" + uid, "/sys/fs/cgroup/memory/kubepods/*/pod" + uid,
+		"/sys/fs/cgroup/memory/*/kubepods/pod" + uid, "/sys/fs/cgroup/memory/*/kubepods/*/pod" + uid,
 		"/sys/fs/cgroup/kubepods/pod" + uid, "/sys/fs/cgroup/kubepods/*/pod" + uid,
 		"/sys/fs/cgroup/kubepods.slice/*/*pod" + strings.ReplaceAll(uid, "-", "_") + ".slice",
 	} {
