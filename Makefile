@@ -129,8 +129,10 @@ export GOFLAGS := -buildvcs=false
 # LOCAL_KUBECONFIG. With USE_EXISTING_CLUSTER=true, targets use the current kubeconfig instead.
 CLUSTER_DIR ?= /var/lib/etcdpilot-cluster
 LOCAL_KUBECONFIG ?= $(CLUSTER_DIR)/kubeconfig
-# How many nodes `make cluster-up` starts (1 to 5), each with its own kubelet and containerd.
-NODES ?= 1
+# How many nodes `make cluster-up` starts (1 to 5), each with its own kubelet and containerd
+# (hack/cluster/README.md): three, one per zone, so that the e2e suite sees members spread,
+# drained and lost as on a production cluster.
+NODES ?= 3
 USE_EXISTING_CLUSTER ?= false
 ifneq ($(USE_EXISTING_CLUSTER),true)
 export KUBECONFIG := $(LOCAL_KUBECONFIG)
@@ -404,7 +406,7 @@ CLUSTER_ENV = CLUSTER_DIR=$(CLUSTER_DIR) NODES=$(NODES) KUBECONFIG_OUT=$(LOCAL_K
 	CRANE=$(CRANE) BUILD_IMAGE=$(CURDIR)/hack/build-image.sh
 
 .PHONY: cluster-up
-cluster-up: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(CONTROL_PLANE_ETCD_BIN)/etcd $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) $(CRANE) ## Start (or restart clean) the local cluster of NODES nodes (default 1).
+cluster-up: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) $(CONTROL_PLANE_ETCD_BIN)/etcd $(COREDNS) $(LOCAL_PATH_PROVISIONER) $(KUBE_ROUTER) $(CRANE) ## Start (or restart clean) the local cluster of NODES nodes (default 3).
 	$(CLUSTER_ENV) hack/local-cluster.sh up
 
 .PHONY: cluster-down

@@ -276,7 +276,8 @@ var _ = Describe("EtcdCluster", func() {
 				degraded := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionDegraded)
 				g.Expect(degraded).NotTo(BeNil())
 				g.Expect(degraded.Reason).To(Equal(etcdv1alpha1.ReasonMembersUnhealthy))
-				g.Expect(degraded.Message).To(ContainSubstring(victim.Name+" on node "+pod.Spec.NodeName+" in zone zone-a (since "),
+				zone := get(ctx, "", pod.Spec.NodeName, &corev1.Node{}).Labels[corev1.LabelTopologyZone]
+				g.Expect(degraded.Message).To(ContainSubstring(victim.Name+" on node "+pod.Spec.NodeName+" in zone "+zone+" (since "),
 					"named with where it runs")
 				g.Expect(degraded.Message).To(ContainSubstring("replaced at"))
 			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
