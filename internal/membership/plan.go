@@ -476,15 +476,19 @@ func (o Observed) restartGuards() (Action, bool) {
 	return Action{}, false
 }
 
-// orphanPod finds a member pod whose member is no longer in the membership.
+// orphanPod finds a member pod whose member is no longer in the membership, and that still
+// needs its deletion: a pod already being deleted whose claim has had the deletion policy
+// applied needs nothing more. Such a pod may stay for as long as its node is lost (only its
+// kubelet confirms a deletion); the cluster goes on without it, and its name stays taken
+// until it is gone.
 func (o Observed) orphanPod() (Action, bool) {
 	inList := map[string]bool{}
 	for _, m := range o.Members {
 		inList[m.Name] = true
 	}
 	names := make([]string, 0, len(o.Pods))
-	for n := range o.Pods {
-		if !inList[n] {
+	for n, p := range o.Pods {
+		if !inList[n] && !(p.Terminating && o.claimSettled(n)) {
 			names = append(names, n)
 		}
 	}
@@ -494,6 +498,13 @@ func (o Observed) orphanPod() (Action, bool) {
 	sortByOrdinal(o.Cluster, names)
 	return Action{Kind: DeletePod, Member: names[0], Reason: etcdv1alpha1.ReasonRemovingMember,
 		Message: fmt.Sprintf("deleting the pod of removed member %s", names[0])}, true
+}
+
+// claimSettled says that the claim of a removed member needs nothing more: there is none,
+// its deletion is under way, or it is marked removed (deletionPolicy Retain).
+func (o Observed) claimSettled(name string) bool {
+	pvc, ok := o.PVCs[name]
+	return !ok || pvc.Removed || o.ClaimsGoing[name]
 }
 
 // shrink removes one member: an unhealthy one if there is one, otherwise the one with the

@@ -563,6 +563,35 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "removed member whose pod is being deleted but whose claim is not settled: apply the policy",
+			obs: membership.Observed{Size: 3, Pods: map[string]membership.Pod{e0: {Ready: true}, e1: {Terminating: true}, e2: {Ready: true}},
+				PVCs: pvcs(true, e0, e1, e2), Members: []membership.Member{leader(voter(0, 10)), voter(2, 12)}},
+			want: membership.DeletePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+			},
+		},
+		{
+			name: "removed member whose pod stays terminating on a lost node: a fresh member joins under another name",
+			obs: membership.Observed{Size: 3, Pods: map[string]membership.Pod{e0: {Ready: true}, e1: {Terminating: true, Node: "lost"}, e2: {Ready: true}},
+				PVCs: map[string]membership.PVC{e0: {Bootstrapped: true}, e1: {Bootstrapped: true, Removed: true}, e2: {Bootstrapped: true}},
+				Members: []membership.Member{leader(voter(0, 10)), voter(2, 12)}},
+			want: membership.AddLearner,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e3))
+			},
+		},
+		{
+			name: "removed member whose pod and claim are both going: a fresh member joins under another name",
+			obs: membership.Observed{Size: 3, Pods: map[string]membership.Pod{e0: {Ready: true}, e1: {Terminating: true}, e2: {Ready: true}},
+				PVCs: pvcs(true, e0, e1, e2), ClaimsGoing: map[string]bool{e1: true},
+				Members: []membership.Member{leader(voter(0, 10)), voter(2, 12)}},
+			want: membership.AddLearner,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e3))
+			},
+		},
+		{
 			name: "a retained claim of a removed member never starts again",
 			obs:  membership.Observed{Size: 1, PVCs: map[string]membership.PVC{e0: {Bootstrapped: true}, e1: {Bootstrapped: true, Removed: true}}},
 			want: membership.CreatePod,

@@ -114,15 +114,48 @@ func (o Observed) rollback() (Action, bool) {
 	return Action{}, false
 }
 
-// putBack restarts, at once, a member still at the target of a rolled-back upgrade that is
-// not healthy (the one that failed).
+// putBack restarts a member still at the target of a rolled-back upgrade that is not healthy
+// and Ready (the one that failed): at once when it does not answer, since it adds nothing to
+// the quorum; when it answers but is not Ready, only as any restart of a voter happens (the
+// other voters healthy, leadership moved first). A pod already stopping is waited for: it
+// comes back at the previous version.
 func (o Observed) putBack() (Action, bool) {
 	u := o.Upgrade
 	for _, m := range o.Members {
-		if o.Pods[m.Name].Version == u.Target && (!m.Healthy || !m.Ready) {
-			return Action{Kind: RestartMember, Member: m.Name, Version: u.From, Reason: etcdv1alpha1.ReasonUpgradeRolledBack,
-				Message: fmt.Sprintf("putting member %s back on %s: it did not become healthy at %s", m.Name, u.From, u.Target)}, true
+		pod := o.Pods[m.Name]
+		if pod.Version != u.Target || (m.Healthy && m.Ready) {
+			continue
 		}
+		if pod.Terminating {
+			return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonUpgradeRolledBack,
+				Message: fmt.Sprintf("waiting for the pod of member %s to stop; it comes back on %s", m.Name, u.From)}, true
+		}
+		if m.Healthy && !m.Learner {
+			if a, held := o.holdRestart(m); held {
+				return a, true
+			}
+		}
+		return Action{Kind: RestartMember, Member: m.Name, Version: u.From, Reason: etcdv1alpha1.ReasonUpgradeRolledBack,
+			Message: fmt.Sprintf("putting member %s back on %s: it did not become healthy at %s", m.Name, u.From, u.Target)}, true
+	}
+	return Action{}, false
+}
+
+// holdRestart says what comes before restarting the voter m, which answers: waiting while a
+// restart would leave another voter unhealthy or the rest short of a quorum, or moving
+// leadership off it.
+func (o Observed) holdRestart(m Member) (Action, bool) {
+	voters, healthy, successor := o.remainingVoters(m)
+	if voters == 0 {
+		return Action{}, false
+	}
+	if healthy < voters || healthy < (voters+1)/2+1 {
+		return Action{Kind: Wait, Member: m.Name, Reason: etcdv1alpha1.ReasonUpgradeRolledBack,
+			Message: fmt.Sprintf("not restarting member %s yet: %d of the %d other voting members are healthy", m.Name, healthy, voters)}, true
+	}
+	if m.Leader {
+		return Action{Kind: MoveLeader, Member: m.Name, MemberID: successor.ID, Reason: etcdv1alpha1.ReasonUpgradeRolledBack,
+			Message: fmt.Sprintf("moving leadership from %s to %s before putting it back on %s", m.Name, successor.Name, o.Upgrade.From)}, true
 	}
 	return Action{}, false
 }

@@ -265,6 +265,54 @@ func TestUpgrade(t *testing.T) {
 			},
 		},
 		{
+			name: "rolled back: the failed member answers but is not Ready, and another voter is down: wait",
+			obs: func() membership.Observed {
+				o := upgrading("3.6.16", "3.5.35", "3.6.16", "3.5.35")
+				o.Upgrade.From, o.Upgrade.RolledBack = "3.5.35", true
+				o.Members[1].Ready = false
+				o.Members[2].Healthy, o.Members[2].Ready = false, false
+				return o
+			},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.Message).To(Equal("not restarting member " + e1 + " yet: 1 of the 2 other voting members are healthy"))
+			},
+		},
+		{
+			name: "rolled back: the failed member answers, is not Ready and leads: leadership moves first",
+			obs: func() membership.Observed {
+				o := upgrading("3.6.16", "3.5.35", "3.6.16", "3.5.35")
+				o.Upgrade.From, o.Upgrade.RolledBack = "3.5.35", true
+				for i := range o.Members {
+					o.Members[i].Leader = i == 1
+				}
+				o.Members[1].Ready = false
+				return o
+			},
+			want: membership.MoveLeader,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.MemberID).To(Equal(uint64(10)), "to the first healthy voter")
+			},
+		},
+		{
+			name: "rolled back: the failed member's pod is already stopping: wait for it",
+			obs: func() membership.Observed {
+				o := upgrading("3.6.16", "3.5.35", "3.6.16", "3.5.35")
+				o.Upgrade.From, o.Upgrade.RolledBack = "3.5.35", true
+				o.Members[1].Healthy, o.Members[1].Ready = false, false
+				p := o.Pods[e1]
+				p.Terminating = true
+				o.Pods[e1] = p
+				return o
+			},
+			want: membership.Wait,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Message).To(Equal("waiting for the pod of member " + e1 + " to stop; it comes back on 3.5.35"))
+			},
+		},
+		{
 			name: "rolled back: a recreated pod runs the old release",
 			obs: func() membership.Observed {
 				o := upgrading("3.6.16", "3.5.35", "3.5.35", "3.5.35")
