@@ -574,7 +574,7 @@ func TestPlan(t *testing.T) {
 		{
 			name: "removed member whose pod stays terminating on a lost node: a fresh member joins under another name",
 			obs: membership.Observed{Size: 3, Pods: map[string]membership.Pod{e0: {Ready: true}, e1: {Terminating: true, Node: "lost"}, e2: {Ready: true}},
-				PVCs: map[string]membership.PVC{e0: {Bootstrapped: true}, e1: {Bootstrapped: true, Removed: true}, e2: {Bootstrapped: true}},
+				PVCs:    map[string]membership.PVC{e0: {Bootstrapped: true}, e1: {Bootstrapped: true, Removed: true}, e2: {Bootstrapped: true}},
 				Members: []membership.Member{leader(voter(0, 10)), voter(2, 12)}},
 			want: membership.AddLearner,
 			check: func(g Gomega, a membership.Action) {

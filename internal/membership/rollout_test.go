@@ -239,10 +239,7 @@ func TestRollout(t *testing.T) {
 			name: "a pod already being deleted is not restarted again",
 			obs: func() membership.Observed {
 				o := rolling("old", "old", "old")
-				o.Members[1].Healthy, o.Members[1].Ready = false, false
-				p := o.Pods[e1]
-				p.Terminating = true
-				o.Pods[e1] = p
+				stopping(&o, 1)
 				return o
 			},
 			want:  membership.Wait,
@@ -406,4 +403,13 @@ func TestSpecInForce(t *testing.T) {
 	unknown := rolling("new", "new", "new")
 	unknown.Members = nil
 	g.Expect(unknown.SpecInForce()).To(BeFalse(), "nobody answered")
+}
+
+// stopping makes member i of o unhealthy, with its pod being deleted.
+func stopping(o *membership.Observed, i int) {
+	m := &o.Members[i]
+	m.Healthy, m.Ready = false, false
+	p := o.Pods[m.Name]
+	p.Terminating = true
+	o.Pods[m.Name] = p
 }

@@ -301,10 +301,7 @@ func TestUpgrade(t *testing.T) {
 			obs: func() membership.Observed {
 				o := upgrading("3.6.16", "3.5.35", "3.6.16", "3.5.35")
 				o.Upgrade.From, o.Upgrade.RolledBack = "3.5.35", true
-				o.Members[1].Healthy, o.Members[1].Ready = false, false
-				p := o.Pods[e1]
-				p.Terminating = true
-				o.Pods[e1] = p
+				stopping(&o, 1)
 				return o
 			},
 			want: membership.Wait,
