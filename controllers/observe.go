@@ -79,10 +79,11 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		membership: membership.Observed{
 			Cluster: names, Size: int(c.Spec.Size), Ephemeral: c.Spec.Storage.Ephemeral,
 			Pods: map[string]membership.Pod{}, PVCs: map[string]membership.PVC{}, ClaimsGoing: map[string]bool{},
-			Now:                   r.now(),
-			ReplaceUnhealthyAfter: spec.ReplaceUnhealthyMemberAfter.Duration,
-			Upgrade:               upgradeOf(spec, c.Status.Upgrade),
-			StaticBootstrap:       !c.Spec.Storage.Ephemeral && (c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil),
+			Now:                    r.now(),
+			ReplaceUnhealthyAfter:  spec.ReplaceUnhealthyMemberAfter.Duration,
+			ReplaceOnLostNodeAfter: spec.ReplaceMemberOnLostNodeAfter.Duration,
+			Upgrade:                upgradeOf(spec, c.Status.Upgrade),
+			StaticBootstrap:        !c.Spec.Storage.Ephemeral && (c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil),
 		},
 		details:   map[string]status.Detail{},
 		pvcs:      map[string]*corev1.PersistentVolumeClaim{},
@@ -121,6 +122,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 		}
 	}
 	membership.TrackUnhealthy(o.membership.Members, since, o.membership.Now)
+	r.observeLostNodes(ctx, o)
 	if clusterspec.ReplacesCorruptMembers(c) {
 		o.membership.Corrupt = status.Suspects(c)
 	}
@@ -457,6 +459,43 @@ func (r *EtcdClusterReconciler) observeZones(ctx context.Context, o *observation
 		p.Zone = zone
 		o.membership.Pods[name] = p
 	}
+}
+
+// observeLostNodes reads, from the API server, the node of each started member that did not
+// answer healthy, and marks its pod as on a lost node when that Node is NotReady or gone
+// (membership.Pod.NodeLost). Only those nodes, and only while their members are unhealthy:
+// a healthy member's node is not in question, and the operator keeps no cache of nodes. A
+// node it cannot read is not taken for lost.
+func (r *EtcdClusterReconciler) observeLostNodes(ctx context.Context, o *observation) {
+	for _, m := range o.membership.Members {
+		p, ok := o.membership.Pods[m.Name]
+		if m.Healthy || !m.Started || !ok || p.Node == "" {
+			continue
+		}
+		n := &corev1.Node{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Name: p.Node}, n)
+		switch {
+		case apierrors.IsNotFound(err):
+			p.NodeLost = true
+		case err != nil:
+			log.FromContext(ctx).Error(err, "Reading the node of an unhealthy member", "member", m.Name, "node", p.Node)
+			continue
+		default:
+			p.NodeLost, p.NodeLostSince = nodeNotReady(n)
+		}
+		o.membership.Pods[m.Name] = p
+	}
+}
+
+// nodeNotReady says whether n is NotReady (its Ready condition False or Unknown, as the node
+// lifecycle controller sets it for a node that stopped reporting), and since when.
+func nodeNotReady(n *corev1.Node) (bool, time.Time) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status != corev1.ConditionTrue, c.LastTransitionTime.Time
+		}
+	}
+	return false, time.Time{}
 }
 
 // nodeZoneTTL is how long a node's zone, once read, is taken as it was: a node's zone label

@@ -35,6 +35,7 @@ func TestDefaults(t *testing.T) {
 	g.Expect(c.Spec.TLS.Mode).To(Equal(etcdv1alpha1.TLSModeOperatorCA))
 	g.Expect(c.Spec.DeletionPolicy).To(Equal(etcdv1alpha1.DeletionPolicyRetain))
 	g.Expect(c.Spec.ReplaceUnhealthyMemberAfter).To(Equal(&metav1.Duration{Duration: 10 * time.Minute}))
+	g.Expect(c.Spec.ReplaceMemberOnLostNodeAfter).To(Equal(&metav1.Duration{Duration: 3 * time.Minute}))
 	g.Expect(c.Spec.Etcd).To(Equal(etcdv1alpha1.EtcdOptions{
 		AutoCompactionMode: etcdv1alpha1.AutoCompactionPeriodic, AutoCompactionRetention: "1h",
 		SnapshotCount:           10000,
@@ -215,6 +216,15 @@ func TestCreateValidation(t *testing.T) {
 		{"replacement after 10s", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.ReplaceUnhealthyMemberAfter = &metav1.Duration{Duration: 10 * time.Second}
 		}, "spec.replaceUnhealthyMemberAfter: Invalid value: \"10s\": replaceUnhealthyMemberAfter must be 0s (never replace) or at least 30s"},
+		{"lost-node replacement off", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.ReplaceMemberOnLostNodeAfter = &metav1.Duration{}
+		}, ""},
+		{"lost-node replacement after 30s", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.ReplaceMemberOnLostNodeAfter = &metav1.Duration{Duration: 30 * time.Second}
+		}, ""},
+		{"lost-node replacement after 29s", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.ReplaceMemberOnLostNodeAfter = &metav1.Duration{Duration: 29 * time.Second}
+		}, "spec.replaceMemberOnLostNodeAfter: Invalid value: \"29s\": replaceMemberOnLostNodeAfter must be 0s (only replaceUnhealthyMemberAfter applies) or at least 30s: a node briefly NotReady must not cost a member its data"},
 		{"size 7", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 7 }, ""},
 		{"monitoring disabled, with labels", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.Monitoring = etcdv1alpha1.MonitoringSpec{Mode: etcdv1alpha1.MonitoringDisabled, Labels: map[string]string{"release": "prometheus"}}

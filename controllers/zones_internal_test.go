@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcdpilot/etcdpilot/internal/membership"
 )
 
 // A node's zone is read once per nodeZoneTTL: a label moved since shows after it, a node
@@ -36,4 +38,34 @@ func TestNodeZonesAreReadOncePerTTL(t *testing.T) {
 	g.Expect(api.Create(ctx, c)).To(Succeed())
 	g.Expect(z.zoneOf(ctx, api, "c", now)).To(Equal("zone-c"), "a failed read is not remembered")
 	g.Expect(z.zones).NotTo(HaveKey("b"), "a node last read a TTL ago is forgotten")
+}
+
+// The node of an unhealthy member is read: NotReady (False or Unknown) since its condition
+// changed, or gone, marks the member's pod as on a lost node. Healthy members, members not
+// yet started and pods not placed are left alone, and a Ready node is not lost.
+func TestObserveLostNodes(t *testing.T) {
+	g := NewWithT(t)
+	since := metav1.NewTime(time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC))
+	node := func(name string, ready corev1.ConditionStatus) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: ready, LastTransitionTime: since}}}}
+	}
+	r := &EtcdClusterReconciler{APIReader: fakeAPI(g, node("ready", corev1.ConditionTrue), node("silent", corev1.ConditionUnknown),
+		node("failing", corev1.ConditionFalse), node("healthy-member", corev1.ConditionUnknown))}
+	o := &observation{membership: membership.Observed{
+		Pods: map[string]membership.Pod{"on-ready": {Node: "ready"}, "on-silent": {Node: "silent"}, "on-failing": {Node: "failing"},
+			"on-gone": {Node: "gone"}, "healthy": {Node: "healthy-member"}, "unplaced": {}},
+		Members: []membership.Member{{Name: "on-ready", Started: true}, {Name: "on-silent", Started: true}, {Name: "on-failing", Started: true},
+			{Name: "on-gone", Started: true}, {Name: "healthy", Started: true, Healthy: true}, {Name: "unplaced", Started: true}},
+	}}
+
+	r.observeLostNodes(context.Background(), o)
+
+	lost := map[string]string{}
+	for name, p := range o.membership.Pods {
+		if p.NodeLost {
+			lost[name] = p.NodeLostSince.UTC().Format(time.RFC3339)
+		}
+	}
+	g.Expect(lost).To(Equal(map[string]string{"on-silent": "2026-11-30T01:00:00Z", "on-failing": "2026-11-30T01:00:00Z", "on-gone": "0001-01-01T00:00:00Z"}))
 }

@@ -127,6 +127,23 @@ type EtcdClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replace Unhealthy Member After",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	ReplaceUnhealthyMemberAfter *metav1.Duration `json:"replaceUnhealthyMemberAfter,omitempty"`
 
+	// replaceMemberOnLostNodeAfter is how long a started voting member may stay unhealthy
+	// while the node its pod runs on is lost (the Node is NotReady, or gone) before the
+	// operator replaces it as replaceUnhealthyMemberAfter does, counted from the later of
+	// when the member stopped answering and when the node turned NotReady. Kubernetes marks
+	// a silent node NotReady after about 50 s (the controller manager's
+	// node-monitor-grace-period) and evicts its pods after 5 minutes, but the pods of a node
+	// that does not come back stay terminating, and a member whose data is on a local volume
+	// of that node cannot run anywhere else: the default replaces it after 3 minutes, before
+	// that eviction and after a typical reboot. The member is removed from etcd first, so
+	// the node coming back with the old data cannot bring it back. "0s" leaves such a member
+	// to replaceUnhealthyMemberAfter.
+	// +kubebuilder:default="3m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) == duration('0s') || duration(self) >= duration('30s')",message="replaceMemberOnLostNodeAfter must be 0s (only replaceUnhealthyMemberAfter applies) or at least 30s: a node briefly NotReady must not cost a member its data"
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replace Member On Lost Node After",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	ReplaceMemberOnLostNodeAfter *metav1.Duration `json:"replaceMemberOnLostNodeAfter,omitempty"`
+
 	// memberUpgradeTimeout is how long a member restarted at a new spec.version, or with a
 	// changed spec (a rollout), has to become healthy and ready. Past it, during an upgrade
 	// while some member still runs the old version (so the cluster version has not been
@@ -641,8 +658,12 @@ type PodTemplate struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Priority Class",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced","urn:alm:descriptor:com.tectonic.ui:text"}
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
-	// topologySpreadConstraints of every member pod. The operator fills in the label
-	// selector when a constraint has none.
+	// topologySpreadConstraints of every member pod, replacing the default: no node gets a
+	// second member while a node the member may use and that takes pods has none
+	// (kubernetes.io/hostname, DoNotSchedule, maxSkew 1), and members prefer separate zones
+	// (topology.kubernetes.io/zone, ScheduleAnyway). The default applies to pods made from
+	// then on and restarts no running member. The operator fills in the label selector
+	// when a constraint has none.
 	// +listType=atomic
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Topology Spread Constraints",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}

@@ -627,6 +627,11 @@ func (in *EtcdClusterSpec) DeepCopyInto(out *EtcdClusterSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.ReplaceMemberOnLostNodeAfter != nil {
+		in, out := &in.ReplaceMemberOnLostNodeAfter, &out.ReplaceMemberOnLostNodeAfter
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.MemberUpgradeTimeout != nil {
 		in, out := &in.MemberUpgradeTimeout, &out.MemberUpgradeTimeout
 		*out = new(v1.Duration)

@@ -32,6 +32,11 @@ const (
 	// is replaced: long enough for a node reboot or an image pull, short enough that a
 	// 3-member cluster does not spend an afternoon one failure away from losing quorum.
 	DefaultReplaceUnhealthyMemberAfter = 10 * time.Minute
+	// DefaultReplaceMemberOnLostNodeAfter is how long a member may stay unhealthy on a lost
+	// node before it is replaced: past a typical node reboot, and before Kubernetes evicts
+	// the pods of a NotReady node (5 minutes), which on a node that does not come back
+	// leaves them terminating.
+	DefaultReplaceMemberOnLostNodeAfter = 3 * time.Minute
 	// DefaultMemberUpgradeTimeout is how long a member restarted at a new version has to
 	// become healthy before its upgrade is rolled back.
 	DefaultMemberUpgradeTimeout = 5 * time.Minute
@@ -69,6 +74,9 @@ func WithDefaults(spec etcdv1alpha1.EtcdClusterSpec) etcdv1alpha1.EtcdClusterSpe
 	}
 	if spec.ReplaceUnhealthyMemberAfter == nil {
 		spec.ReplaceUnhealthyMemberAfter = &metav1.Duration{Duration: DefaultReplaceUnhealthyMemberAfter}
+	}
+	if spec.ReplaceMemberOnLostNodeAfter == nil {
+		spec.ReplaceMemberOnLostNodeAfter = &metav1.Duration{Duration: DefaultReplaceMemberOnLostNodeAfter}
 	}
 	if spec.MemberUpgradeTimeout == nil {
 		spec.MemberUpgradeTimeout = &metav1.Duration{Duration: DefaultMemberUpgradeTimeout}

@@ -25,6 +25,7 @@ func TestWithDefaultsFillsEmptySpec(t *testing.T) {
 	g.Expect(s.TLS.Mode).To(Equal(etcdv1alpha1.TLSModeOperatorCA))
 	g.Expect(s.DeletionPolicy).To(Equal(etcdv1alpha1.DeletionPolicyRetain))
 	g.Expect(s.ReplaceUnhealthyMemberAfter.Duration).To(Equal(10 * time.Minute))
+	g.Expect(s.ReplaceMemberOnLostNodeAfter.Duration).To(Equal(3 * time.Minute))
 	g.Expect(s.MemberUpgradeTimeout.Duration).To(Equal(5 * time.Minute))
 	g.Expect(s.Etcd.AutoCompactionMode).To(Equal(etcdv1alpha1.AutoCompactionPeriodic))
 	g.Expect(s.Etcd.AutoCompactionRetention).To(Equal("1h"))
@@ -44,8 +45,9 @@ func TestWithDefaultsKeepsSetFields(t *testing.T) {
 		TLS:            etcdv1alpha1.TLSSpec{Mode: etcdv1alpha1.TLSModeDisabled},
 		DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete,
 		// "0s" (replacement off) is a set value, not an empty one.
-		ReplaceUnhealthyMemberAfter: &metav1.Duration{},
-		MemberUpgradeTimeout:        &metav1.Duration{Duration: time.Minute},
+		ReplaceUnhealthyMemberAfter:  &metav1.Duration{},
+		ReplaceMemberOnLostNodeAfter: &metav1.Duration{},
+		MemberUpgradeTimeout:         &metav1.Duration{Duration: time.Minute},
 		Etcd: etcdv1alpha1.EtcdOptions{
 			AutoCompactionMode:      etcdv1alpha1.AutoCompactionRevision,
 			AutoCompactionRetention: "1000",

@@ -27,7 +27,8 @@ func (s *bytesource) flag() bool { return s.pick(2) == 1 }
 
 // generated builds an observation from the fuzzer's bytes: any size, up to seven members
 // (voters or learners, healthy or not, started or not, Ready or not, at most one leader,
-// healthy), pods at any supported release and spec hash or missing, claims present or not,
+// healthy), pods at any supported release and spec hash or missing, on a lost node or not,
+// claims present or not,
 // an upgrade target, a rolled-back upgrade, members unhealthy for a while. Half of them are
 // of a steady cluster (every member a healthy, Ready voter with its pod and claim, caught
 // up), where only releases and spec hashes differ: the upgrades and rollouts the planner
@@ -37,7 +38,7 @@ func generated(data []byte) membership.Observed {
 	o := membership.Observed{
 		Cluster: c, Size: []int{1, 3, 5, 7}[s.pick(4)], Now: now, Ephemeral: s.pick(8) == 0,
 		Pods: map[string]membership.Pod{}, PVCs: map[string]membership.PVC{}, SpecHashes: map[string]string{},
-		ReplaceUnhealthyAfter: 10 * time.Minute,
+		ReplaceUnhealthyAfter: 10 * time.Minute, ReplaceOnLostNodeAfter: 3 * time.Minute,
 		Upgrade: membership.Upgrade{Target: releases[s.pick(len(releases))], MemberTimeout: 5 * time.Minute,
 			SnapshotTaken: s.flag(), RaftSnapshotsForced: s.flag(), SnapshotCount: 10000},
 	}
@@ -120,9 +121,13 @@ func (g generator) present(i, n int) bool {
 }
 
 func (g generator) pod() membership.Pod {
-	return membership.Pod{Ready: !g.chance(2), Version: releases[g.s.pick(len(releases))],
+	p := membership.Pod{Ready: !g.chance(2), Version: releases[g.s.pick(len(releases))],
 		Created: now.Add(-time.Duration(g.s.pick(20)) * time.Minute), Terminating: g.chance(8),
-		SpecHash: []string{"", "old", "new"}[g.s.pick(3)]}
+		SpecHash: []string{"", "old", "new"}[g.s.pick(3)], Node: "n"}
+	if g.chance(6) {
+		p.NodeLost, p.NodeLostSince = true, now.Add(-time.Duration(g.s.pick(10))*time.Minute)
+	}
+	return p
 }
 
 // view is what the safety properties look at: the members by name, and the voters.

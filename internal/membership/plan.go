@@ -54,6 +54,10 @@ type Observed struct {
 	// ReplaceUnhealthyAfter is spec.replaceUnhealthyMemberAfter: a started voting member
 	// unhealthy for longer is replaced. Zero never replaces.
 	ReplaceUnhealthyAfter time.Duration
+	// ReplaceOnLostNodeAfter is spec.replaceMemberOnLostNodeAfter: a started voting member
+	// unhealthy on a lost node (Pod.NodeLost) for longer is replaced (ReplaceAt). Zero
+	// leaves such a member to ReplaceUnhealthyAfter.
+	ReplaceOnLostNodeAfter time.Duration
 	// Upgrade is what the spec and the status say about the etcd version (upgrade.go).
 	Upgrade Upgrade
 	// SpecHashes are, by member name, the hashes of the pods the current spec gives each
@@ -89,6 +93,11 @@ type Pod struct {
 	// empty otherwise.
 	Unschedulable      string
 	UnschedulableSince time.Time
+	// NodeLost says that the pod's node is lost: its Node is NotReady (its Ready condition
+	// False or Unknown) since NodeLostSince, or gone (NodeLostSince zero). Observed only for
+	// the pods of unhealthy members.
+	NodeLost      bool
+	NodeLostSince time.Time
 }
 
 // PVC is a member data claim as observed.
@@ -418,9 +427,8 @@ func planReachable(o Observed) Action {
 	if a, ok := o.restartGuards(); ok {
 		return a
 	}
-	if m, ok := o.unhealthyTooLong(); ok {
-		return o.replace(m, fmt.Sprintf("it has been unhealthy since %s, longer than spec.replaceUnhealthyMemberAfter (%s)",
-			m.UnhealthySince.UTC().Format(time.RFC3339), o.ReplaceUnhealthyAfter), etcdv1alpha1.ReasonMembersUnhealthy)
+	if m, why, ok := o.unhealthyTooLong(); ok {
+		return o.replace(m, why, etcdv1alpha1.ReasonMembersUnhealthy)
 	}
 	if a, ok := o.learnersAndHealth(); ok {
 		return a
@@ -488,7 +496,7 @@ func (o Observed) orphanPod() (Action, bool) {
 	}
 	names := make([]string, 0, len(o.Pods))
 	for n, p := range o.Pods {
-		if !inList[n] && !(p.Terminating && o.claimSettled(n)) {
+		if !inList[n] && (!p.Terminating || !o.claimSettled(n)) {
 			names = append(names, n)
 		}
 	}
@@ -648,21 +656,48 @@ func (o Observed) corruptMember() (Action, bool) {
 	return Action{}, false
 }
 
-// unhealthyTooLong finds the first started voting member that has been unhealthy for longer
-// than ReplaceUnhealthyAfter.
-func (o Observed) unhealthyTooLong() (Member, bool) {
-	if o.ReplaceUnhealthyAfter <= 0 {
-		return Member{}, false
-	}
+// unhealthyTooLong finds the first started voting member past the time ReplaceAt gives it,
+// with why it is replaced.
+func (o Observed) unhealthyTooLong() (Member, string, bool) {
 	for _, m := range o.Members {
-		if m.Learner || !m.Started || m.Healthy || m.UnhealthySince.IsZero() {
-			continue
-		}
-		if o.Now.Sub(m.UnhealthySince) > o.ReplaceUnhealthyAfter {
-			return m, true
+		if at, why, ok := o.ReplaceAt(m); ok && o.Now.After(at) {
+			return m, why, true
 		}
 	}
-	return Member{}, false
+	return Member{}, "", false
+}
+
+// ReplaceAt is when the started voting member m, unhealthy, is replaced if it stays so, and
+// why it would be: ReplaceUnhealthyAfter past UnhealthySince, or, when its pod's node is
+// lost, ReplaceOnLostNodeAfter past the later of UnhealthySince and when the node turned
+// NotReady, whichever comes first. A member answering again, or coming back on a Ready node,
+// starts over. ok is false when m is not such a member or no bound applies.
+func (o Observed) ReplaceAt(m Member) (at time.Time, why string, ok bool) {
+	if m.Learner || !m.Started || m.Healthy || m.UnhealthySince.IsZero() {
+		return time.Time{}, "", false
+	}
+	since := m.UnhealthySince.UTC().Format(time.RFC3339)
+	if o.ReplaceUnhealthyAfter > 0 {
+		at, ok = m.UnhealthySince.Add(o.ReplaceUnhealthyAfter), true
+		why = fmt.Sprintf("it has been unhealthy since %s, longer than spec.replaceUnhealthyMemberAfter (%s)", since, o.ReplaceUnhealthyAfter)
+	}
+	pod := o.Pods[m.Name]
+	if !pod.NodeLost || o.ReplaceOnLostNodeAfter <= 0 {
+		return at, why, ok
+	}
+	from, lost := m.UnhealthySince, "gone"
+	if !pod.NodeLostSince.IsZero() {
+		lost = "NotReady since " + pod.NodeLostSince.UTC().Format(time.RFC3339)
+		if pod.NodeLostSince.After(from) {
+			from = pod.NodeLostSince
+		}
+	}
+	if lostAt := from.Add(o.ReplaceOnLostNodeAfter); !ok || lostAt.Before(at) {
+		at, ok = lostAt, true
+		why = fmt.Sprintf("it has been unhealthy since %s on node %s, %s, longer than spec.replaceMemberOnLostNodeAfter (%s)",
+			since, pod.Node, lost, o.ReplaceOnLostNodeAfter)
+	}
+	return at, why, ok
 }
 
 // TrackUnhealthy sets UnhealthySince on each started member: zero when healthy, else the

@@ -286,6 +286,49 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "a voter unhealthy on a lost node past the node bound: replace it before the general bound",
+			obs: membership.Observed{Size: 3, Pods: onLostNode(pods(e0, e1, e2), e1, 4*time.Minute), PVCs: pvcs(true, e0, e1, e2), Now: now,
+				ReplaceUnhealthyAfter: 10 * time.Minute, ReplaceOnLostNodeAfter: 3 * time.Minute,
+				Members: []membership.Member{leader(voter(0, 10)), sick(1, 11, 5*time.Minute), voter(2, 12)}},
+			want: membership.RemoveMember,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
+				g.Expect(a.Message).To(ContainSubstring("unhealthy since 2026-11-21T11:55:00Z on node lost-node, NotReady since 2026-11-21T11:56:00Z, " +
+					"longer than spec.replaceMemberOnLostNodeAfter (3m0s)"))
+			},
+		},
+		{
+			name: "a voter unhealthy on a node NotReady for less than the bound: wait, counted from the later of the two",
+			obs: membership.Observed{Size: 3, Pods: onLostNode(pods(e0, e1, e2), e1, 2*time.Minute), PVCs: pvcs(true, e0, e1, e2), Now: now,
+				ReplaceUnhealthyAfter: 10 * time.Minute, ReplaceOnLostNodeAfter: 3 * time.Minute,
+				Members: []membership.Member{leader(voter(0, 10)), sick(1, 11, 9*time.Minute), voter(2, 12)}},
+			want: membership.Wait,
+		},
+		{
+			name: "a voter unhealthy on a node that is gone: the node bound counts from when it stopped answering",
+			obs: membership.Observed{Size: 3, Pods: onLostNode(pods(e0, e1, e2), e1, 0), PVCs: pvcs(true, e0, e1, e2), Now: now,
+				ReplaceUnhealthyAfter: 10 * time.Minute, ReplaceOnLostNodeAfter: 3 * time.Minute,
+				Members: []membership.Member{leader(voter(0, 10)), sick(1, 11, 4*time.Minute), voter(2, 12)}},
+			want: membership.RemoveMember,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Message).To(ContainSubstring("on node lost-node, gone, longer than"))
+			},
+		},
+		{
+			name: "the node bound off: a member on a lost node waits for the general bound",
+			obs: membership.Observed{Size: 3, Pods: onLostNode(pods(e0, e1, e2), e1, 9*time.Minute), PVCs: pvcs(true, e0, e1, e2), Now: now,
+				ReplaceUnhealthyAfter: 10 * time.Minute,
+				Members:               []membership.Member{leader(voter(0, 10)), sick(1, 11, 9*time.Minute), voter(2, 12)}},
+			want: membership.Wait,
+		},
+		{
+			name: "a member on a lost node whose loss would leave no quorum: blocked, nothing removed",
+			obs: membership.Observed{Size: 3, Pods: onLostNode(onLostNode(pods(e0, e1, e2), e1, 5*time.Minute), e2, 5*time.Minute),
+				PVCs: pvcs(true, e0, e1, e2), Now: now, ReplaceUnhealthyAfter: 10 * time.Minute, ReplaceOnLostNodeAfter: 3 * time.Minute,
+				Members: []membership.Member{leader(voter(0, 10)), sick(1, 11, 5*time.Minute), sick(2, 12, 5*time.Minute)}},
+			want: membership.Blocked,
+		},
+		{
 			name: "a voter unhealthy within the bound: wait for it",
 			obs: membership.Observed{Size: 3, Pods: pods(e0, e1, e2), PVCs: pvcs(true, e0, e1, e2), Now: now, ReplaceUnhealthyAfter: 10 * time.Minute,
 				Members: []membership.Member{voter(0, 10), sick(1, 11, 9*time.Minute), voter(2, 12)}},
@@ -660,4 +703,16 @@ func TestAPodNoNodeTookIsMadeAgainFromTheCurrentSpec(t *testing.T) {
 	a = membership.Plan(running)
 	g.Expect(a.Kind).To(Equal(membership.RestartMember))
 	g.Expect(a.Member).To(Equal(e3))
+}
+
+// onLostNode puts the pod of member name on a lost node, NotReady for notReadyFor (gone, when
+// zero).
+func onLostNode(ps map[string]membership.Pod, name string, notReadyFor time.Duration) map[string]membership.Pod {
+	p := ps[name]
+	p.Node, p.NodeLost = "lost-node", true
+	if notReadyFor > 0 {
+		p.NodeLostSince = now.Add(-notReadyFor)
+	}
+	ps[name] = p
+	return ps
 }

@@ -178,6 +178,14 @@ func autoPilot(c *etcdv1alpha1.EtcdCluster, now time.Time) []Feature {
 	if after := spec.ReplaceUnhealthyMemberAfter; after != nil && after.Duration > 0 {
 		replace.Setting = "after " + shortDuration(after.Duration)
 	}
+	if lost := spec.ReplaceMemberOnLostNodeAfter; lost != nil && lost.Duration > 0 {
+		if replace.Setting == "off" {
+			replace.Setting = ""
+		} else {
+			replace.Setting += ", "
+		}
+		replace.Setting += shortDuration(lost.Duration) + " on a lost node"
+	}
 	recovery := Feature{Name: "quorum-loss recovery", Setting: string(spec.QuorumLossRecovery.Policy)}
 	if r := st.Recovery; r != nil {
 		recovery.State = string(r.Phase)

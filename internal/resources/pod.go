@@ -102,8 +102,23 @@ func MemberPod(c *etcdv1alpha1.EtcdCluster, m MemberConfig, images versions.Imag
 	if m.TrustHash != "" {
 		pod.Annotations[AnnotationTrustHash] = m.TrustHash
 	}
-	pod.Annotations[AnnotationSpecHash] = SpecHash(pod)
+	pod.Annotations[AnnotationSpecHash] = SpecHash(withoutDefaultSpread(pod, pt))
 	return pod
+}
+
+// withoutDefaultSpread is the pod as its spec hash sees it: without the spread constraints
+// the operator adds when the user sets none. The default shapes where new pods go (a pod
+// made for a member that restarts, moves or joins) and never restarts a running member: a
+// member already placed stays where it is, and the default can change without a rollout.
+// Constraints the user sets are hashed like any other field, so changing them rolls the
+// members out.
+func withoutDefaultSpread(pod *corev1.Pod, pt etcdv1alpha1.PodTemplate) *corev1.Pod {
+	if len(pt.TopologySpreadConstraints) > 0 {
+		return pod
+	}
+	hashed := pod.DeepCopy()
+	hashed.Spec.TopologySpreadConstraints = nil
+	return hashed
 }
 
 // SpecHash is the hash of what shapes a member pod and needs a restart to change: its
@@ -280,6 +295,32 @@ func affinity(user *corev1.Affinity, cl cluster.Names) *corev1.Affinity {
 	}}
 }
 
+// DefaultSpread is where members go when the user sets no spread constraints:
+//
+//   - across nodes, required (DoNotSchedule, maxSkew 1): no node gets a second member while a
+//     node the member may use has none, so with at least as many nodes as members no two
+//     members share one, and a node lost costs one member. With fewer nodes, members share
+//     them evenly instead of waiting: a one-node cluster still runs three members;
+//   - across zones, preferred (ScheduleAnyway): nodes without a zone label stay usable;
+//   - both count only nodes the member may use (its node selector and affinity) and that
+//     take pods (nodeTaintsPolicy Honor): a cordoned, NotReady or tainted node is not a place
+//     to balance against, or a lost node would keep the replacement of its member from
+//     being placed anywhere.
+func DefaultSpread(cl cluster.Names) []corev1.TopologySpreadConstraint {
+	honor := corev1.NodeInclusionPolicyHonor
+	spread := func(key string, when corev1.UnsatisfiableConstraintAction) corev1.TopologySpreadConstraint {
+		return corev1.TopologySpreadConstraint{
+			MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: when,
+			LabelSelector:      &metav1.LabelSelector{MatchLabels: cl.SelectorLabels()},
+			NodeAffinityPolicy: &honor, NodeTaintsPolicy: &honor,
+		}
+	}
+	return []corev1.TopologySpreadConstraint{
+		spread(corev1.LabelHostname, corev1.DoNotSchedule),
+		spread(corev1.LabelTopologyZone, corev1.ScheduleAnyway),
+	}
+}
+
 // copyTolerations returns a deep copy of the user's tolerations, or nil.
 func copyTolerations(in []corev1.Toleration) []corev1.Toleration {
 	if len(in) == 0 {
@@ -294,10 +335,10 @@ func copyTolerations(in []corev1.Toleration) []corev1.Toleration {
 
 // spreadConstraints copies the user's topology spread constraints, giving those without
 // a label selector the cluster's member selector: a constraint without one counts no
-// pods and so spreads nothing.
+// pods and so spreads nothing. Without any, members get DefaultSpread.
 func spreadConstraints(in []corev1.TopologySpreadConstraint, cl cluster.Names) []corev1.TopologySpreadConstraint {
 	if len(in) == 0 {
-		return nil
+		return DefaultSpread(cl)
 	}
 	out := make([]corev1.TopologySpreadConstraint, len(in))
 	for i := range in {

@@ -215,7 +215,7 @@ func TestMemberPodOperatorLabelsWin(t *testing.T) {
 	g.Expect(pod.Labels).To(HaveKeyWithValue(cluster.LabelMember, "main-0"))
 	g.Expect(pod.Labels).To(HaveKeyWithValue("team", "storage"))
 	g.Expect(pod.Annotations).To(HaveKeyWithValue("example.com/scrape", "true"))
-	g.Expect(pod.Annotations).To(HaveKeyWithValue(resources.AnnotationSpecHash, resources.SpecHash(pod)))
+	g.Expect(pod.Annotations).To(HaveKeyWithValue(resources.AnnotationSpecHash, resources.SpecHash(withoutSpread(pod))))
 	g.Expect(pod.Annotations).To(HaveLen(2))
 }
 
@@ -234,6 +234,31 @@ func TestMemberPodDefaultAffinity(t *testing.T) {
 			TopologyKey:   "kubernetes.io/hostname",
 		},
 	}}))
+}
+
+func TestMemberPodDefaultSpread(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster()
+	pod := memberPod(c)
+	honor := corev1.NodeInclusionPolicyHonor
+	selector := &metav1.LabelSelector{MatchLabels: cluster.For(c).SelectorLabels()}
+
+	g.Expect(pod.Spec.TopologySpreadConstraints).To(Equal([]corev1.TopologySpreadConstraint{
+		{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: selector,
+			NodeAffinityPolicy: &honor, NodeTaintsPolicy: &honor},
+		{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: selector,
+			NodeAffinityPolicy: &honor, NodeTaintsPolicy: &honor},
+	}))
+
+	g.Expect(pod.Annotations[resources.AnnotationSpecHash]).To(Equal(resources.SpecHash(withoutSpread(pod))),
+		"the default spread is not in the spec hash: changing it restarts no member")
+	g.Expect(resources.SpecHash(pod)).NotTo(Equal(resources.SpecHash(withoutSpread(pod))), "SpecHash itself sees the constraints")
+
+	c.Spec.PodTemplate.TopologySpreadConstraints = resources.DefaultSpread(cluster.For(c))
+	user := memberPod(c)
+	g.Expect(user.Spec.TopologySpreadConstraints).To(Equal(pod.Spec.TopologySpreadConstraints))
+	g.Expect(user.Annotations[resources.AnnotationSpecHash]).NotTo(Equal(pod.Annotations[resources.AnnotationSpecHash]),
+		"constraints the user sets are in the hash: setting them rolls the members out")
 }
 
 func TestMemberPodUserAffinityReplacesDefault(t *testing.T) {
@@ -333,4 +358,12 @@ func TestMemberPodAtAnotherVersion(t *testing.T) {
 	broken := resources.MemberPod(c, resources.MemberConfig{Name: "main-0", Image: "x/broken:v0"}, versions.Images{Repository: repo})
 	g.Expect(broken.Spec.Containers[0].Image).To(Equal("x/broken:v0"))
 	g.Expect(broken.Labels).To(HaveKeyWithValue(cluster.LabelVersion, "3.6.16"))
+}
+
+// withoutSpread is pod without its topology spread constraints: what the spec hash of a pod
+// with the default spread covers.
+func withoutSpread(pod *corev1.Pod) *corev1.Pod {
+	p := pod.DeepCopy()
+	p.Spec.TopologySpreadConstraints = nil
+	return p
 }

@@ -505,7 +505,7 @@ func sickVoters(o membership.Observed) []string {
 	var sick []string
 	for _, m := range o.Members {
 		if m.Started && !m.Learner && !m.Healthy {
-			sick = append(sick, sickMember(m, o.Pods[m.Name], o.ReplaceUnhealthyAfter))
+			sick = append(sick, sickMember(o, m))
 		}
 	}
 	return sick
@@ -597,19 +597,27 @@ func noSpace(in Input) (metav1.Condition, bool) {
 	return metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: reason, Message: msg}, true
 }
 
-// sickMember describes an unhealthy member for the Degraded message: since when, and when
-// the operator replaces it if it stays so.
-func sickMember(m membership.Member, pod membership.Pod, replaceAfter time.Duration) string {
+// sickMember describes an unhealthy member for the Degraded message: where, since when,
+// whether its node is lost, and when the operator replaces it if it stays so (the planner's
+// own ReplaceAt).
+func sickMember(o membership.Observed, m membership.Member) string {
+	pod := o.Pods[m.Name]
 	name := m.Name + where(pod)
 	if m.UnhealthySince.IsZero() {
 		return name
 	}
 	since := m.UnhealthySince.UTC().Format(time.RFC3339)
-	if replaceAfter <= 0 {
+	switch {
+	case pod.NodeLost && pod.NodeLostSince.IsZero():
+		since += "; its node is gone"
+	case pod.NodeLost:
+		since += "; its node NotReady since " + pod.NodeLostSince.UTC().Format(time.RFC3339)
+	}
+	at, _, ok := o.ReplaceAt(m)
+	if !ok {
 		return fmt.Sprintf("%s (since %s; replacement is off)", name, since)
 	}
-	return fmt.Sprintf("%s (since %s; replaced at %s if still unhealthy)", name, since,
-		m.UnhealthySince.Add(replaceAfter).UTC().Format(time.RFC3339))
+	return fmt.Sprintf("%s (since %s; replaced at %s if still unhealthy)", name, since, at.UTC().Format(time.RFC3339))
 }
 
 // where says where a member pod runs, for a message: " on node N" (and " in zone Z"), or
