@@ -401,6 +401,10 @@ undeploy: $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Remove every EtcdCluster, Et
 
 ##@ Local cluster
 
+# How the node-loss spec stops and starts a node of the local cluster; none on another cluster.
+ifneq ($(USE_EXISTING_CLUSTER),true)
+E2E_NODE_CTL = $(CLUSTER_ENV) $(CURDIR)/hack/local-cluster.sh
+endif
 CLUSTER_ENV = CLUSTER_DIR=$(CLUSTER_DIR) NODES=$(NODES) KUBECONFIG_OUT=$(LOCAL_KUBECONFIG) K8S_BIN=$(K8S_BIN) \
 	ETCD_BIN=$(CONTROL_PLANE_ETCD_BIN) COREDNS=$(COREDNS) LOCAL_PATH_PROVISIONER=$(LOCAL_PATH_PROVISIONER) KUBE_ROUTER=$(KUBE_ROUTER) \
 	CRANE=$(CRANE) BUILD_IMAGE=$(CURDIR)/hack/build-image.sh
@@ -503,7 +507,7 @@ test-e2e: test-e2e-deploy test-e2e-olm test-e2e-scorecard ## Run the whole e2e s
 .PHONY: test-e2e-deploy
 test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) $(NFDELAY) cluster-ensure images s3-up monitoring-up plugin ## Run the e2e specs on the operator `make deploy` installs.
 	rm -f $(E2E_REPORTS)/deploy.json
-	KUBECTL=$(KUBECTL) PLUGIN=$(PLUGIN) NFDELAY=$(NFDELAY) LOCAL_IMG=$(LOCAL_IMG) $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --json-report=deploy.json --label-filter='!olm' ./test/e2e
+	KUBECTL=$(KUBECTL) PLUGIN=$(PLUGIN) NFDELAY=$(NFDELAY) LOCAL_IMG=$(LOCAL_IMG) NODE_CTL='$(E2E_NODE_CTL)' $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --json-report=deploy.json --label-filter='!olm' ./test/e2e
 
 # The chaos suite (test/e2e/chaos_test.go): random faults and spec changes under a recorded
 # workload, checked for linearizability with porcupine. Its short profile is one of the

@@ -64,16 +64,28 @@ var _ = Describe("EtcdCluster", func() {
 			Expect(leaders).To(Equal(1))
 		})
 
-		It("says where each member runs, as the pod and its node say", func(ctx SpecContext) {
+		It("says where each member runs, as the pod and its node say, one member per node and zone by default", func(ctx SpecContext) {
 			c := waitReady(ctx, cluster)
 			Expect(c.Status.Members).To(HaveLen(3))
+			nodes, zones := map[string]bool{}, map[string]bool{}
 			for _, m := range c.Status.Members {
 				pod := get(ctx, ns, m.Name, &corev1.Pod{})
 				Expect(pod.Spec.NodeName).NotTo(BeEmpty(), m.Name)
 				node := get(ctx, "", pod.Spec.NodeName, &corev1.Node{})
 				Expect([]string{m.Node, m.Zone}).To(Equal([]string{pod.Spec.NodeName, node.Labels[corev1.LabelTopologyZone]}), m.Name)
-				Expect(m.Zone).NotTo(BeEmpty(), "the local cluster's node carries a zone label")
+				Expect(m.Zone).NotTo(BeEmpty(), "the local cluster's nodes carry a zone label")
+				nodes[m.Node], zones[m.Zone] = true, true
 			}
+			// The default spread, as the scheduler applied it: with a node per member, no two
+			// members share one (and here each node is a zone of its own).
+			var all corev1.NodeList
+			Expect(k8sClient.List(ctx, &all)).To(Succeed())
+			allZones := map[string]bool{}
+			for _, n := range all.Items {
+				allZones[n.Labels[corev1.LabelTopologyZone]] = true
+			}
+			Expect(nodes).To(HaveLen(min(3, len(all.Items))), "members on separate nodes")
+			Expect(zones).To(HaveLen(min(3, len(allZones))), "members in separate zones")
 			out, err := exec.CommandContext(ctx, os.Getenv("KUBECTL"), "-n", ns, "get", "etcdcluster", "main", "-o", "wide").Output()
 			Expect(err).NotTo(HaveOccurred())
 			Expect(string(out)).To(MatchRegexp(`(?m)^NAME .* NODES `), "kubectl get -o wide has a Nodes column")
