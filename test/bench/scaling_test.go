@@ -105,7 +105,13 @@ func threeMembersAndFloor(ctx context.Context, b *testing.B, c client.Client, pr
 // none of them with member ID gone (when set).
 func waitReadyMembers(ctx context.Context, b *testing.B, c client.Client, ec *etcdv1alpha1.EtcdCluster, size int, gone string) {
 	b.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
+	waitReadyMembersWithin(ctx, b, c, ec, size, gone, 5*time.Minute)
+}
+
+// waitReadyMembersWithin is waitReadyMembers with its own bound.
+func waitReadyMembersWithin(ctx context.Context, b *testing.B, c client.Client, ec *etcdv1alpha1.EtcdCluster, size int, gone string, within time.Duration) {
+	b.Helper()
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		got := &etcdv1alpha1.EtcdCluster{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ec), got); err == nil && readyWith(got, size, gone) {
@@ -113,7 +119,7 @@ func waitReadyMembers(ctx context.Context, b *testing.B, c client.Client, ec *et
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	b.Fatalf("%s/%s: not Ready with %d members after 5 minutes", ec.Namespace, ec.Name, size)
+	b.Fatalf("%s/%s: not Ready with %d members after %s", ec.Namespace, ec.Name, size, within)
 }
 
 func readyWith(c *etcdv1alpha1.EtcdCluster, size int, gone string) bool {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // A node stops as a machine that loses power does (hack/local-cluster.sh node-stop: its
@@ -45,32 +45,16 @@ var _ = Describe("node loss", Serial, func() {
 		By("stopping the node of a member, not one of the operator or of the volume provisioner")
 		// Either on the stopped node would stop with it, until Kubernetes evicted it after 5
 		// minutes: the operator, or the volumes of the member that replaces the lost one.
-		keep := map[string]bool{}
-		for _, ns := range []string{operatorNamespace, "local-path-storage"} {
-			pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-			Expect(err).NotTo(HaveOccurred())
-			for _, p := range pods.Items {
-				keep[p.Spec.NodeName] = true
-			}
-		}
-		var victim etcdv1alpha1.MemberStatus
-		for _, m := range c.Status.Members {
-			if !keep[m.Node] {
-				victim = m
-			}
-		}
-		Expect(victim.Name).NotTo(BeEmpty(), "a member away from the nodes %v: %+v", keep, c.Status.Members)
+		keep, err := framework.NodesRunning(ctx, k8sClient, operatorNamespace, "local-path-storage")
+		Expect(err).NotTo(HaveOccurred())
+		victim, ok := framework.MemberToLose(c.Status.Members, keep)
+		Expect(ok).To(BeTrue(), "a member away from the nodes %v: %+v", keep, c.Status.Members)
 		lost := victim.Node
-		nodeRuns := func(action string) {
-			out, err := exec.CommandContext(ctx, "sh", "-c", nodeCtl+" "+action+" "+lost).CombinedOutput()
-			ExpectWithOffset(1, err).NotTo(HaveOccurred(), string(out))
-		}
-		nodeRuns("node-stop")
+		Expect(framework.NodeCtl(ctx, nodeCtl, "node-stop", lost)).To(Succeed())
 		started := false
 		DeferCleanup(func(ctx SpecContext) {
 			if !started {
-				out, err := exec.CommandContext(ctx, "sh", "-c", nodeCtl+" node-start "+lost).CombinedOutput()
-				Expect(err).NotTo(HaveOccurred(), string(out))
+				Expect(framework.NodeCtl(ctx, nodeCtl, "node-start", lost)).To(Succeed())
 			}
 		})
 		stopped := time.Now()
@@ -111,11 +95,11 @@ var _ = Describe("node loss", Serial, func() {
 		expectKeys(ctx, ns, c.Name, keys)
 
 		By("the node comes back: its old pod goes, and the old member stays out")
-		nodeRuns("node-start")
+		Expect(framework.NodeCtl(ctx, nodeCtl, "node-start", lost)).To(Succeed())
 		started = true
 		Eventually(func(g Gomega) {
-			n := get(ctx, "", lost, &corev1.Node{})
-			g.Expect(nodeReady(n)).To(BeTrue(), "node %s is Ready", lost)
+			_, notReady := framework.NodeNotReadySince(get(ctx, "", lost, &corev1.Node{}))
+			g.Expect(notReady).To(BeFalse(), "node %s is Ready", lost)
 			err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: victim.Name}, &corev1.Pod{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the old pod of %s is gone: %v", victim.Name, err)
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
@@ -134,13 +118,3 @@ var _ = Describe("node loss", Serial, func() {
 		expectKeys(ctx, ns, c.Name, keys)
 	})
 })
-
-// nodeReady says whether n's Ready condition is True.
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
