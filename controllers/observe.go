@@ -180,8 +180,13 @@ func claimOf(pvc *corev1.PersistentVolumeClaim) membership.PVC {
 	if v := pvc.Annotations[annotationInitialCluster]; v != "" {
 		p.InitialCluster = strings.Split(v, ",")
 	}
+	p.Node = pvc.Annotations[annotationSelectedNode]
 	return p
 }
+
+// annotationSelectedNode is where the scheduler records, on a claim whose volume is made
+// for the first pod that uses it, the node it chose for that pod.
+const annotationSelectedNode = "volume.kubernetes.io/selected-node"
 
 // volumeOf reads a claim's requested and provided storage and whether its file system waits
 // for a restart to grow.
@@ -461,41 +466,55 @@ func (r *EtcdClusterReconciler) observeZones(ctx context.Context, o *observation
 	}
 }
 
-// observeLostNodes reads, from the API server, the node of each started member that did not
-// answer healthy, and marks its pod as on a lost node when that Node is NotReady or gone
-// (membership.Pod.NodeLost). Only those nodes, and only while their members are unhealthy:
-// a healthy member's node is not in question, and the operator keeps no cache of nodes. A
-// node it cannot read is not taken for lost.
+// observeLostNodes reads, from the API server, the node each started member that did not
+// answer healthy needs, and records it on the member's pod when it is lost
+// (membership.Pod.LostNode): the pod's node NotReady or gone; for a pod no node takes, the
+// node its claim's volume was made on NotReady, gone or cordoned. Only those nodes, and only
+// while their members are unhealthy: a healthy member's node is not in question, and the
+// operator keeps no cache of nodes. A node it cannot read is not taken for lost.
 func (r *EtcdClusterReconciler) observeLostNodes(ctx context.Context, o *observation) {
 	for _, m := range o.membership.Members {
 		p, ok := o.membership.Pods[m.Name]
-		if m.Healthy || !m.Started || !ok || p.Node == "" {
+		if m.Healthy || !m.Started || !ok {
+			continue
+		}
+		node, waiting := p.Node, false
+		if node == "" && p.Unschedulable != "" {
+			node, waiting = o.membership.PVCs[m.Name].Node, true
+		}
+		if node == "" {
 			continue
 		}
 		n := &corev1.Node{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Name: p.Node}, n)
-		switch {
-		case apierrors.IsNotFound(err):
-			p.NodeLost = true
-		case err != nil:
-			log.FromContext(ctx).Error(err, "Reading the node of an unhealthy member", "member", m.Name, "node", p.Node)
+		err := r.APIReader.Get(ctx, client.ObjectKey{Name: node}, n)
+		if err != nil && !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).Error(err, "Reading the node of an unhealthy member", "member", m.Name, "node", node)
 			continue
-		default:
-			p.NodeLost, p.NodeLostSince = nodeNotReady(n)
 		}
-		o.membership.Pods[m.Name] = p
+		if loss, lost := nodeLoss(node, n, err, waiting, p.UnschedulableSince); lost {
+			p.LostNode = loss
+			o.membership.Pods[m.Name] = p
+		}
 	}
 }
 
-// nodeNotReady says whether n is NotReady (its Ready condition False or Unknown, as the node
-// lifecycle controller sets it for a node that stopped reporting), and since when.
-func nodeNotReady(n *corev1.Node) (bool, time.Time) {
+// nodeLoss says whether the node a member needs is lost, read as n (with err, NotFound when
+// it is gone): NotReady (its Ready condition False or Unknown, as the node lifecycle
+// controller sets it for a node that stopped reporting) since it turned so, or, for a pod
+// waiting for a node since waitingSince, cordoned.
+func nodeLoss(name string, n *corev1.Node, err error, waiting bool, waitingSince time.Time) (membership.NodeLoss, bool) {
+	if apierrors.IsNotFound(err) {
+		return membership.NodeLoss{Node: name, How: membership.NodeGone}, true
+	}
 	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status != corev1.ConditionTrue, c.LastTransitionTime.Time
+		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+			return membership.NodeLoss{Node: name, How: membership.NodeNotReady, Since: c.LastTransitionTime.Time}, true
 		}
 	}
-	return false, time.Time{}
+	if waiting && n.Spec.Unschedulable {
+		return membership.NodeLoss{Node: name, How: membership.NodeCordoned, Since: waitingSince}, true
+	}
+	return membership.NodeLoss{}, false
 }
 
 // nodeZoneTTL is how long a node's zone, once read, is taken as it was: a node's zone label

@@ -40,32 +40,44 @@ func TestNodeZonesAreReadOncePerTTL(t *testing.T) {
 	g.Expect(z.zones).NotTo(HaveKey("b"), "a node last read a TTL ago is forgotten")
 }
 
-// The node of an unhealthy member is read: NotReady (False or Unknown) since its condition
-// changed, or gone, marks the member's pod as on a lost node. Healthy members, members not
-// yet started and pods not placed are left alone, and a Ready node is not lost.
+// The node an unhealthy member needs is read: its pod's node NotReady (False or Unknown,
+// since its condition changed) or gone; for a pod no node takes, its claim's node also when
+// cordoned (since the pod began to wait). Healthy members, members not yet started, a Ready
+// node, and a cordoned node under a running pod are left alone.
 func TestObserveLostNodes(t *testing.T) {
 	g := NewWithT(t)
 	since := metav1.NewTime(time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC))
-	node := func(name string, ready corev1.ConditionStatus) *corev1.Node {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
-			{Type: corev1.NodeReady, Status: ready, LastTransitionTime: since}}}}
+	waiting := time.Date(2026, 11, 30, 1, 5, 0, 0, time.UTC)
+	node := func(name string, ready corev1.ConditionStatus, cordoned bool) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Unschedulable: cordoned},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, LastTransitionTime: since}}}}
 	}
-	r := &EtcdClusterReconciler{APIReader: fakeAPI(g, node("ready", corev1.ConditionTrue), node("silent", corev1.ConditionUnknown),
-		node("failing", corev1.ConditionFalse), node("healthy-member", corev1.ConditionUnknown))}
+	r := &EtcdClusterReconciler{APIReader: fakeAPI(g, node("ready", corev1.ConditionTrue, false), node("silent", corev1.ConditionUnknown, false),
+		node("failing", corev1.ConditionFalse, false), node("healthy-member", corev1.ConditionUnknown, false),
+		node("drained", corev1.ConditionTrue, true), node("cordoned-under-pod", corev1.ConditionTrue, true))}
 	o := &observation{membership: membership.Observed{
 		Pods: map[string]membership.Pod{"on-ready": {Node: "ready"}, "on-silent": {Node: "silent"}, "on-failing": {Node: "failing"},
-			"on-gone": {Node: "gone"}, "healthy": {Node: "healthy-member"}, "unplaced": {}},
+			"on-gone": {Node: "removed-node"}, "healthy": {Node: "healthy-member"}, "unplaced": {},
+			"evicted":     {Unschedulable: "0/3 nodes are available", UnschedulableSince: waiting},
+			"on-cordoned": {Node: "cordoned-under-pod"}, "not-started": {Node: "silent"}},
+		PVCs: map[string]membership.PVC{"evicted": {Node: "drained"}, "unplaced": {Node: "silent"}},
 		Members: []membership.Member{{Name: "on-ready", Started: true}, {Name: "on-silent", Started: true}, {Name: "on-failing", Started: true},
-			{Name: "on-gone", Started: true}, {Name: "healthy", Started: true, Healthy: true}, {Name: "unplaced", Started: true}},
+			{Name: "on-gone", Started: true}, {Name: "healthy", Started: true, Healthy: true}, {Name: "unplaced", Started: true},
+			{Name: "evicted", Started: true}, {Name: "on-cordoned", Started: true}, {Name: "not-started"}},
 	}}
 
 	r.observeLostNodes(context.Background(), o)
 
 	lost := map[string]string{}
 	for name, p := range o.membership.Pods {
-		if p.NodeLost {
-			lost[name] = p.NodeLostSince.UTC().Format(time.RFC3339)
+		if p.LostNode.Node != "" {
+			lost[name] = p.LostNode.String()
 		}
 	}
-	g.Expect(lost).To(Equal(map[string]string{"on-silent": "2026-11-30T01:00:00Z", "on-failing": "2026-11-30T01:00:00Z", "on-gone": "0001-01-01T00:00:00Z"}))
+	g.Expect(lost).To(Equal(map[string]string{
+		"on-silent":  "node silent NotReady since 2026-11-30T01:00:00Z",
+		"on-failing": "node failing NotReady since 2026-11-30T01:00:00Z",
+		"on-gone":    "node removed-node gone",
+		"evicted":    "node drained, which holds its data, cordoned since 2026-11-30T01:05:00Z",
+	}), "a pod not placed and not waiting for a node (unplaced) is not judged by its claim")
 }

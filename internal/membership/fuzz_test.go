@@ -125,7 +125,7 @@ func (g generator) pod() membership.Pod {
 		Created: now.Add(-time.Duration(g.s.pick(20)) * time.Minute), Terminating: g.chance(8),
 		SpecHash: []string{"", "old", "new"}[g.s.pick(3)], Node: "n"}
 	if g.chance(6) {
-		p.NodeLost, p.NodeLostSince = true, now.Add(-time.Duration(g.s.pick(10))*time.Minute)
+		p.LostNode = membership.NodeLoss{Node: "n", How: membership.NodeNotReady, Since: now.Add(-time.Duration(g.s.pick(10)) * time.Minute)}
 	}
 	return p
 }

@@ -55,7 +55,7 @@ type Observed struct {
 	// unhealthy for longer is replaced. Zero never replaces.
 	ReplaceUnhealthyAfter time.Duration
 	// ReplaceOnLostNodeAfter is spec.replaceMemberOnLostNodeAfter: a started voting member
-	// unhealthy on a lost node (Pod.NodeLost) for longer is replaced (ReplaceAt). Zero
+	// unhealthy on a lost node (Pod.LostNode) for longer is replaced (ReplaceAt). Zero
 	// leaves such a member to ReplaceUnhealthyAfter.
 	ReplaceOnLostNodeAfter time.Duration
 	// Upgrade is what the spec and the status say about the etcd version (upgrade.go).
@@ -93,11 +93,39 @@ type Pod struct {
 	// empty otherwise.
 	Unschedulable      string
 	UnschedulableSince time.Time
-	// NodeLost says that the pod's node is lost: its Node is NotReady (its Ready condition
-	// False or Unknown) since NodeLostSince, or gone (NodeLostSince zero). Observed only for
-	// the pods of unhealthy members.
-	NodeLost      bool
-	NodeLostSince time.Time
+	// LostNode is the node the member needs, lost: the pod's node NotReady or gone, or, for
+	// a pod no node takes, the node its claim's volume was made on (PVC.Node) NotReady, gone
+	// or cordoned (a drain evicted the member, and its data cannot follow it). Empty
+	// otherwise; observed only for the pods of unhealthy members.
+	LostNode NodeLoss
+}
+
+// How a node is lost (NodeLoss.How).
+const (
+	NodeNotReady = "NotReady"
+	NodeGone     = "gone"
+	NodeCordoned = "cordoned"
+)
+
+// NodeLoss is a node a member needs that is lost, how, and since when (zero when unknown:
+// a node gone).
+type NodeLoss struct {
+	Node, How string
+	Since     time.Time
+}
+
+// String says it for a message: "node n2 NotReady since 2026-11-30T01:00:00Z", "node n2
+// gone", "node n2, which holds its data, cordoned since ...".
+func (l NodeLoss) String() string {
+	s := "node " + l.Node
+	if l.How == NodeCordoned {
+		s += ", which holds its data,"
+	}
+	s += " " + l.How
+	if !l.Since.IsZero() {
+		s += " since " + l.Since.UTC().Format(time.RFC3339)
+	}
+	return s
 }
 
 // PVC is a member data claim as observed.
@@ -113,6 +141,9 @@ type PVC struct {
 	// InitialCluster is the static initial cluster the claim was created for (its
 	// initial-cluster annotation), empty for a claim made any other way.
 	InitialCluster []string
+	// Node is the node the scheduler chose for the claim's volume (its selected-node
+	// annotation), empty when none was: the node a local volume's data lives on.
+	Node string
 }
 
 // Member is an etcd member as the cluster reports it, joined with its health.
@@ -668,9 +699,9 @@ func (o Observed) unhealthyTooLong() (Member, string, bool) {
 }
 
 // ReplaceAt is when the started voting member m, unhealthy, is replaced if it stays so, and
-// why it would be: ReplaceUnhealthyAfter past UnhealthySince, or, when its pod's node is
-// lost, ReplaceOnLostNodeAfter past the later of UnhealthySince and when the node turned
-// NotReady, whichever comes first. A member answering again, or coming back on a Ready node,
+// why it would be: ReplaceUnhealthyAfter past UnhealthySince, or, when a node it needs is
+// lost (Pod.LostNode), ReplaceOnLostNodeAfter past the later of UnhealthySince and the
+// loss, whichever comes first. A member answering again, or coming back on a Ready node,
 // starts over. ok is false when m is not such a member or no bound applies.
 func (o Observed) ReplaceAt(m Member) (at time.Time, why string, ok bool) {
 	if m.Learner || !m.Started || m.Healthy || m.UnhealthySince.IsZero() {
@@ -681,21 +712,18 @@ func (o Observed) ReplaceAt(m Member) (at time.Time, why string, ok bool) {
 		at, ok = m.UnhealthySince.Add(o.ReplaceUnhealthyAfter), true
 		why = fmt.Sprintf("it has been unhealthy since %s, longer than spec.replaceUnhealthyMemberAfter (%s)", since, o.ReplaceUnhealthyAfter)
 	}
-	pod := o.Pods[m.Name]
-	if !pod.NodeLost || o.ReplaceOnLostNodeAfter <= 0 {
+	loss := o.Pods[m.Name].LostNode
+	if loss.Node == "" || o.ReplaceOnLostNodeAfter <= 0 {
 		return at, why, ok
 	}
-	from, lost := m.UnhealthySince, "gone"
-	if !pod.NodeLostSince.IsZero() {
-		lost = "NotReady since " + pod.NodeLostSince.UTC().Format(time.RFC3339)
-		if pod.NodeLostSince.After(from) {
-			from = pod.NodeLostSince
-		}
+	from := m.UnhealthySince
+	if loss.Since.After(from) {
+		from = loss.Since
 	}
 	if lostAt := from.Add(o.ReplaceOnLostNodeAfter); !ok || lostAt.Before(at) {
 		at, ok = lostAt, true
-		why = fmt.Sprintf("it has been unhealthy since %s on node %s, %s, longer than spec.replaceMemberOnLostNodeAfter (%s)",
-			since, pod.Node, lost, o.ReplaceOnLostNodeAfter)
+		why = fmt.Sprintf("it has been unhealthy since %s, %s, longer than spec.replaceMemberOnLostNodeAfter (%s)",
+			since, loss, o.ReplaceOnLostNodeAfter)
 	}
 	return at, why, ok
 }

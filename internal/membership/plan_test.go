@@ -293,7 +293,7 @@ func TestPlan(t *testing.T) {
 			want: membership.RemoveMember,
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Member).To(Equal(e1))
-				g.Expect(a.Message).To(ContainSubstring("unhealthy since 2026-11-21T11:55:00Z on node lost-node, NotReady since 2026-11-21T11:56:00Z, " +
+				g.Expect(a.Message).To(ContainSubstring("unhealthy since 2026-11-21T11:55:00Z, node lost-node NotReady since 2026-11-21T11:56:00Z, " +
 					"longer than spec.replaceMemberOnLostNodeAfter (3m0s)"))
 			},
 		},
@@ -311,7 +311,21 @@ func TestPlan(t *testing.T) {
 				Members: []membership.Member{leader(voter(0, 10)), sick(1, 11, 4*time.Minute), voter(2, 12)}},
 			want: membership.RemoveMember,
 			check: func(g Gomega, a membership.Action) {
-				g.Expect(a.Message).To(ContainSubstring("on node lost-node, gone, longer than"))
+				g.Expect(a.Message).To(ContainSubstring("unhealthy since 2026-11-21T11:56:00Z, node lost-node gone, longer than"))
+			},
+		},
+		{
+			name: "a drained member whose data's node is cordoned: replaced after the node bound, counted from when its pod began to wait",
+			obs: membership.Observed{Size: 3, Pods: func() map[string]membership.Pod {
+				ps := pods(e0, e1, e2)
+				ps[e1] = membership.Pod{Unschedulable: "0/3 nodes are available", UnschedulableSince: now.Add(-4 * time.Minute),
+					LostNode: membership.NodeLoss{Node: "drained", How: membership.NodeCordoned, Since: now.Add(-4 * time.Minute)}}
+				return ps
+			}(), PVCs: pvcs(true, e0, e1, e2), Now: now, ReplaceUnhealthyAfter: 10 * time.Minute, ReplaceOnLostNodeAfter: 3 * time.Minute,
+				Members: []membership.Member{leader(voter(0, 10)), sick(1, 11, 5*time.Minute), voter(2, 12)}},
+			want: membership.RemoveMember,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Message).To(ContainSubstring("node drained, which holds its data, cordoned since 2026-11-21T11:56:00Z, longer than"))
 			},
 		},
 		{
@@ -709,9 +723,9 @@ func TestAPodNoNodeTookIsMadeAgainFromTheCurrentSpec(t *testing.T) {
 // zero).
 func onLostNode(ps map[string]membership.Pod, name string, notReadyFor time.Duration) map[string]membership.Pod {
 	p := ps[name]
-	p.Node, p.NodeLost = "lost-node", true
+	p.Node, p.LostNode = "lost-node", membership.NodeLoss{Node: "lost-node", How: membership.NodeGone}
 	if notReadyFor > 0 {
-		p.NodeLostSince = now.Add(-notReadyFor)
+		p.LostNode.How, p.LostNode.Since = membership.NodeNotReady, now.Add(-notReadyFor)
 	}
 	ps[name] = p
 	return ps

@@ -607,11 +607,8 @@ func sickMember(o membership.Observed, m membership.Member) string {
 		return name
 	}
 	since := m.UnhealthySince.UTC().Format(time.RFC3339)
-	switch {
-	case pod.NodeLost && pod.NodeLostSince.IsZero():
-		since += "; its node is gone"
-	case pod.NodeLost:
-		since += "; its node NotReady since " + pod.NodeLostSince.UTC().Format(time.RFC3339)
+	if pod.LostNode.Node != "" {
+		since += "; " + pod.LostNode.String()
 	}
 	at, _, ok := o.ReplaceAt(m)
 	if !ok {

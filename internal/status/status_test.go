@@ -347,12 +347,13 @@ func TestUnhealthySinceIsRecordedAndSaysWhenTheMemberIsReplaced(t *testing.T) {
 
 	// On a lost node: the sooner bound of the two, counted from when the node turned NotReady.
 	in.Observed.ReplaceUnhealthyAfter, in.Observed.ReplaceOnLostNodeAfter = 10*time.Minute, 3*time.Minute
-	in.Observed.Pods = map[string]membership.Pod{"e-1": {Node: "n2", Zone: "zone-b", NodeLost: true, NodeLostSince: now.Add(-30 * time.Second)}}
+	in.Observed.Pods = map[string]membership.Pod{"e-1": {Node: "n2", Zone: "zone-b",
+		LostNode: membership.NodeLoss{Node: "n2", How: membership.NodeNotReady, Since: now.Add(-30 * time.Second)}}}
 	g.Expect(cond(g, compute(in), etcdv1alpha1.ConditionDegraded).Message).To(Equal("members not healthy: e-1 on node n2 in zone zone-b " +
-		"(since 2026-11-21T11:59:00Z; its node NotReady since 2026-11-21T11:59:30Z; replaced at 2026-11-21T12:02:30Z if still unhealthy)"))
-	in.Observed.Pods["e-1"] = membership.Pod{Node: "n2", NodeLost: true}
+		"(since 2026-11-21T11:59:00Z; node n2 NotReady since 2026-11-21T11:59:30Z; replaced at 2026-11-21T12:02:30Z if still unhealthy)"))
+	in.Observed.Pods["e-1"] = membership.Pod{Node: "n2", LostNode: membership.NodeLoss{Node: "n2", How: membership.NodeGone}}
 	g.Expect(cond(g, compute(in), etcdv1alpha1.ConditionDegraded).Message).To(HaveSuffix(
-		"(since 2026-11-21T11:59:00Z; its node is gone; replaced at 2026-11-21T12:02:00Z if still unhealthy)"))
+		"(since 2026-11-21T11:59:00Z; node n2 gone; replaced at 2026-11-21T12:02:00Z if still unhealthy)"))
 }
 
 func TestUnreachableMembersStartTheirUnhealthyRecord(t *testing.T) {

@@ -64,7 +64,7 @@ var _ = Describe("node loss", Serial, func() {
 			got := get(ctx, ns, c.Name, &etcdv1alpha1.EtcdCluster{})
 			degraded := meta.FindStatusCondition(got.Status.Conditions, etcdv1alpha1.ConditionDegraded)
 			g.Expect(degraded).NotTo(BeNil())
-			g.Expect(degraded.Message).To(MatchRegexp(victim.Name + ` on node ` + lost + ` in zone \S+ \(since \S+; its node NotReady since \S+; replaced at `))
+			g.Expect(degraded.Message).To(MatchRegexp(victim.Name + ` on node ` + lost + ` in zone \S+ \(since \S+; node ` + lost + ` NotReady since \S+; replaced at `))
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		By("the member is removed from etcd and a fresh one joins on another node")
