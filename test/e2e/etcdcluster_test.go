@@ -20,7 +20,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -172,44 +171,73 @@ var _ = Describe("EtcdCluster", func() {
 			}
 		})
 
-		It("lets a drain evict one member at a time: a second eviction is refused until the first member is back", func(ctx SpecContext) {
+		// A drain as kubectl drain makes it: the node cordoned, then the member's pod evicted.
+		// Its volume is local to that node, so it cannot come back elsewhere with its data.
+		It("lets a drain take one member at a time: the member of a cordoned node is replaced on another node, and a second eviction waits for it", func(ctx SpecContext) {
 			before := waitReady(ctx, cluster)
 			Expect(before.Status.Members).To(HaveLen(3))
-			first, second := before.Status.Members[0].Name, before.Status.Members[1].Name
+			// The shortest lost-node bound the API allows, so the spec does not wait the default 3m.
+			c := before.DeepCopy()
+			patch := client.MergeFrom(c.DeepCopy())
+			c.Spec.ReplaceMemberOnLostNodeAfter = &metav1.Duration{Duration: 30 * time.Second}
+			Expect(k8sClient.Patch(ctx, c, patch)).To(Succeed())
+			before = waitReady(ctx, c)
+			first, second := before.Status.Members[0], before.Status.Members[1]
 			evict := func(member string) error {
 				pod := get(ctx, ns, member, &corev1.Pod{})
 				return k8sClient.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: member, Namespace: ns}})
 			}
+			cordon := func(node string, cordoned bool) {
+				n := get(ctx, "", node, &corev1.Node{})
+				patch := client.MergeFrom(n.DeepCopy())
+				n.Spec.Unschedulable = cordoned
+				ExpectWithOffset(1, k8sClient.Patch(ctx, n, patch)).To(Succeed())
+			}
 			Eventually(func(g Gomega) {
 				g.Expect(get(ctx, ns, cluster.Name, &policyv1.PodDisruptionBudget{}).Status.DisruptionsAllowed).To(Equal(int32(1)))
 			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the budget admits one disruption")
-			// back waits until member's pod is a new one (not uid), Ready.
-			back := func(member string, uid types.UID) {
-				Eventually(func(g Gomega) {
-					pod := &corev1.Pod{}
-					g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: member}, pod)).To(Succeed())
-					g.Expect(pod.UID).NotTo(Equal(uid), "a new pod")
-					g.Expect(podReady(pod)).To(BeTrue())
-				}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), member)
-			}
-			firstUID, secondUID := get(ctx, ns, first, &corev1.Pod{}).UID, get(ctx, ns, second, &corev1.Pod{}).UID
-			Expect(evict(first)).To(Succeed(), "the first eviction, as kubectl drain makes it")
-			err := evict(second)
-			Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "the second is refused while %s is away: %v", first, err)
-			back(first, firstUID)
-			Expect(memberIDs(waitReady(ctx, cluster))).To(Equal(memberIDs(before)), "the evicted member came back as itself")
-			Eventually(func() error { return evict(second) }).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).
-				Should(Succeed(), "once the first is back, the second may go")
-			back(second, secondUID)
-			waitReady(ctx, cluster)
-			cli := etcdClient(ctx, ns, cluster.Name)
-			defer func() { _ = cli.Close() }()
-			for k, v := range keys {
-				got, found, err := cli.Get(ctx, k)
-				Expect(err).NotTo(HaveOccurred())
-				Expect(found).To(BeTrue(), k)
-				Expect(got).To(Equal(v), k)
-			}
+
+			By("draining the node of " + first.Name + ": cordoned, then the member evicted")
+			cordon(first.Node, true)
+			DeferCleanup(func(ctx SpecContext) { cordon(first.Node, false) })
+			Expect(evict(first.Name)).To(Succeed(), "the first eviction, as kubectl drain makes it")
+			err := evict(second.Name)
+			Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "the second is refused while %s is away: %v", first.Name, err)
+
+			By("the member, whose data cannot leave its node, is replaced on another node")
+			var fresh etcdv1alpha1.MemberStatus
+			Eventually(func(g Gomega) {
+				c := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
+				g.Expect(c.Status.Members).NotTo(ContainElement(HaveField("ID", first.ID)), "the drained member is removed")
+				g.Expect(c.Status.Members).To(HaveLen(3))
+				g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionReady)).To(BeTrue())
+				for _, m := range c.Status.Members {
+					if _, old := memberIDs(before)[m.Name]; !old {
+						fresh = m
+					}
+				}
+				g.Expect(fresh.Node).NotTo(BeEmpty())
+				g.Expect(fresh.Node).NotTo(Equal(first.Node), "not on the cordoned node")
+			}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			events, err := clientset.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(events.Items).To(ContainElement(SatisfyAll(HaveField("Reason", "MemberRemoved"),
+				HaveField("Note", ContainSubstring("replacing member "+first.Name+": it has been unhealthy since ")),
+				HaveField("Note", ContainSubstring("node "+first.Node+", which holds its data, cordoned since ")))))
+
+			By("the node uncordoned, the next member may go, and comes back as itself")
+			cordon(first.Node, false)
+			secondUID := get(ctx, ns, second.Name, &corev1.Pod{}).UID
+			Eventually(func() error { return evict(second.Name) }).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).
+				Should(Succeed(), "once the replacement is Ready, the second may go")
+			Eventually(func(g Gomega) {
+				pod := &corev1.Pod{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: second.Name}, pod)).To(Succeed())
+				g.Expect(pod.UID).NotTo(Equal(secondUID), "a new pod")
+				g.Expect(podReady(pod)).To(BeTrue())
+			}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), second.Name)
+			Expect(memberIDs(waitReady(ctx, cluster))).To(HaveKeyWithValue(second.Name, second.ID), "the evicted member came back as itself")
+			expectKeys(ctx, ns, cluster.Name, keys)
 		})
 
 		It("scales 3 -> 5 -> 3 -> 1 -> 3, one member at a time, keeping every key", func(ctx SpecContext) {
