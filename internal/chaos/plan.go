@@ -21,10 +21,18 @@ const (
 	Partition Fault = "partition-member"
 	// CutAPIAccess takes the operator's access to the Kubernetes API away for Hold.
 	CutAPIAccess Fault = "cut-operator-api-access"
+	// StopNode stops the node a member runs on for Hold, as a machine that loses power
+	// (its kubelet, container runtime and every process of its pods killed at once), then
+	// starts it again, as after a reboot: every pod of that node goes and comes back.
+	StopNode Fault = "stop-member-node"
 )
 
 // Faults are the kinds of fault of every round, each once, in a random order.
-var Faults = []Fault{DeletePod, KillProcess, KillOperator, Partition, CutAPIAccess}
+var Faults = []Fault{DeletePod, KillProcess, KillOperator, Partition, CutAPIAccess, StopNode}
+
+// Held says whether f lasts for the profile's Hold before it is taken away; the others are
+// instant, and recovery follows.
+func Held(f Fault) bool { return f == Partition || f == CutAPIAccess || f == StopNode }
 
 // Change is a change of the cluster's spec that the suite starts right before a fault, so
 // that the operator carries it out while the fault happens.
@@ -50,12 +58,12 @@ type Profile struct {
 	// Changes lists, per round, the changes started in that round; there are as many
 	// rounds as entries.
 	Changes [][]Change
-	// Hold is how long a partition or a cut of API access lasts.
+	// Hold is how long a partition, a cut of API access or a node stop lasts.
 	Hold time.Duration
 }
 
 // The profiles: Short runs in CI (one round, about 2 minutes on the local cluster); Long
-// runs on demand (make test-chaos, 60 faults in about 30 minutes): two upgrades, three
+// runs on demand (make test-chaos, 72 faults in about 35 minutes): two upgrades, three
 // scalings 3 -> 5 -> 3, three rollouts.
 var (
 	Short = Profile{Name: "short", Changes: [][]Change{{Rollout}}, Hold: 20 * time.Second}
@@ -73,8 +81,8 @@ type Step struct {
 	// Member picks the fault's member among the members of the moment, sorted by name
 	// (modulo their number); faults on the operator ignore it.
 	Member int
-	// Hold is how long the fault lasts before it is taken away (Partition and
-	// CutAPIAccess); the others are instant, and recovery follows.
+	// Hold is how long the fault lasts before it is taken away (Held faults); the others
+	// are instant, and recovery follows.
 	Hold time.Duration
 }
 
@@ -92,7 +100,7 @@ func Plan(seed uint64, p Profile) []Step {
 		first := len(steps)
 		for _, f := range faults {
 			s := Step{Round: round + 1, Fault: f, Member: rng.IntN(1 << 10)}
-			if f == Partition || f == CutAPIAccess {
+			if Held(f) {
 				s.Hold = p.Hold
 			}
 			steps = append(steps, s)

@@ -52,7 +52,7 @@ func checkRound(t *testing.T, p Profile, r int, round []Step, changes []Change) 
 		if s.Change != "" {
 			started = append(started, s.Change)
 		}
-		held := s.Fault == Partition || s.Fault == CutAPIAccess
+		held := s.Fault == Partition || s.Fault == CutAPIAccess || s.Fault == StopNode
 		if held != (s.Hold == p.Hold) || (!held && s.Hold != 0) {
 			t.Fatalf("%s held %s", s.Fault, s.Hold)
 		}

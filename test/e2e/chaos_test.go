@@ -28,6 +28,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/chaos"
 	"github.com/etcdpilot/etcdpilot/internal/status"
+	"github.com/etcdpilot/etcdpilot/test/framework"
 )
 
 // The chaos suite (make test-chaos; the short profile also runs in every e2e run): a 3-member
@@ -479,6 +480,9 @@ func (r *chaosRun) inject(ctx context.Context, i int, step chaos.Step) {
 		member = names[step.Member%len(names)]
 		mayGo = len(names) > int(get(ctx, r.ns, r.name, &etcdv1alpha1.EtcdCluster{}).Spec.Size)
 	}
+	if step.Fault == chaos.StopNode {
+		member = "" // stopNode picks among the members whose node may stop
+	}
 	from := time.Now().Add(-time.Second)
 	r.logf("fault %d (round %d): %s %s", i+1, step.Round, step.Fault, member)
 	switch step.Fault {
@@ -510,6 +514,8 @@ func (r *chaosRun) inject(ctx context.Context, i int, step chaos.Step) {
 		time.Sleep(step.Hold)
 		restore()
 		r.logf("fault %d: the operator's API access restored", i+1)
+	case chaos.StopNode:
+		member = r.stopNode(ctx, i, step, mayGo)
 	}
 	waitReadyWithin(ctx, &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: r.name}}, chaosRecovery)
 	r.logf("fault %d: recovered", i+1)
@@ -555,6 +561,42 @@ func containerRestarts(pod *corev1.Pod) int32 {
 		n += cs.RestartCount
 	}
 	return n
+}
+
+// stopNode stops, for step.Hold, the node of a member (step.Member among those whose node
+// runs neither the operator nor the volume provisioner, which recovery needs), starts it
+// again, and waits for the member's pod to run again. It returns the member, or "" when no
+// node can be stopped here (not the local cluster, or every member beside the operator).
+func (r *chaosRun) stopNode(ctx context.Context, i int, step chaos.Step, mayGo bool) string {
+	ctl := os.Getenv("NODE_CTL")
+	keep, err := framework.NodesRunning(ctx, k8sClient, operatorNamespace, "local-path-storage")
+	Expect(err).NotTo(HaveOccurred())
+	var candidates []*corev1.Pod
+	for _, name := range r.memberNames(ctx) {
+		if p := get(ctx, r.ns, name, &corev1.Pod{}); p.Spec.NodeName != "" && !keep[p.Spec.NodeName] {
+			candidates = append(candidates, p)
+		}
+	}
+	if ctl == "" || len(candidates) == 0 {
+		r.logf("fault %d: no node to stop (NODE_CTL %q, %d members on nodes without the operator or the provisioner)", i+1, ctl, len(candidates))
+		return ""
+	}
+	pod := candidates[step.Member%len(candidates)]
+	node := pod.Spec.NodeName
+	r.logf("fault %d: stopping %s, the node of %s", i+1, node, pod.Name)
+	Expect(framework.NodeCtl(ctx, ctl, "node-stop", node)).To(Succeed())
+	started := false
+	DeferCleanup(func(ctx SpecContext) {
+		if !started {
+			Expect(framework.NodeCtl(ctx, ctl, "node-start", node)).To(Succeed())
+		}
+	})
+	time.Sleep(step.Hold)
+	Expect(framework.NodeCtl(ctx, ctl, "node-start", node)).To(Succeed())
+	started = true
+	r.logf("fault %d: %s started again", i+1, node)
+	waitPodBack(ctx, r.ns, r.name, pod.Name, mayGo, restartedSince(pod))
+	return pod.Name
 }
 
 // memberNames lists the cluster's member pods by name.
