@@ -193,9 +193,12 @@ func TestNoSpaceIsRecoveredByCompactionDefragmentationAndDisarm(t *testing.T) {
 		g.Expect(eventReasons(g, ns)).To(ContainElements(etcdv1alpha1.ReasonNoSpace, "Compacted", "MemberDefragmented", "NoSpaceDisarmed", "NoSpaceRecovered"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	// The recovery can take less than a second, too quick to catch the Degraded condition
-	// by polling: its event says what it said.
+	// by polling: its event says what it said. Which step it names depends on the first
+	// status patch that landed (one refused for a conflict makes no event, and the next pass
+	// is a step further), so any step of the recovery will do; the order is proven above.
 	g.Expect(eventNotes(g, ns, etcdv1alpha1.ReasonNoSpace)).To(ContainElement(SatisfyAll(
-		ContainSubstring("the NOSPACE alarm is raised on full-1"), ContainSubstring("recovering: a NOSPACE alarm is raised: compacting to revision 900"))))
+		ContainSubstring("the NOSPACE alarm is raised on full-1"),
+		MatchRegexp(`recovering: a NOSPACE alarm is raised: (compacting to revision 900|defragmenting member full-\d)`))))
 }
 
 // TestNoSpaceDropsTheHistoryThatDoesNotFit: with 50 MiB of 64 in use, at the 75 % trigger,
