@@ -376,6 +376,7 @@ cleanup_network() {
   clean_iptables iptables
   clean_iptables ip6tables
   clean_ipsets
+  ip route del unreachable "$POD_CIDR" 2>/dev/null || true
   # The guard goes last, once every process that sent pod traffic is gone.
   if command -v nft >/dev/null && nft list table ip "$GUARD_TABLE" >/dev/null 2>&1; then
     nft delete table ip "$GUARD_TABLE"
@@ -488,9 +489,12 @@ setup_host_network() {
   # priority, before this chain) left untranslated (no endpoints, or rules not programmed
   # yet) has no route but the default one. The rule matches that address, not the
   # interface: at the output hook the interface is the route's before the DNAT. A pod
-  # address has its route to its node's bridge (cni0, cni1, ...); while no bridge holds its
-  # range (before a node's first pod, or after `down`), the second output rule keeps the
-  # connection here.
+  # address has its route to its node's bridge (cni0, cni1, ...). While no bridge holds its
+  # range (before a node's first pod), the pod range's unreachable route below answers
+  # instead of the default one; the bridges' own routes are more specific. (Not a rule on
+  # the output interface: for a Service address translated to a pod's, that interface is
+  # still the default route's.)
+  ip route add unreachable "$POD_CIDR"
   nft -f - <<EOF
 table ip $GUARD_TABLE {
   chain forward {
@@ -500,7 +504,6 @@ table ip $GUARD_TABLE {
   chain output {
     type filter hook output priority filter; policy accept;
     ip daddr $SERVICE_CIDR counter reject comment "etcdpilot: the host's traffic to Service addresses not translated stays on this machine"
-    ip daddr $POD_CIDR oifname != "cni*" counter reject comment "etcdpilot: the host's traffic to pod addresses without a bridge stays on this machine"
   }
 }
 EOF

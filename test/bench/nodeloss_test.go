@@ -45,7 +45,7 @@ func BenchmarkNodeLoss(b *testing.B) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
 			b.Fatal(err)
 		}
-		keep, err := framework.NodesRunning(ctx, c, "etcdpilot-system", "local-path-storage")
+		keep, err := framework.NodesRunning(ctx, c, framework.RecoveryNeeds("etcdpilot-system")...)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -569,7 +569,7 @@ func containerRestarts(pod *corev1.Pod) int32 {
 // node can be stopped here (not the local cluster, or every member beside the operator).
 func (r *chaosRun) stopNode(ctx context.Context, i int, step chaos.Step, mayGo bool) string {
 	ctl := os.Getenv("NODE_CTL")
-	keep, err := framework.NodesRunning(ctx, k8sClient, operatorNamespace, "local-path-storage")
+	keep, err := framework.NodesRunning(ctx, k8sClient, framework.RecoveryNeeds(operatorNamespace)...)
 	Expect(err).NotTo(HaveOccurred())
 	var candidates []*corev1.Pod
 	for _, name := range r.memberNames(ctx) {

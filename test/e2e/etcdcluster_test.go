@@ -211,8 +211,10 @@ var _ = Describe("EtcdCluster", func() {
 				g.Expect(c.Status.Members).NotTo(ContainElement(HaveField("ID", first.ID)), "the drained member is removed")
 				g.Expect(c.Status.Members).To(HaveLen(3))
 				g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha1.ConditionReady)).To(BeTrue())
+				// A fresh member ID; the name may be the drained member's, free once its pod
+				// (never placed) and claim were deleted.
 				for _, m := range c.Status.Members {
-					if _, old := memberIDs(before)[m.Name]; !old {
+					if m.ID != first.ID && m.ID != second.ID && m.ID != before.Status.Members[2].ID {
 						fresh = m
 					}
 				}

@@ -45,7 +45,7 @@ var _ = Describe("node loss", Serial, func() {
 		By("stopping the node of a member, not one of the operator or of the volume provisioner")
 		// Either on the stopped node would stop with it, until Kubernetes evicted it after 5
 		// minutes: the operator, or the volumes of the member that replaces the lost one.
-		keep, err := framework.NodesRunning(ctx, k8sClient, operatorNamespace, "local-path-storage")
+		keep, err := framework.NodesRunning(ctx, k8sClient, framework.RecoveryNeeds(operatorNamespace)...)
 		Expect(err).NotTo(HaveOccurred())
 		victim, ok := framework.MemberToLose(c.Status.Members, keep)
 		Expect(ok).To(BeTrue(), "a member away from the nodes %v: %+v", keep, c.Status.Members)
@@ -81,8 +81,12 @@ var _ = Describe("node loss", Serial, func() {
 				g.Expect(strconv.FormatUint(m.ID, 16)).NotTo(Equal(victim.ID), "the lost member is out of etcd's member list")
 				g.Expect(m.IsLearner).To(BeFalse(), m.Name)
 			}
+			known := map[string]bool{}
+			for _, m := range c.Status.Members {
+				known[m.ID] = true
+			}
 			for _, m := range got.Status.Members {
-				if _, old := memberIDs(c)[m.Name]; !old {
+				if !known[m.ID] {
 					fresh = m
 				}
 			}

@@ -23,12 +23,27 @@ func NodeCtl(ctx context.Context, ctl, action, node string) error {
 	return nil
 }
 
-// NodesRunning are the nodes that run a pod of one of namespaces.
-func NodesRunning(ctx context.Context, c client.Client, namespaces ...string) (map[string]bool, error) {
+// Pods names pods: those of Namespace with Labels (all of the namespace without).
+type Pods struct {
+	Namespace string
+	Labels    map[string]string
+}
+
+// RecoveryNeeds are the pods the replacement of a lost member needs running: the operator's,
+// in operatorNamespace, and the local cluster's volume provisioner.
+func RecoveryNeeds(operatorNamespace string) []Pods {
+	return []Pods{
+		{Namespace: operatorNamespace, Labels: map[string]string{"control-plane": "controller-manager", "app.kubernetes.io/name": "etcdpilot"}},
+		{Namespace: "local-path-storage"},
+	}
+}
+
+// NodesRunning are the nodes that run one of the pods named.
+func NodesRunning(ctx context.Context, c client.Client, named ...Pods) (map[string]bool, error) {
 	out := map[string]bool{}
-	for _, ns := range namespaces {
+	for _, n := range named {
 		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		if err := c.List(ctx, &pods, client.InNamespace(n.Namespace), client.MatchingLabels(n.Labels)); err != nil {
 			return nil, err
 		}
 		for _, p := range pods.Items {
