@@ -469,7 +469,7 @@ func (r *EtcdClusterReconciler) observeZones(ctx context.Context, o *observation
 // observeLostNodes reads, from the API server, the node each started member that did not
 // answer healthy needs, and records it on the member's pod when it is lost
 // (membership.Pod.LostNode): the pod's node NotReady or gone; for a pod no node takes, the
-// node its claim's volume was made on NotReady, gone or cordoned. Only those nodes, and only
+// node its claim's volume was made on, whatever keeps the pod off it. Only those nodes, and only
 // while their members are unhealthy: a healthy member's node is not in question, and the
 // operator keeps no cache of nodes. A node it cannot read is not taken for lost.
 func (r *EtcdClusterReconciler) observeLostNodes(ctx context.Context, o *observation) {
@@ -501,7 +501,8 @@ func (r *EtcdClusterReconciler) observeLostNodes(ctx context.Context, o *observa
 // nodeLoss says whether the node a member needs is lost, read as n (with err, NotFound when
 // it is gone): NotReady (its Ready condition False or Unknown, as the node lifecycle
 // controller sets it for a node that stopped reporting) since it turned so, or, for a pod
-// waiting for a node since waitingSince, cordoned.
+// waiting for a node since waitingSince, cordoned or refusing it: a member that cannot run
+// where its data is must be made again where it can.
 func nodeLoss(name string, n *corev1.Node, err error, waiting bool, waitingSince time.Time) (membership.NodeLoss, bool) {
 	if apierrors.IsNotFound(err) {
 		return membership.NodeLoss{Node: name, How: membership.NodeGone}, true
@@ -511,8 +512,11 @@ func nodeLoss(name string, n *corev1.Node, err error, waiting bool, waitingSince
 			return membership.NodeLoss{Node: name, How: membership.NodeNotReady, Since: c.LastTransitionTime.Time}, true
 		}
 	}
-	if waiting && n.Spec.Unschedulable {
+	switch {
+	case waiting && n.Spec.Unschedulable:
 		return membership.NodeLoss{Node: name, How: membership.NodeCordoned, Since: waitingSince}, true
+	case waiting:
+		return membership.NodeLoss{Node: name, How: membership.NodeRefuses, Since: waitingSince}, true
 	}
 	return membership.NodeLoss{}, false
 }

@@ -42,7 +42,7 @@ func TestNodeZonesAreReadOncePerTTL(t *testing.T) {
 
 // The node an unhealthy member needs is read: its pod's node NotReady (False or Unknown,
 // since its condition changed) or gone; for a pod no node takes, its claim's node also when
-// cordoned (since the pod began to wait). Healthy members, members not yet started, a Ready
+// cordoned or refusing it (since the pod began to wait). Healthy members, members not yet started, a Ready
 // node, and a cordoned node under a running pod are left alone.
 func TestObserveLostNodes(t *testing.T) {
 	g := NewWithT(t)
@@ -54,16 +54,17 @@ func TestObserveLostNodes(t *testing.T) {
 	}
 	r := &EtcdClusterReconciler{APIReader: fakeAPI(g, node("ready", corev1.ConditionTrue, false), node("silent", corev1.ConditionUnknown, false),
 		node("failing", corev1.ConditionFalse, false), node("healthy-member", corev1.ConditionUnknown, false),
-		node("drained", corev1.ConditionTrue, true), node("cordoned-under-pod", corev1.ConditionTrue, true))}
+		node("drained", corev1.ConditionTrue, true), node("cordoned-under-pod", corev1.ConditionTrue, true), node("full", corev1.ConditionTrue, false))}
 	o := &observation{membership: membership.Observed{
 		Pods: map[string]membership.Pod{"on-ready": {Node: "ready"}, "on-silent": {Node: "silent"}, "on-failing": {Node: "failing"},
 			"on-gone": {Node: "removed-node"}, "healthy": {Node: "healthy-member"}, "unplaced": {},
 			"evicted":     {Unschedulable: "0/3 nodes are available", UnschedulableSince: waiting},
+			"refused":     {Unschedulable: "0/3 nodes are available", UnschedulableSince: waiting},
 			"on-cordoned": {Node: "cordoned-under-pod"}, "not-started": {Node: "silent"}},
-		PVCs: map[string]membership.PVC{"evicted": {Node: "drained"}, "unplaced": {Node: "silent"}},
+		PVCs: map[string]membership.PVC{"evicted": {Node: "drained"}, "unplaced": {Node: "silent"}, "refused": {Node: "full"}},
 		Members: []membership.Member{{Name: "on-ready", Started: true}, {Name: "on-silent", Started: true}, {Name: "on-failing", Started: true},
 			{Name: "on-gone", Started: true}, {Name: "healthy", Started: true, Healthy: true}, {Name: "unplaced", Started: true},
-			{Name: "evicted", Started: true}, {Name: "on-cordoned", Started: true}, {Name: "not-started"}},
+			{Name: "evicted", Started: true}, {Name: "refused", Started: true}, {Name: "on-cordoned", Started: true}, {Name: "not-started"}},
 	}}
 
 	r.observeLostNodes(context.Background(), o)
@@ -79,5 +80,6 @@ func TestObserveLostNodes(t *testing.T) {
 		"on-failing": "node failing NotReady since 2026-11-30T01:00:00Z",
 		"on-gone":    "node removed-node gone",
 		"evicted":    "node drained, which holds its data, cordoned since 2026-11-30T01:05:00Z",
+		"refused":    "node full, which holds its data, refuses its pod since 2026-11-30T01:05:00Z",
 	}), "a pod not placed and not waiting for a node (unplaced) is not judged by its claim")
 }

@@ -130,9 +130,10 @@ type EtcdClusterSpec struct {
 	// replaceMemberOnLostNodeAfter is how long a started voting member may stay unhealthy
 	// while a node it needs is lost before the operator replaces it as
 	// replaceUnhealthyMemberAfter does: the node its pod runs on NotReady or gone, or, for a
-	// pod no node takes (a drain evicted it), the node its volume was made on NotReady, gone
-	// or cordoned. It is counted from the later of when the member stopped answering and
-	// the loss (the node turning NotReady, the pod beginning to wait). Kubernetes marks
+	// pod no node takes (a drain evicted it), the node its volume was made on NotReady, gone,
+	// cordoned, or left out by the placement rules (another member there while a node has
+	// none). It is counted from the later of when the member stopped answering and the loss
+	// (the node turning NotReady, the pod beginning to wait). Kubernetes marks
 	// a silent node NotReady after about 50 s (the controller manager's
 	// node-monitor-grace-period) and evicts its pods after 5 minutes, but the pods of a node
 	// that does not come back stay terminating, and a member whose data is on a local volume

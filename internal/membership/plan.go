@@ -94,9 +94,9 @@ type Pod struct {
 	Unschedulable      string
 	UnschedulableSince time.Time
 	// LostNode is the node the member needs, lost: the pod's node NotReady or gone, or, for
-	// a pod no node takes, the node its claim's volume was made on (PVC.Node) NotReady, gone
-	// or cordoned (a drain evicted the member, and its data cannot follow it). Empty
-	// otherwise; observed only for the pods of unhealthy members.
+	// a pod no node takes, the node its claim's volume was made on (PVC.Node) NotReady,
+	// gone, cordoned (a drain evicted the member, and its data cannot follow it) or refusing
+	// the pod. Empty otherwise; observed only for the pods of unhealthy members.
 	LostNode NodeLoss
 }
 
@@ -105,6 +105,10 @@ const (
 	NodeNotReady = "NotReady"
 	NodeGone     = "gone"
 	NodeCordoned = "cordoned"
+	// NodeRefuses: the node holding the member's data is there and takes pods, but not
+	// the member's (the placement rules leave it out: another member there already while
+	// a node has none, say).
+	NodeRefuses = "refuses its pod"
 )
 
 // NodeLoss is a node a member needs that is lost, how, and since when (zero when unknown:
@@ -118,7 +122,7 @@ type NodeLoss struct {
 // gone", "node n2, which holds its data, cordoned since ...".
 func (l NodeLoss) String() string {
 	s := "node " + l.Node
-	if l.How == NodeCordoned {
+	if l.How == NodeCordoned || l.How == NodeRefuses {
 		s += ", which holds its data,"
 	}
 	s += " " + l.How
