@@ -187,7 +187,7 @@ var _ = Describe("EtcdCluster", func() {
 				pod := get(ctx, ns, member, &corev1.Pod{})
 				return k8sClient.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: member, Namespace: ns}})
 			}
-			cordon := func(node string, cordoned bool) {
+			cordon := func(ctx context.Context, node string, cordoned bool) {
 				n := get(ctx, "", node, &corev1.Node{})
 				patch := client.MergeFrom(n.DeepCopy())
 				n.Spec.Unschedulable = cordoned
@@ -198,8 +198,8 @@ var _ = Describe("EtcdCluster", func() {
 			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the budget admits one disruption")
 
 			By("draining the node of " + first.Name + ": cordoned, then the member evicted")
-			cordon(first.Node, true)
-			DeferCleanup(func(ctx SpecContext) { cordon(first.Node, false) })
+			cordon(ctx, first.Node, true)
+			DeferCleanup(func(ctx SpecContext) { cordon(ctx, first.Node, false) })
 			Expect(evict(first.Name)).To(Succeed(), "the first eviction, as kubectl drain makes it")
 			err := evict(second.Name)
 			Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "the second is refused while %s is away: %v", first.Name, err)
@@ -228,7 +228,7 @@ var _ = Describe("EtcdCluster", func() {
 				HaveField("Note", ContainSubstring("node "+first.Node+", which holds its data, cordoned since ")))))
 
 			By("the node uncordoned, the next member may go, and comes back as itself")
-			cordon(first.Node, false)
+			cordon(ctx, first.Node, false)
 			// The one member alone on its node: the fresh member shares a node with another,
 			// which the spread would keep that other from coming back to.
 			after := get(ctx, ns, cluster.Name, &etcdv1alpha1.EtcdCluster{})
