@@ -469,33 +469,49 @@ func (r *EtcdClusterReconciler) observeZones(ctx context.Context, o *observation
 // observeLostNodes reads, from the API server, the node each started member that did not
 // answer healthy needs, and records it on the member's pod when it is lost
 // (membership.Pod.LostNode): the pod's node NotReady or gone; for a pod no node takes, the
-// node its claim's volume was made on, whatever keeps the pod off it. Only those nodes, and only
-// while their members are unhealthy: a healthy member's node is not in question, and the
-// operator keeps no cache of nodes. A node it cannot read is not taken for lost.
+// node its claim's volume was made on, whatever keeps the pod off it; and the node of a
+// removed member's pod being deleted (nodeInQuestion). Only those nodes: a healthy member's
+// node is not in question, and the operator keeps no cache of nodes. A node it cannot read
+// is not taken for lost.
 func (r *EtcdClusterReconciler) observeLostNodes(ctx context.Context, o *observation) {
+	members := map[string]membership.Member{}
 	for _, m := range o.membership.Members {
-		p, ok := o.membership.Pods[m.Name]
-		if m.Healthy || !m.Started || !ok {
-			continue
-		}
-		node, waiting := p.Node, false
-		if node == "" && p.Unschedulable != "" {
-			node, waiting = o.membership.PVCs[m.Name].Node, true
-		}
+		members[m.Name] = m
+	}
+	for name, p := range o.membership.Pods {
+		m, inList := members[name]
+		node, waiting := nodeInQuestion(m, inList, p, o.membership.PVCs[name])
 		if node == "" {
 			continue
 		}
 		n := &corev1.Node{}
 		err := r.APIReader.Get(ctx, client.ObjectKey{Name: node}, n)
 		if err != nil && !apierrors.IsNotFound(err) {
-			log.FromContext(ctx).Error(err, "Reading the node of an unhealthy member", "member", m.Name, "node", node)
+			log.FromContext(ctx).Error(err, "Reading the node of a member pod", "member", name, "node", node)
 			continue
 		}
 		if loss, lost := nodeLoss(node, n, err, waiting, p.UnschedulableSince); lost {
 			p.LostNode = loss
-			o.membership.Pods[m.Name] = p
+			o.membership.Pods[name] = p
 		}
 	}
+}
+
+// nodeInQuestion is the node whose loss matters for the pod p of member m (inList: m is in
+// the member list), and whether the pod waits for a node: for a started member that does
+// not answer, its pod's node, or, for a pod no node takes, its claim's; for a removed
+// member's pod being deleted, its node (a lost one never confirms the deletion). Empty
+// otherwise.
+func nodeInQuestion(m membership.Member, inList bool, p membership.Pod, claim membership.PVC) (node string, waiting bool) {
+	switch {
+	case !inList && p.Terminating:
+		return p.Node, false
+	case !inList || m.Healthy || !m.Started:
+		return "", false
+	case p.Node == "" && p.Unschedulable != "":
+		return claim.Node, true
+	}
+	return p.Node, false
 }
 
 // nodeLoss says whether the node a member needs is lost, read as n (with err, NotFound when

@@ -60,7 +60,9 @@ func TestObserveLostNodes(t *testing.T) {
 			"on-gone": {Node: "removed-node"}, "healthy": {Node: "healthy-member"}, "unplaced": {},
 			"evicted":     {Unschedulable: "0/3 nodes are available", UnschedulableSince: waiting},
 			"refused":     {Unschedulable: "0/3 nodes are available", UnschedulableSince: waiting},
-			"on-cordoned": {Node: "cordoned-under-pod"}, "not-started": {Node: "silent"}},
+			"on-cordoned": {Node: "cordoned-under-pod"}, "not-started": {Node: "silent"},
+			"removed-on-silent": {Node: "silent", Terminating: true}, "removed-on-ready": {Node: "ready", Terminating: true},
+			"removed-running": {Node: "silent"}},
 		PVCs: map[string]membership.PVC{"evicted": {Node: "drained"}, "unplaced": {Node: "silent"}, "refused": {Node: "full"}},
 		Members: []membership.Member{{Name: "on-ready", Started: true}, {Name: "on-silent", Started: true}, {Name: "on-failing", Started: true},
 			{Name: "on-gone", Started: true}, {Name: "healthy", Started: true, Healthy: true}, {Name: "unplaced", Started: true},
@@ -81,5 +83,7 @@ func TestObserveLostNodes(t *testing.T) {
 		"on-gone":    "node removed-node gone",
 		"evicted":    "node drained, which holds its data, cordoned since 2026-11-30T01:05:00Z",
 		"refused":    "node full, which holds its data, refuses its pod since 2026-11-30T01:05:00Z",
+		// A removed member's pod being deleted on a node that cannot confirm it.
+		"removed-on-silent": "node silent NotReady since 2026-11-30T01:00:00Z",
 	}), "a pod not placed and not waiting for a node (unplaced) is not judged by its claim")
 }

@@ -96,7 +96,8 @@ type Pod struct {
 	// LostNode is the node the member needs, lost: the pod's node NotReady or gone, or, for
 	// a pod no node takes, the node its claim's volume was made on (PVC.Node) NotReady,
 	// gone, cordoned (a drain evicted the member, and its data cannot follow it) or refusing
-	// the pod. Empty otherwise; observed only for the pods of unhealthy members.
+	// the pod. Empty otherwise; observed only for the pods of unhealthy members, and, for
+	// removed members' pods being deleted, their node NotReady or gone.
 	LostNode NodeLoss
 }
 
@@ -519,11 +520,11 @@ func (o Observed) restartGuards() (Action, bool) {
 	return Action{}, false
 }
 
-// orphanPod finds a member pod whose member is no longer in the membership, and that still
-// needs its deletion: a pod already being deleted whose claim has had the deletion policy
-// applied needs nothing more. Such a pod may stay for as long as its node is lost (only its
-// kubelet confirms a deletion); the cluster goes on without it, and its name stays taken
-// until it is gone.
+// orphanPod finds a member pod whose member is no longer in the membership: it is deleted,
+// and waited for, before anything else changes. Except one being deleted on a lost node
+// (Pod.LostNode) whose claim has had the deletion policy applied: only its kubelet could
+// confirm the deletion, so it stays as long as its node is lost; the cluster goes on without
+// it, and its name stays taken until it is gone.
 func (o Observed) orphanPod() (Action, bool) {
 	inList := map[string]bool{}
 	for _, m := range o.Members {
@@ -531,7 +532,7 @@ func (o Observed) orphanPod() (Action, bool) {
 	}
 	names := make([]string, 0, len(o.Pods))
 	for n, p := range o.Pods {
-		if !inList[n] && (!p.Terminating || !o.claimSettled(n)) {
+		if !inList[n] && (!p.Terminating || p.LostNode.Node == "" || !o.claimSettled(n)) {
 			names = append(names, n)
 		}
 	}

@@ -630,7 +630,8 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "removed member whose pod stays terminating on a lost node: a fresh member joins under another name",
-			obs: membership.Observed{Size: 3, Pods: map[string]membership.Pod{e0: {Ready: true}, e1: {Terminating: true, Node: "lost"}, e2: {Ready: true}},
+			obs: membership.Observed{Size: 3, Pods: map[string]membership.Pod{e0: {Ready: true}, e2: {Ready: true},
+				e1: {Terminating: true, Node: "lost", LostNode: membership.NodeLoss{Node: "lost", How: membership.NodeNotReady}}},
 				PVCs:    map[string]membership.PVC{e0: {Bootstrapped: true}, e1: {Bootstrapped: true, Removed: true}, e2: {Bootstrapped: true}},
 				Members: []membership.Member{leader(voter(0, 10)), voter(2, 12)}},
 			want: membership.AddLearner,
@@ -639,13 +640,24 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
-			name: "removed member whose pod and claim are both going: a fresh member joins under another name",
-			obs: membership.Observed{Size: 3, Pods: map[string]membership.Pod{e0: {Ready: true}, e1: {Terminating: true}, e2: {Ready: true}},
+			name: "removed member whose pod and claim are both going on a lost node: a fresh member joins under another name",
+			obs: membership.Observed{Size: 3, Pods: map[string]membership.Pod{e0: {Ready: true}, e2: {Ready: true},
+				e1: {Terminating: true, LostNode: membership.NodeLoss{Node: "lost", How: membership.NodeGone}}},
 				PVCs: pvcs(true, e0, e1, e2), ClaimsGoing: map[string]bool{e1: true},
 				Members: []membership.Member{leader(voter(0, 10)), voter(2, 12)}},
 			want: membership.AddLearner,
 			check: func(g Gomega, a membership.Action) {
 				g.Expect(a.Member).To(Equal(e3))
+			},
+		},
+		{
+			name: "removed member whose pod is being deleted on a live node: wait for it to go before anything else",
+			obs: membership.Observed{Size: 3, Pods: map[string]membership.Pod{e0: {Ready: true}, e1: {Terminating: true, Node: "n"}, e2: {Ready: true}},
+				PVCs: pvcs(true, e0, e2), ClaimsGoing: map[string]bool{e1: true},
+				Members: []membership.Member{leader(voter(0, 10)), voter(2, 12)}},
+			want: membership.DeletePod,
+			check: func(g Gomega, a membership.Action) {
+				g.Expect(a.Member).To(Equal(e1))
 			},
 		},
 		{

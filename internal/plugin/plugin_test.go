@@ -116,7 +116,7 @@ func TestRenderStatusFitsEightyColumns(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("Now: rolling out the new spec"))
 	g.Expect(out).To(ContainSubstring("Last backup: none finished"))
 	g.Expect(out).To(MatchRegexp(`consistency check\s+Replace\s+Consistent 4m ago`))
-	g.Expect(out).To(MatchRegexp(`member replacement\s+after 10m, 3m on a lost node\s`))
+	g.Expect(out).To(MatchRegexp(`member replacement\s+10m, node lost 3m\s`))
 	g.Expect(out).To(MatchRegexp(`quorum-loss recovery\s+Manual`))
 }
 

@@ -175,16 +175,16 @@ func autoPilot(c *etcdv1alpha1.EtcdCluster, now time.Time) []Feature {
 		consistency.State = fmt.Sprintf("%s %s ago", cs.Result, age(now.Sub(cs.LastCheckTime.Time)))
 	}
 	replace := Feature{Name: "member replacement", Setting: "off"}
-	if after := spec.ReplaceUnhealthyMemberAfter; after != nil && after.Duration > 0 {
-		replace.Setting = "after " + shortDuration(after.Duration)
+	// Short: the column must leave the states room in 80 columns.
+	var after []string
+	if d := spec.ReplaceUnhealthyMemberAfter; d != nil && d.Duration > 0 {
+		after = append(after, shortDuration(d.Duration))
 	}
-	if lost := spec.ReplaceMemberOnLostNodeAfter; lost != nil && lost.Duration > 0 {
-		if replace.Setting == "off" {
-			replace.Setting = ""
-		} else {
-			replace.Setting += ", "
-		}
-		replace.Setting += shortDuration(lost.Duration) + " on a lost node"
+	if d := spec.ReplaceMemberOnLostNodeAfter; d != nil && d.Duration > 0 {
+		after = append(after, "node lost "+shortDuration(d.Duration))
+	}
+	if len(after) > 0 {
+		replace.Setting = strings.Join(after, ", ")
 	}
 	recovery := Feature{Name: "quorum-loss recovery", Setting: string(spec.QuorumLossRecovery.Policy)}
 	if r := st.Recovery; r != nil {
