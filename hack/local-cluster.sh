@@ -41,6 +41,7 @@
 #   BUILD_IMAGE            hack/build-image.sh
 #   MIRRORED_REGISTRIES    public registries containerd fetches from the local registry
 #                          (default: quay.io gcr.io registry.access.redhat.com)
+#   DISK_FREE_MIN_GIB      free space `up` requires on CLUSTER_DIR's filesystem (default 20)
 #
 # The reason for every setting is in hack/cluster/README.md ("Why each setting").
 # Network safety: every address this script or the cluster connects to is assigned on this
@@ -64,6 +65,9 @@ MIRRORED_REGISTRIES=${MIRRORED_REGISTRIES:-quay.io gcr.io registry.access.redhat
 REGISTRY_TLS_ADDR=${REGISTRY_TLS_ADDR:-127.0.0.1:5443}
 BUILD_IMAGE=${BUILD_IMAGE:-$ROOT/hack/build-image.sh}
 NODES=${NODES:-1}
+# Every node's images, volumes and logs share one filesystem: when it fills, every node turns
+# DiskPressure at once and nothing schedules. The floor covers a whole e2e run.
+DISK_FREE_MIN_GIB=${DISK_FREE_MIN_GIB:-20}
 
 # Daemons and tools we run need the sbin directories (iptables, runc, modprobe) even when
 # make runs us with a minimal PATH.
@@ -238,6 +242,19 @@ check_cluster_dir() {
   local longest
   longest=$(node_sock 5)
   ((${#longest} < 100)) || die "CLUSTER_DIR is too long for the containerd socket path"
+}
+
+# free_gib DIR: whole GiB free for root's files on the filesystem that holds DIR (or would).
+free_gib() {
+  local d=$1
+  until [[ -e $d ]]; do d=$(dirname "$d"); done
+  df -Pk "$d" | awk 'NR == 2 { print int($4 / 1048576) }'
+}
+
+check_disk() {
+  local free
+  free=$(free_gib "$S")
+  ((free >= DISK_FREE_MIN_GIB)) || die "only ${free} GiB free on the filesystem of $S; the local cluster needs ${DISK_FREE_MIN_GIB} GiB (DISK_FREE_MIN_GIB): its nodes share that disk, and when it fills every node reports DiskPressure and takes no pod (hack/cluster/README.md)"
 }
 
 # ---------------------------------------------------------------------------------------
@@ -839,6 +856,9 @@ start_coredns() {
 node_ready() { # [NAME]
   [[ $(kubectl get node "${1:-$NODE_NAME}" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]
 }
+no_disk_pressure() {
+  [[ $(kubectl get nodes -o jsonpath='{.items[*].status.conditions[?(@.type=="DiskPressure")].status}') != *True* ]]
+}
 nodes_ready() {
   local n
   for n in $(seq "$(node_count)"); do node_ready "$(node_name "$n")" || return 1; done
@@ -887,6 +907,7 @@ do_up() {
   check_cluster_dir
   check_inputs
   step "clean up previous cluster" do_down_quiet
+  check_disk
   step "packages" install_packages
   step "host network" setup_host_network
   step "ports free" check_ports
@@ -961,6 +982,8 @@ do_status() {
     check "kubelet$(node_suffix "$n")" http_ok "http://127.0.0.1:$(kubelet_healthz_port "$n")/healthz"
     check "node $(node_name "$n") Ready" node_ready "$(node_name "$n")"
   done
+  check "no node under DiskPressure" no_disk_pressure
+  printf '  %-26s %s GiB\n' "disk free" "$(free_gib "$S")"
   check kube-proxy http_ok http://127.0.0.1:10256/healthz
   check coredns http_ok "http://$DNS_IP:8181/ready"
   check local-path-provisioner kubectl -n local-path-storage rollout status deploy/local-path-provisioner --timeout=1s
