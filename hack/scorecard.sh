@@ -12,8 +12,8 @@
 # used as it is; otherwise the script installs it from the catalog (config/olm, as a user
 # does) and removes it again at the end (SCORECARD_KEEP_OPERATOR=true keeps it).
 # The tests run in SCORECARD_NAMESPACE (restricted pod security) as the ServiceAccount of
-# config/scorecard/rbac, whose cluster-wide grants (level 4: finding the operator's metrics
-# Service, reading /metrics) are removed again at the end. With the Prometheus Operator
+# config/scorecard/rbac, whose cluster-wide grants (level 3: cordoning a node; level 4:
+# finding the operator's metrics Service, reading /metrics) are removed again at the end. With the Prometheus Operator
 # installed, the operator's ServiceMonitor and alert rules (config/prometheus, which the
 # bundle leaves to the user) are applied first, as a user who monitors the operator has
 # them, so that level 4 finds the operator scraped; an operator installed here takes them

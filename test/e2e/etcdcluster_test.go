@@ -183,15 +183,9 @@ var _ = Describe("EtcdCluster", func() {
 			Expect(k8sClient.Patch(ctx, c, patch)).To(Succeed())
 			before = waitReady(ctx, c)
 			first, second := before.Status.Members[0], before.Status.Members[1]
-			evict := func(member string) error {
-				pod := get(ctx, ns, member, &corev1.Pod{})
-				return k8sClient.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: member, Namespace: ns}})
-			}
+			evict := func(member string) error { return fw.Evict(ctx, ns, member) }
 			cordon := func(ctx context.Context, node string, cordoned bool) {
-				n := get(ctx, "", node, &corev1.Node{})
-				patch := client.MergeFrom(n.DeepCopy())
-				n.Spec.Unschedulable = cordoned
-				ExpectWithOffset(1, k8sClient.Patch(ctx, n, patch)).To(Succeed())
+				ExpectWithOffset(1, fw.Cordon(ctx, node, cordoned)).To(Succeed())
 			}
 			Eventually(func(g Gomega) {
 				g.Expect(get(ctx, ns, cluster.Name, &policyv1.PodDisruptionBudget{}).Status.DisruptionsAllowed).To(Equal(int32(1)))

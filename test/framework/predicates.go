@@ -73,6 +73,19 @@ func MemberGone(id string) Predicate {
 	}
 }
 
+// MemberHealthy is true when member name is in status.members with etcd member ID id, healthy:
+// a member back as itself, not replaced.
+func MemberHealthy(name, id string) Predicate {
+	return func(c *etcdv1alpha1.EtcdCluster) (bool, string) {
+		for _, m := range c.Status.Members {
+			if m.Name == name && m.ID == id && m.Healthy {
+				return true, Describe(c)
+			}
+		}
+		return false, Describe(c)
+	}
+}
+
 // All is true when every one of ps is.
 func All(ps ...Predicate) Predicate {
 	return func(c *etcdv1alpha1.EtcdCluster) (bool, string) {

@@ -116,6 +116,9 @@ type fakeOperator struct {
 	restartFor, writesFailFor time.Duration
 	// restartTwo makes an upgrade restart two members at once.
 	restartTwo bool
+	// nodes is how many Ready nodes the fake cluster has (node1, node2, ...); member i runs
+	// on node i mod nodes + 1. Without nodes, members name none.
+	nodes int
 
 	mu        sync.Mutex
 	ids       map[string]string // member name -> etcd ID
@@ -132,6 +135,9 @@ type fakeOperator struct {
 
 // fakeOption changes the fake operator before it starts.
 type fakeOption func(*fakeOperator)
+
+// onNodes gives the fake cluster n Ready nodes, the members spread over them.
+func onNodes(n int) fakeOption { return func(o *fakeOperator) { o.nodes = n } }
 
 // failBackups makes every backup fail with reason and message.
 func failBackups(reason, message string) fakeOption {
@@ -192,6 +198,13 @@ func startFakeOperator(t *testing.T, c client.Client, ns string, etcds *fakeEtcd
 	}
 	if err := c.Create(context.Background(), metricsService()); err != nil {
 		t.Fatal(err)
+	}
+	for i := range o.nodes {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node%d", i+1)}}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		if err := c.Create(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -296,7 +309,7 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 	var members []etcdv1alpha1.MemberStatus
 	for i := range int(c.Spec.Size) {
 		name := names.MemberName(i)
-		members = append(members, etcdv1alpha1.MemberStatus{Name: name, ID: o.ensureMember(ctx, c, name), Leader: i == 0})
+		members = append(members, etcdv1alpha1.MemberStatus{Name: name, ID: o.ensureMember(ctx, c, name), Leader: i == 0, Node: o.nodeOf(i)})
 	}
 	var recovery *etcdv1alpha1.RecoveryStatus
 	if o.healing {
@@ -354,6 +367,14 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		Recovery: recovery, Consistency: consistency,
 	}
 	_ = o.c.Status().Update(ctx, c) // a conflict is retried on the next round
+}
+
+// nodeOf names the node member i runs on: none without nodes.
+func (o *fakeOperator) nodeOf(i int) string {
+	if o.nodes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("node%d", i%o.nodes+1)
 }
 
 // observeEtcd registers c's members and quota with its fake etcd, maintains it when the

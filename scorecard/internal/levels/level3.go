@@ -36,7 +36,8 @@ const (
 var backupClaimSize = resource.MustParse("256Mi")
 
 // fullLifecycle (level 3): a 3-member cluster keeps its data while it is scaled to 5
-// members, back to 3, and while a member whose volume and pod are destroyed is replaced.
+// members, back to 3, while a member whose volume and pod are destroyed is replaced, and,
+// where there are several nodes, while a member's node is drained (drainNode).
 // Then it is backed up to a claim, and a new 3-member cluster started from that backup
 // holds every key written before it, and not the key written after it: a restore, not a
 // copy. A failure fails the test with its own message and skips the steps after it; when
@@ -44,6 +45,7 @@ var backupClaimSize = resource.MustParse("256Mi")
 // the test fails naming what is missing.
 func fullLifecycle(ctx context.Context, in Input, r *report.Report) {
 	c, keys, ok := scaleAndReplace(ctx, in, r)
+	ok = ok && drainNode(ctx, in, r, c, keys)
 
 	served, err := in.Env.Serves(etcdv1alpha1.GroupVersion.Group, "EtcdBackup")
 	if err != nil {
@@ -58,7 +60,7 @@ func fullLifecycle(ctx context.Context, in Input, r *report.Report) {
 	case !served:
 		r.Suggest("Serve an EtcdBackup kind (snapshots to a volume or object storage) and a way to create a cluster from a backup.")
 	case !ok:
-		r.Logf("backup and restore not tried: the cluster did not get through scaling and member replacement")
+		r.Logf("backup and restore not tried: the cluster did not get through scaling, member replacement and the drain")
 	default:
 		backupAndRestore(ctx, in, r, c, keys)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -395,6 +396,107 @@ func TestFullLifecycle(t *testing.T) {
 	}
 }
 
+// On one node there is no drain, and the log says why.
+func TestFullLifecycleOneNode(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeCluster(t, false, interceptor.Funcs{}, onNodes(1))
+	f.backup = true
+	res := f.run(t, "level-3-full-lifecycle")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.PassState), res.Log)
+	g.Expect(res.Log).To(ContainSubstring("drain not tried: the cluster has 1 schedulable node(s), and a drain needs another node to leave pods on"))
+	g.Expect(res.Log).NotTo(ContainSubstring("cordon"))
+}
+
+// budget is a PodDisruptionBudget of one member away, as the operator makes it for 3
+// members: a member evicted from a cordoned node is away until the node is uncordoned (its
+// volume keeps it there), and no other member's eviction is admitted meanwhile. With
+// admitTwo it admits every eviction. evicted records each admitted eviction.
+func budget(admitTwo bool, evicted *[]string) interceptor.Funcs {
+	var mu sync.Mutex
+	away := map[string]string{} // evicted member -> its node
+	return interceptor.Funcs{SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+		if sub != "eviction" {
+			return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for member, node := range away {
+			var n corev1.Node
+			if err := c.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+				return err
+			}
+			if !n.Spec.Unschedulable {
+				delete(away, member)
+			} else if !admitTwo {
+				return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
+			}
+		}
+		var c3 etcdv1alpha1.EtcdClusterList
+		if err := c.List(ctx, &c3); err != nil {
+			return err
+		}
+		for _, cl := range c3.Items {
+			for _, m := range cl.Status.Members {
+				if m.Name == obj.GetName() {
+					away[m.Name] = m.Node
+				}
+			}
+		}
+		*evicted = append(*evicted, obj.GetName())
+		return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+	}}
+}
+
+// On several nodes, level 3 drains a follower's node: cordon, an eviction the budget admits,
+// a second it refuses, writes meanwhile, the uncordon, and the member back as itself.
+func TestFullLifecycleDrain(t *testing.T) {
+	g := NewWithT(t)
+	res, evicted := runDrain(t, g, false)
+	g.Expect(res.State).To(Equal(scapiv1alpha3.PassState), res.Log)
+	for _, line := range []string{
+		`draining node node3 \(one of 3 schedulable nodes\) of member sc-l3-[a-z0-9]{5}-2 \(etcd ID [0-9a-f]+\)`,
+		`cordon node node3: done in`,
+		`evict member sc-l3-[a-z0-9]{5}-2 \(the budget admits one member away\): done in`,
+		`refused: Cannot evict pod`,
+		`evict member sc-l3-[a-z0-9]{5}-1 too: refused while sc-l3-[a-z0-9]{5}-2 is away: done in`,
+		`write 5 keys while sc-l3-[a-z0-9]{5}-2 is away: done in`,
+		`uncordon node node3: done in`,
+		`wait until sc-l3-[a-z0-9]{5}-2 is back as itself and the cluster has 3 ready members: done in`,
+		`read back the 55 keys: done in`,
+		`read back from sc-l3-[a-z0-9]{5}-restored the 60 keys written before the backup: done in`,
+	} {
+		g.Expect(res.Log).To(MatchRegexp(line))
+	}
+	g.Expect(evicted).To(HaveLen(1), "the second eviction was refused")
+}
+
+// runDrain runs level 3 on a fake cluster of 3 nodes whose budget admits one member away
+// (or two, with admitTwo), checks that every node ends uncordoned, and returns the result
+// and the evicted pods.
+func runDrain(t *testing.T, g Gomega, admitTwo bool) (scapiv1alpha3.TestResult, []string) {
+	var evicted []string
+	f := newFakeCluster(t, false, budget(admitTwo, &evicted), onNodes(3))
+	f.backup = true
+	res := f.run(t, "level-3-full-lifecycle")
+	var nodes corev1.NodeList
+	g.Expect(f.client.List(context.Background(), &nodes)).To(Succeed())
+	for _, n := range nodes.Items {
+		g.Expect(n.Spec.Unschedulable).To(BeFalse(), "%s uncordoned", n.Name)
+	}
+	return res, evicted
+}
+
+// A budget that lets two members go at once fails level 3, and the node is uncordoned all
+// the same.
+func TestFullLifecycleDrainTwoAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	res, _ := runDrain(t, g, true)
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(ConsistOf(MatchRegexp(`evict member sc-l3-[a-z0-9]{5}-1 too: refused while sc-l3-[a-z0-9]{5}-2 is away: ` +
+		`the PodDisruptionBudget let sc-l3-[a-z0-9]{5}-1 go while sc-l3-[a-z0-9]{5}-2 was away: two of 3 members at once`)))
+	g.Expect(res.Log).To(ContainSubstring("backup and restore not tried"))
+}
+
 // A backup that fails fails the test with its reason and message, and is cleaned up.
 func TestFullLifecycleBackupFails(t *testing.T) {
 	g := NewWithT(t)
@@ -435,7 +537,7 @@ func TestFullLifecycleScalingFails(t *testing.T) {
 	res := f.run(t, "level-3-full-lifecycle")
 	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
 	g.Expect(res.Errors).To(ConsistOf(HavePrefix("scale to 5 members: setting spec.size of EtcdCluster")))
-	g.Expect(res.Log).To(ContainSubstring("backup and restore not tried: the cluster did not get through scaling and member replacement"))
+	g.Expect(res.Log).To(ContainSubstring("backup and restore not tried: the cluster did not get through scaling, member replacement and the drain"))
 }
 
 // l4 matches the name of level 4's cluster.
