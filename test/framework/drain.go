@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -30,6 +31,16 @@ func (e *Env) Cordon(ctx context.Context, node string, cordoned bool) error {
 func (e *Env) Evict(ctx context.Context, namespace, name string) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	return e.Client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: pod.ObjectMeta})
+}
+
+// PodUID is the UID of pod name of namespace: a pod made again under the same name has a new
+// one.
+func (e *Env) PodUID(ctx context.Context, namespace, name string) (types.UID, error) {
+	pod := &corev1.Pod{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		return "", fmt.Errorf("reading Pod %s: %w", name, err)
+	}
+	return pod.UID, nil
 }
 
 // SchedulableNodes lists, sorted, the nodes that are Ready and not cordoned: those a drain

@@ -86,6 +86,19 @@ func MemberHealthy(name, id string) Predicate {
 	}
 }
 
+// MemberAway is true when member name, with etcd member ID id, is in status.members and not
+// healthy: its pod gone or not answering, not yet replaced.
+func MemberAway(name, id string) Predicate {
+	return func(c *etcdv1alpha1.EtcdCluster) (bool, string) {
+		for _, m := range c.Status.Members {
+			if m.Name == name && m.ID == id && !m.Healthy {
+				return true, Describe(c)
+			}
+		}
+		return false, Describe(c)
+	}
+}
+
 // All is true when every one of ps is.
 func All(ps ...Predicate) Predicate {
 	return func(c *etcdv1alpha1.EtcdCluster) (bool, string) {

@@ -27,8 +27,8 @@ const (
 // then the member's pod evicted. The cluster's PodDisruptionBudget must admit that eviction
 // and refuse a second member's while the first is away, and writes must be acknowledged
 // meanwhile (a quorum serves). Then the node is uncordoned, as after its maintenance, and the
-// member must come back as itself (the same etcd ID: its data stayed on the node) with
-// every key. The node is uncordoned whatever happens. With fewer than two schedulable nodes
+// member must come back as itself (the same etcd ID: its data stayed on the node), on a new
+// pod, with every key; before that, the status must have seen it away. The node is uncordoned whatever happens. With fewer than two schedulable nodes
 // the drain is not tried, and the log says so: cordoning the only node would keep every new
 // pod of the cluster, the other tests' among them, from being scheduled. The keys written
 // during the drain are added to keys.
@@ -53,6 +53,11 @@ func drainNode(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.
 		return false
 	}
 	r.Logf("draining node %s (one of %d schedulable nodes) of member %s (etcd ID %s)", victim.Node, len(nodes), victim.Name, victim.ID)
+	oldUID, err := in.Env.PodUID(ctx, c.Namespace, victim.Name)
+	if err != nil {
+		r.Fail(err.Error())
+		return false
+	}
 	cordoned := false
 	defer func() {
 		if !cordoned {
@@ -92,6 +97,9 @@ func drainNode(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.
 			maps.Copy(keys, more)
 			return err
 		}},
+		step{"wait until the status has " + victim.Name + " away: its pod waits for its cordoned node", func() error {
+			return in.Env.WaitFor(ctx, c, victim.Name+" not healthy", framework.MemberAway(victim.Name, victim.ID))
+		}},
 		step{"uncordon node " + victim.Node, func() error {
 			if err := in.Env.Cordon(ctx, victim.Node, false); err != nil {
 				return err
@@ -99,9 +107,19 @@ func drainNode(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.
 			cordoned = false
 			return nil
 		}},
-		step{"wait until " + victim.Name + " is back as itself and the cluster has 3 ready members", func() error {
-			return in.Env.WaitFor(ctx, c, victim.Name+" back with etcd ID "+victim.ID,
-				framework.All(framework.MemberHealthy(victim.Name, victim.ID), framework.Settled(3)))
+		step{"wait until " + victim.Name + " is back as itself on a new pod and the cluster has 3 ready members", func() error {
+			if err := in.Env.WaitFor(ctx, c, victim.Name+" back with etcd ID "+victim.ID,
+				framework.All(framework.MemberHealthy(victim.Name, victim.ID), framework.Settled(3))); err != nil {
+				return err
+			}
+			uid, err := in.Env.PodUID(ctx, c.Namespace, victim.Name)
+			if err != nil {
+				return err
+			}
+			if uid == oldUID {
+				return fmt.Errorf("pod %s is the one evicted (UID %s): the eviction did not take it", victim.Name, uid)
+			}
+			return nil
 		}},
 		step{fmt.Sprintf("read back the %d keys", len(keys)+drainKeys), func() error { return checkKeys(ctx, in, c, keys) }},
 	)

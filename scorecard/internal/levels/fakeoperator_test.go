@@ -309,7 +309,8 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 	var members []etcdv1alpha1.MemberStatus
 	for i := range int(c.Spec.Size) {
 		name := names.MemberName(i)
-		members = append(members, etcdv1alpha1.MemberStatus{Name: name, ID: o.ensureMember(ctx, c, name), Leader: i == 0, Node: o.nodeOf(i)})
+		id, placed := o.ensureMember(ctx, c, name, o.nodeOf(i))
+		members = append(members, etcdv1alpha1.MemberStatus{Name: name, ID: id, Leader: i == 0, Node: o.nodeOf(i), Healthy: placed})
 	}
 	var recovery *etcdv1alpha1.RecoveryStatus
 	if o.healing {
@@ -400,7 +401,7 @@ func (o *fakeOperator) observeEtcd(ctx context.Context, c *etcdv1alpha1.EtcdClus
 		for i := range members {
 			m := &members[i]
 			if own := d.members[m.Name]; own != nil {
-				m.Version, m.Healthy = own.version, !own.down()
+				m.Version, m.Healthy = own.version, m.Healthy && !own.down() // placed, and answering
 			}
 			m.DBSize, m.DBSizeInUse = d.files[m.Name], d.inUse()
 			if m.DBSize > 0 {
@@ -618,8 +619,10 @@ func (o *fakeOperator) takeBackup(ctx context.Context, b *etcdv1alpha1.EtcdBacku
 }
 
 // ensureMember makes sure member's claim and pod exist and returns its etcd ID, a new one
-// when the claim had to be created: the member's data was lost.
-func (o *fakeOperator) ensureMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, member string) string {
+// when the claim had to be created: the member's data was lost. A member whose pod is gone
+// while its node is cordoned gets none, as its volume keeps it on that node, and is not
+// placed (false).
+func (o *fakeOperator) ensureMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, member, node string) (string, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	names := cluster.For(c)
@@ -644,10 +647,19 @@ func (o *fakeOperator) ensureMember(ctx context.Context, c *etcdv1alpha1.EtcdClu
 		pod.Spec.Containers[0].Ports = append(pod.Spec.Containers[0].Ports, corev1.ContainerPort{Name: "metrics", ContainerPort: cluster.MetricsPort})
 	}
 	pod.Status.PodIP = fmt.Sprintf("10.0.0.%d", o.nextIP+1)
+	if err := o.c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); apierrors.IsNotFound(err) && o.cordoned(ctx, node) {
+		return o.ids[member], false // its volume keeps it on its node, which takes no pod
+	}
 	if o.c.Create(ctx, pod) == nil {
 		o.nextIP++
 	}
-	return o.ids[member]
+	return o.ids[member], true
+}
+
+// cordoned says whether node is marked unschedulable; no node is not.
+func (o *fakeOperator) cordoned(ctx context.Context, node string) bool {
+	var n corev1.Node
+	return node != "" && o.c.Get(ctx, client.ObjectKey{Name: node}, &n) == nil && n.Spec.Unschedulable
 }
 
 // recover keeps status.recovery of c: when a majority of its members lost their data

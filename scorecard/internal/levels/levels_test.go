@@ -461,7 +461,8 @@ func TestFullLifecycleDrain(t *testing.T) {
 		`evict member sc-l3-[a-z0-9]{5}-1 too: refused while sc-l3-[a-z0-9]{5}-2 is away: done in`,
 		`write 5 keys while sc-l3-[a-z0-9]{5}-2 is away: done in`,
 		`uncordon node node3: done in`,
-		`wait until sc-l3-[a-z0-9]{5}-2 is back as itself and the cluster has 3 ready members: done in`,
+		`wait until the status has sc-l3-[a-z0-9]{5}-2 away: its pod waits for its cordoned node: done in`,
+		`wait until sc-l3-[a-z0-9]{5}-2 is back as itself on a new pod and the cluster has 3 ready members: done in`,
 		`read back the 55 keys: done in`,
 		`read back from sc-l3-[a-z0-9]{5}-restored the 60 keys written before the backup: done in`,
 	} {
