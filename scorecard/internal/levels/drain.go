@@ -28,10 +28,11 @@ const (
 // and refuse a second member's while the first is away, and writes must be acknowledged
 // meanwhile (a quorum serves). Then the node is uncordoned, as after its maintenance, and the
 // member must come back as itself (the same etcd ID: its data stayed on the node), on a new
-// pod, with every key; before that, the status must have seen it away. The node is uncordoned whatever happens. With fewer than two schedulable nodes
-// the drain is not tried, and the log says so: cordoning the only node would keep every new
-// pod of the cluster, the other tests' among them, from being scheduled. The keys written
-// during the drain are added to keys.
+// pod, with every key; before that, the status must have seen it away. The node is
+// uncordoned whatever happens. With fewer than two schedulable nodes the drain is not tried,
+// and the log says so: cordoning the only node would keep every new pod of the cluster, the
+// other tests' among them, from being scheduled. The keys written during the drain are added
+// to keys.
 func drainNode(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, keys map[string]string) bool {
 	nodes, err := in.Env.SchedulableNodes(ctx)
 	if err != nil {
