@@ -30,11 +30,13 @@ type Pods struct {
 }
 
 // RecoveryNeeds are the pods the replacement of a lost member needs running: the operator's,
-// in operatorNamespace, and the local cluster's volume provisioner.
+// in operatorNamespace, and the local cluster's volume provisioner (by its label: the
+// short-lived helper pods it runs in its namespace go to the node of each volume it makes or
+// deletes).
 func RecoveryNeeds(operatorNamespace string) []Pods {
 	return []Pods{
 		{Namespace: operatorNamespace, Labels: map[string]string{"control-plane": "controller-manager", "app.kubernetes.io/name": "etcdpilot"}},
-		{Namespace: "local-path-storage"},
+		{Namespace: "local-path-storage", Labels: map[string]string{"app": "local-path-provisioner"}},
 	}
 }
 
