@@ -75,23 +75,18 @@ func MemberGone(id string) Predicate {
 
 // MemberHealthy is true when member name is in status.members with etcd member ID id, healthy:
 // a member back as itself, not replaced.
-func MemberHealthy(name, id string) Predicate {
-	return func(c *etcdv1alpha1.EtcdCluster) (bool, string) {
-		for _, m := range c.Status.Members {
-			if m.Name == name && m.ID == id && m.Healthy {
-				return true, Describe(c)
-			}
-		}
-		return false, Describe(c)
-	}
-}
+func MemberHealthy(name, id string) Predicate { return memberIs(name, id, true) }
 
 // MemberAway is true when member name, with etcd member ID id, is in status.members and not
 // healthy: its pod gone or not answering, not yet replaced.
-func MemberAway(name, id string) Predicate {
+func MemberAway(name, id string) Predicate { return memberIs(name, id, false) }
+
+// memberIs is true when member name with etcd member ID id is in status.members with healthy
+// as its health.
+func memberIs(name, id string, healthy bool) Predicate {
 	return func(c *etcdv1alpha1.EtcdCluster) (bool, string) {
 		for _, m := range c.Status.Members {
-			if m.Name == name && m.ID == id && !m.Healthy {
+			if m.Name == name && m.ID == id && m.Healthy == healthy {
 				return true, Describe(c)
 			}
 		}
