@@ -804,8 +804,12 @@ apiserver_ready() {
   http_ok --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://$NODE_IP:6443/readyz"
 }
 
+# A silent node turns NotReady after 20 s rather than Kubernetes' 50 s: the node-loss tests wait
+# for it twice. The kubelets renew their leases every 4 s (kubelet.yaml.in), so 20 s is five
+# missed renewals, as 50 s is five of the default 10 s.
 start_controllers() {
   start_daemon kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+    --node-monitor-grace-period=20s --node-monitor-period=2s \
     --kubeconfig="$KCFG/controller-manager.kubeconfig" \
     --authentication-kubeconfig="$KCFG/controller-manager.kubeconfig" \
     --authorization-kubeconfig="$KCFG/controller-manager.kubeconfig" \

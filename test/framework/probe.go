@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -27,6 +28,10 @@ import (
 // connection is made again as soon as the member is back, at the address its pod has then.
 type VersionProbe interface {
 	Version(ctx context.Context) (string, error)
+	// Connection numbers the connection the probe's calls go over now (each new connection
+	// has a new number) and says whether a call has been answered on it: a member answering
+	// on a connection it answered on earlier served in between (SampleVersions).
+	Connection() (number uint64, answered bool)
 	Close() error
 }
 
@@ -77,31 +82,51 @@ func CloseProbes(probes map[string]VersionProbe) {
 
 // clientv3Probe is the VersionProbe of a real member: etcd's Maintenance.Status, called on
 // the client's own connection (clientv3's Status would dial the member anew on each call).
+// Every dial of that connection passes through the probe and is counted: the count numbers
+// the connection, since gRPC dials again only when the connection it had is gone.
 type clientv3Probe struct {
 	endpoint string
 	cli      *clientv3.Client
 	status   pb.MaintenanceClient
+	// dials counts the connection's dials; answeredOn is dials as it was when a call was last
+	// answered with no dial in between.
+	dials, answeredOn atomic.Uint64
 }
 
 func openProbe(ctx context.Context, cfg etcd.Config, dial func(context.Context, string) (net.Conn, error)) (VersionProbe, error) {
+	p := &clientv3Probe{endpoint: cfg.Endpoints[0]}
+	counted := func(ctx context.Context, address string) (net.Conn, error) {
+		p.dials.Add(1)
+		return dial(ctx, address)
+	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, TLS: cfg.TLS, Context: ctx,
 		DialTimeout: etcd.DefaultDialTimeout, Logger: zap.NewNop(),
 		DialOptions: []grpc.DialOption{
 			grpc.WithConnectParams(grpc.ConnectParams{Backoff: probeBackoff, MinConnectTimeout: 2 * time.Second}),
-			grpc.WithContextDialer(dial),
+			grpc.WithContextDialer(counted),
 		}})
 	if err != nil {
 		return nil, err
 	}
-	return &clientv3Probe{endpoint: cfg.Endpoints[0], cli: cli, status: pb.NewMaintenanceClient(cli.ActiveConnection())}, nil
+	p.cli, p.status = cli, pb.NewMaintenanceClient(cli.ActiveConnection())
+	return p, nil
 }
 
 func (p *clientv3Probe) Version(ctx context.Context) (string, error) {
+	before := p.dials.Load()
 	resp, err := p.status.Status(ctx, &pb.StatusRequest{})
 	if err != nil {
 		return "", fmt.Errorf("etcd status of %s: %w", p.endpoint, err)
 	}
+	if before != 0 && p.dials.Load() == before {
+		p.answeredOn.Store(before)
+	}
 	return resp.Version, nil
+}
+
+func (p *clientv3Probe) Connection() (uint64, bool) {
+	n := p.dials.Load()
+	return n, n != 0 && p.answeredOn.Load() == n
 }
 
 func (p *clientv3Probe) Close() error { return p.cli.Close() }

@@ -25,6 +25,12 @@ type VersionSample struct {
 	// connection, a deadline, a name not found): a breach names it, so that a member down
 	// and a member the test could not reach tell apart.
 	Why map[string]string
+	// Slow holds, for a member that answered only after the sample's bound, how long it took:
+	// it answered on the connection it had answered on before the sample, so its process
+	// served throughout (a restart breaks the connection) and it counts as answering. On a
+	// loaded machine a member that serves may take longer than the bound; a member that
+	// stopped cannot answer on its old connection.
+	Slow map[string]time.Duration
 }
 
 // silentWhy names members with why each did not answer, when the sample knows.
@@ -51,17 +57,23 @@ func (s VersionSample) Silent() []string {
 	return silent
 }
 
+// slowPatience is how long SampleVersions waits, past its bound, for a member that has
+// answered on its connection before: long enough for a process starved of CPU for seconds,
+// short against a restart, which ends the connection at once.
+const slowPatience = 8 * time.Second
+
 // SampleVersions asks every member for its release through its probe (ProbeMembers), all at
-// once and each for at most within, and returns what they answered.
+// once and each for at most within, and returns what they answered. A member that does not
+// answer within, on a connection it has answered on before, is asked once more, for up to
+// slowPatience: when it answers on that same connection, it served all along, and the sample
+// records its version and how long it took (Slow); otherwise it is silent.
 func SampleVersions(ctx context.Context, probes map[string]VersionProbe, within time.Duration) VersionSample {
-	s := VersionSample{At: time.Now(), Versions: make(map[string]string, len(probes)), Why: map[string]string{}}
+	s := VersionSample{At: time.Now(), Versions: make(map[string]string, len(probes)), Why: map[string]string{}, Slow: map[string]time.Duration{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for member, probe := range probes {
 		wg.Go(func() {
-			sctx, cancel := context.WithTimeout(ctx, within)
-			defer cancel()
-			version, err := probe.Version(sctx)
+			version, slow, err := askVersion(ctx, probe, within)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -69,10 +81,33 @@ func SampleVersions(ctx context.Context, probes map[string]VersionProbe, within 
 				return
 			}
 			s.Versions[member] = version
+			if slow > 0 {
+				s.Slow[member] = slow
+			}
 		})
 	}
 	wg.Wait()
 	return s
+}
+
+// askVersion is one member's part of SampleVersions: its version, and how long it took when
+// that was more than within.
+func askVersion(ctx context.Context, probe VersionProbe, within time.Duration) (string, time.Duration, error) {
+	start := time.Now()
+	conn, answered := probe.Connection()
+	sctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	version, err := probe.Version(sctx)
+	if err == nil || !answered || sctx.Err() != context.DeadlineExceeded || ctx.Err() != nil {
+		return version, 0, err
+	}
+	pctx, pcancel := context.WithTimeout(ctx, slowPatience)
+	defer pcancel()
+	version, again := probe.Version(pctx)
+	if now, _ := probe.Connection(); again != nil || now != conn {
+		return "", 0, err
+	}
+	return version, time.Since(start), nil
 }
 
 // CheckRollingUpgrade judges what members answered, sample after sample (samples in time
@@ -239,7 +274,21 @@ func DescribeRestarts(members []string, to string, samples []VersionSample) stri
 		}
 		parts = append(parts, part)
 	}
+	if slow, longest := slowAnswers(samples); slow > 0 {
+		parts = append(parts, fmt.Sprintf("%d answers slower than the samples' bound, each on the connection that had answered before, the slowest in %.1f s", slow, longest.Seconds()))
+	}
 	return strings.Join(parts, "; ")
+}
+
+// slowAnswers counts the answers of samples that came after the sample's bound (Slow), and
+// the longest one.
+func slowAnswers(samples []VersionSample) (n int, longest time.Duration) {
+	for _, s := range samples {
+		for _, d := range s.Slow {
+			n, longest = n+1, max(longest, d)
+		}
+	}
+	return n, longest
 }
 
 // sampleClock formats a sample's time as seconds from t0.

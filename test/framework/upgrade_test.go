@@ -3,6 +3,7 @@ package framework_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,6 +177,61 @@ func (v versionOf) Version(ctx context.Context) (string, error) {
 
 func (versionOf) Close() error { return nil }
 
+func (versionOf) Connection() (uint64, bool) { return 1, false }
+
+// slowMember is a VersionProbe of a member that answers version after delay, on connection
+// conn unless redial is set, when the answer comes on a new one; answered says whether a call
+// was answered on conn before.
+type slowMember struct {
+	version  string
+	delay    time.Duration
+	answered bool
+	redial   bool
+	conn     atomic.Uint64
+}
+
+func newSlowMember(version string, delay time.Duration, answered, redial bool) *slowMember {
+	m := &slowMember{version: version, delay: delay, answered: answered, redial: redial}
+	m.conn.Store(1)
+	return m
+}
+
+func (m *slowMember) Version(ctx context.Context) (string, error) {
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(m.delay):
+	}
+	if m.redial {
+		m.conn.Store(2)
+	}
+	return m.version, nil
+}
+
+func (m *slowMember) Connection() (uint64, bool) { return m.conn.Load(), m.answered }
+
+func (*slowMember) Close() error { return nil }
+
+// A member slower than the bound, on the connection it answered on before the sample, served
+// throughout: it answers, marked slow. One that has not answered on its connection, or that
+// answers only on a new one (it restarted), is silent.
+func TestSampleVersionsWaitsForASlowMemberOnItsConnection(t *testing.T) {
+	g := NewWithT(t)
+	probes := map[string]framework.VersionProbe{
+		"c-0": versionOf("3.6.16"),
+		"c-1": newSlowMember("3.7.3", 300*time.Millisecond, true, false),
+		"c-2": newSlowMember("3.7.3", 300*time.Millisecond, false, false),
+		"c-3": newSlowMember("3.7.3", 300*time.Millisecond, true, true),
+	}
+	s := framework.SampleVersions(context.Background(), probes, 100*time.Millisecond)
+	g.Expect(s.Versions).To(Equal(map[string]string{"c-0": "3.6.16", "c-1": "3.7.3", "c-2": "", "c-3": ""}))
+	g.Expect(s.Slow).To(HaveLen(1))
+	g.Expect(s.Slow["c-1"]).To(BeNumerically(">=", 300*time.Millisecond))
+	g.Expect(s.Why).To(Equal(map[string]string{"c-2": "context deadline exceeded", "c-3": "context deadline exceeded"}))
+	g.Expect(framework.DescribeRestarts([]string{"c-0", "c-1", "c-2", "c-3"}, "3.7.3", []framework.VersionSample{s})).
+		To(MatchRegexp(`; 1 answers slower than the samples' bound, each on the connection that had answered before, the slowest in 0\.[34] s$`))
+}
+
 func TestSampleVersions(t *testing.T) {
 	g := NewWithT(t)
 	probes := map[string]framework.VersionProbe{"c-0": versionOf("3.6.16"), "c-1": versionOf(""), "c-2": versionOf("3.7.3")}
@@ -185,6 +241,7 @@ func TestSampleVersions(t *testing.T) {
 	g.Expect(s.Versions).To(Equal(map[string]string{"c-0": "3.6.16", "c-1": "", "c-2": "3.7.3"}))
 	g.Expect(s.Silent()).To(Equal([]string{"c-1"}))
 	g.Expect(s.Why).To(Equal(map[string]string{"c-1": "context deadline exceeded"}))
+	g.Expect(s.Slow).To(BeEmpty())
 	g.Expect(s.At).NotTo(BeZero())
 }
 

@@ -225,6 +225,10 @@ type fakeProbe struct {
 	member, endpoint string
 }
 
+// Connection: a fake member that is down fails at once, never slowly, so nothing is asked
+// twice.
+func (fakeProbe) Connection() (uint64, bool) { return 0, false }
+
 func (p fakeProbe) Version(context.Context) (string, error) {
 	p.etcds.mu.Lock()
 	defer p.etcds.mu.Unlock()
