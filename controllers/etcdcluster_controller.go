@@ -187,6 +187,9 @@ func (r *EtcdClusterReconciler) steps() []step[*clusterPass] {
 		// compared (consistency.Judge, consistency.go); the members that differ are fenced
 		// and, under mode Replace, replaced by the next passes.
 		r.stepCheckConsistency,
+		// Settled: etcd's authentication follows spec.auth (auth.Plan, auth.go): the root
+		// users made first, then authentication on; or authentication off.
+		r.stepConfigureAuth,
 		// The pods the members should run follow what the two self-tuning steps decided
 		// (clusterspec.Effective): the next passes roll the change out like a spec change.
 		r.stepFollowDecisions,

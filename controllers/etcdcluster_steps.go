@@ -181,6 +181,18 @@ func (r *EtcdClusterReconciler) stepCheckConsistency(ctx context.Context, p *clu
 	return next, nil
 }
 
+func (r *EtcdClusterReconciler) stepConfigureAuth(ctx context.Context, p *clusterPass) (stepOutcome, error) {
+	if !p.settled() {
+		return next, nil
+	}
+	st, err := r.configureAuth(ctx, p)
+	p.in.Auth = st
+	if err != nil {
+		return endPass, fmt.Errorf("configuring etcd's authentication: %w", err)
+	}
+	return next, nil
+}
+
 // stepFollowDecisions gives the observation the pods of the spec the self-tuning steps
 // decided, when it differs from the last (clusterspec.Effective), so that this pass's status
 // counts the members that run the decided spec, not the last one.

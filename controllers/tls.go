@@ -62,6 +62,21 @@ type tlsState struct {
 	// certificates are the member and the client certificate as their Secrets hold them
 	// after this pass: status.tls.certificates.
 	certificates []etcdv1alpha1.CertificateStatus
+	// clientCN and memberCN are the common names of the client and the member certificate:
+	// the etcd users they are when etcd's authentication is on.
+	clientCN, memberCN string
+}
+
+// withNames sets the common names of st from the client and the member certificate.
+func (st *tlsState) withNames(clientCert, memberCert []byte) (*tlsState, error) {
+	var err error
+	if st.clientCN, err = pki.CommonName(clientCert); err != nil {
+		return nil, fmt.Errorf("the client certificate: %w", err)
+	}
+	if st.memberCN, err = pki.CommonName(memberCert); err != nil {
+		return nil, fmt.Errorf("the member certificate: %w", err)
+	}
+	return st, nil
 }
 
 // tlsStatus is status.tls: nil when TLS is disabled.
@@ -167,7 +182,8 @@ func (r *EtcdClusterReconciler) ensureTLS(ctx context.Context, c *etcdv1alpha1.E
 	if err != nil {
 		return nil, err
 	}
-	return &tlsState{config: cfg, trustHash: pki.TrustHash(trust, memberPair.CertPEM), ca: caSec, certificates: certs}, nil
+	st := &tlsState{config: cfg, trustHash: pki.TrustHash(trust, memberPair.CertPEM), ca: caSec, certificates: certs}
+	return st.withNames(clientPair.CertPEM, memberPair.CertPEM)
 }
 
 func clientTLSConfig(caPEM []byte, pair pki.KeyPair) (*tls.Config, error) {
@@ -257,7 +273,8 @@ func (r *EtcdClusterReconciler) providedTLS(ctx context.Context, c *etcdv1alpha1
 	if err != nil {
 		return nil, err
 	}
-	return &tlsState{config: cfg, trustHash: pki.TrustHash(member[secretCACert], member[corev1.TLSCertKey]), certificates: certs}, nil
+	st := &tlsState{config: cfg, trustHash: pki.TrustHash(member[secretCACert], member[corev1.TLSCertKey]), certificates: certs}
+	return st.withNames(clientData[corev1.TLSCertKey], member[corev1.TLSCertKey])
 }
 
 // ensureCA loads the cluster's CA, creating it when its Secret does not exist. A CA that

@@ -65,6 +65,20 @@ func TestCreateValidation(t *testing.T) {
 		refusal string
 	}{
 		{"size 1", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 1 }, ""},
+		{"auth on, every other field defaulted", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Auth.Enabled = true }, ""},
+		{"auth on without TLS", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Auth.Enabled = true
+			c.Spec.TLS.Mode = etcdv1alpha1.TLSModeDisabled
+		}, "auth.enabled needs TLS: etcd knows a client by the common name of its certificate"},
+		{"auth on with etcd's compaction off", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Auth.Enabled = true
+			c.Spec.Etcd.AutoCompactionRetention = "0h"
+		}, "with auth.enabled, etcd.autoCompactionRetention cannot turn compaction off"},
+		{"auth on with etcd's compaction every 30m", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Auth.Enabled = true
+			c.Spec.Etcd.AutoCompactionRetention = "30m"
+		}, ""},
+		{"auth off with etcd's compaction off", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.AutoCompactionRetention = "0s" }, ""},
 		{"one member on a 1Gi volume, every other field defaulted", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.Size = 1
 			c.Spec.Storage.Size = ptr.To(resource.MustParse("1Gi"))
@@ -358,6 +372,12 @@ func TestUpdateValidation(t *testing.T) {
 			"tls.mode cannot be changed after the cluster is created"},
 		{"size changes", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 5 }, ""},
 		{"etcd options change", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.SnapshotCount = 50000 }, ""},
+		{"auth turned on", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Auth.Enabled = true }, ""},
+		{"auth turned off", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Auth.Enabled = true },
+			func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Auth.Enabled = false }, ""},
+		{"compaction turned off under auth", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Auth.Enabled = true },
+			func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.AutoCompactionRetention = "0m" },
+			"with auth.enabled, etcd.autoCompactionRetention cannot turn compaction off"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

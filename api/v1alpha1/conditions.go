@@ -79,6 +79,9 @@ const (
 	// etcd option, TLS secrets) is rolled out: member pods are restarted one at a time with
 	// the new spec; the message says how many members run it.
 	ReasonRollingOut = "RollingOut"
+	// ReasonConfiguringAuth (Progressing=True): etcd's authentication is not yet what
+	// spec.auth asks; the operator turns it on (after making the root users) or off.
+	ReasonConfiguringAuth = "ConfiguringAuth"
 	// ReasonRotatingCA (Progressing=True): the cluster's CA is rotated (status.caRotation);
 	// the current phase is in force on every member, and the next begins once clients had
 	// time to see the new trust bundle.

@@ -10,6 +10,8 @@ import (
 // EtcdClusterSpec is the desired state of an etcd cluster.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.storage) || !has(self.storage.size) || (has(self.storage.ephemeral) && self.storage.ephemeral) || !has(self.etcd) || !has(self.etcd.quotaBackendBytes) || quantity(string(self.etcd.quotaBackendBytes)).isLessThan(quantity(string(self.storage.size)))",message="etcd.quotaBackendBytes must be smaller than storage.size: etcd needs room beyond its quota for the write-ahead log and snapshots"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || !has(self.tls) || !has(self.tls.mode) || self.tls.mode != 'Disabled'",message="auth.enabled needs TLS: etcd knows a client by the common name of its certificate, and tls.mode Disabled gives clients none"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || !has(self.etcd) || !has(self.etcd.autoCompactionRetention) || !self.etcd.autoCompactionRetention.matches('^(0+(\\\\.0+)?(h|m|s)?)+$')",message="with auth.enabled, etcd.autoCompactionRetention cannot turn compaction off: clients without the root role cannot compact, so etcd must"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap cannot be added or removed after the cluster is created: it only decides how the cluster was first created"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.restore) || !has(self.version) || !self.version.startsWith('3.5.')",message="restoring from a backup needs etcd 3.6 or newer in spec.version (a 3.5 backup restores into a 3.6 cluster)"
 type EtcdClusterSpec struct {
@@ -59,6 +61,13 @@ type EtcdClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
 	TLS TLSSpec `json:"tls,omitempty"`
+
+	// auth turns etcd's own authentication on or off. Off by default, so that a client
+	// certificate from the cluster's CA may do anything; on is recommended wherever more
+	// than one application shares the cluster. See AuthSpec.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Authentication"
+	Auth AuthSpec `json:"auth,omitempty"`
 
 	// etcd holds the etcd settings that matter in production.
 	// +kubebuilder:default={}
@@ -693,6 +702,40 @@ const (
 	TLSModeDisabled TLSMode = "Disabled"
 )
 
+// AuthSpec is etcd's authentication. With it on, etcd knows each client by the common name
+// (CN) of its client certificate and lets it do only what the roles of the etcd user of
+// that name allow; a client whose name is no user may still list the members and ask a
+// member's status, and nothing else. No password is stored anywhere: every user the
+// operator makes has none, and can only be a certificate.
+//
+// Turning it on, the operator makes etcd's user root, and the users named by the client
+// certificate (status.clientSecret) and by the members' own certificate, each with the root
+// role, before it enables authentication: the operator, backups, the members' etcdctl and
+// whoever holds status.clientSecret keep full access. Turning it off disables
+// authentication and keeps the users and roles. Both happen on the running cluster, with no
+// restart; status.auth says what etcd reports, and the cluster is Progressing until it
+// reports what the spec asks. Auth needs TLS (tls.mode other than Disabled) and etcd's own
+// compaction (etcd.autoCompactionRetention not zero), since clients without the root role
+// cannot compact.
+type AuthSpec struct {
+	// enabled turns etcd's authentication on. Off by default.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Enabled bool `json:"enabled,omitempty"`
+}
+
+// AuthStatus is etcd's authentication as etcd reports it.
+type AuthStatus struct {
+	// enabled is true when etcd reported its authentication on.
+	Enabled bool `json:"enabled"`
+	// rootUsers are the etcd users the operator gave the root role, as etcd listed their
+	// roles when it last looked (on each change of spec.auth): the users of the client, the
+	// members' and root, while auth is on.
+	// +optional
+	// +listType=set
+	RootUsers []string `json:"rootUsers,omitempty"`
+}
+
 // TLSSpec selects how an etcd cluster's traffic is secured.
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'Secrets') == has(self.secrets)",message="tls.secrets is required when tls.mode is Secrets, and allowed only then"
@@ -1023,6 +1066,12 @@ type EtcdClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Maintenance"
 	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
+
+	// auth is etcd's authentication as etcd last reported it; absent until the operator
+	// asked.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Authentication"
+	Auth *AuthStatus `json:"auth,omitempty"`
 
 	// raftTiming is the raft timing the operator sets for the members (etcd.timingProfile),
 	// what it measured and why; members run it once updatedMembers equals spec.size.

@@ -10,11 +10,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/artifact"
@@ -197,3 +200,55 @@ func (failingStore) Put(_ context.Context, _ string, r io.Reader) error {
 type errorReader struct{ err error }
 
 func (e errorReader) Read([]byte) (int, error) { return 0, e.err }
+
+// disableAuth turns authentication off where etcd keeps it, leaves the rest of the auth
+// bucket as it was, and leaves data without authentication alone.
+func TestDisableAuth(t *testing.T) {
+	g := NewWithT(t)
+	write := func(withAuth bool) string {
+		dir := t.TempDir()
+		g.Expect(os.MkdirAll(filepath.Join(dir, "member", "snap"), 0o700)).To(Succeed())
+		db, err := bolt.Open(filepath.Join(dir, "member", "snap", "db"), 0o600, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(db.Update(func(tx *bolt.Tx) error {
+			if !withAuth {
+				_, err := tx.CreateBucket([]byte("key"))
+				return err
+			}
+			b, err := tx.CreateBucket(schema.Auth.Name())
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte("authRevision"), []byte{0, 0, 0, 0, 0, 0, 0, 7}); err != nil {
+				return err
+			}
+			return b.Put(schema.AuthEnabledKeyName, []byte{1})
+		})).To(Succeed())
+		g.Expect(db.Close()).To(Succeed())
+		return dir
+	}
+	read := func(dir string) (enabled, revision []byte, hasBucket bool) {
+		db, err := bolt.Open(filepath.Join(dir, "member", "snap", "db"), 0o600, &bolt.Options{ReadOnly: true})
+		g.Expect(err).NotTo(HaveOccurred())
+		defer func() { g.Expect(db.Close()).To(Succeed()) }()
+		g.Expect(db.View(func(tx *bolt.Tx) error {
+			if b := tx.Bucket(schema.Auth.Name()); b != nil {
+				hasBucket = true
+				enabled, revision = slices.Clone(b.Get(schema.AuthEnabledKeyName)), slices.Clone(b.Get([]byte("authRevision")))
+			}
+			return nil
+		})).To(Succeed())
+		return enabled, revision, hasBucket
+	}
+
+	dir := write(true)
+	g.Expect(disableAuth(dir)).To(Succeed())
+	enabled, revision, _ := read(dir)
+	g.Expect(enabled).To(Equal([]byte{0}), "authentication off")
+	g.Expect(revision).To(Equal([]byte{0, 0, 0, 0, 0, 0, 0, 7}), "the rest of the auth bucket kept")
+
+	dir = write(false)
+	g.Expect(disableAuth(dir)).To(Succeed())
+	_, _, hasBucket := read(dir)
+	g.Expect(hasBucket).To(BeFalse(), "no auth bucket made")
+}

@@ -16,7 +16,9 @@ import (
 	"strings"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -51,6 +53,7 @@ type restoreFlags struct {
 	bumpRevision        uint64
 	markCompacted       bool
 	recovery            string
+	disableAuth         bool
 }
 
 func (r *restoreFlags) register(fs *flag.FlagSet) {
@@ -64,6 +67,8 @@ func (r *restoreFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.initialClusterToken, "initial-cluster-token", "", "etcd's --initial-cluster-token of the new cluster.")
 	fs.Uint64Var(&r.bumpRevision, "bump-revision", 0, "Add this to every revision (0: off); needs --mark-compacted.")
 	fs.BoolVar(&r.markCompacted, "mark-compacted", false, "Mark the revisions up to the bumped one compacted; needs --bump-revision.")
+	fs.BoolVar(&r.disableAuth, "disable-auth", false,
+		"Turn etcd's authentication off in the restored data (users and roles stay): for a throwaway member that a client without identity checks.")
 	fs.StringVar(&r.recovery, "recovery", "",
 		"Recover a member that lost its quorum (recovery ID): the data directory it holds is replaced by the snapshot, once; --sha256 may be empty (the snapshot's own trailer is checked).")
 }
@@ -164,12 +169,35 @@ func restore(ctx context.Context, args []string, env *environment) (res Result, 
 	}); err != nil {
 		return Result{}, fmt.Errorf("restoring the snapshot of %s: %w", location, err)
 	}
+	if rf.disableAuth {
+		if err := disableAuth(staged); err != nil {
+			return Result{}, fmt.Errorf("turning authentication off in the restored data: %w", err)
+		}
+	}
 	if err := place(staged, dataDir, rf.recovery); err != nil {
 		return Result{}, err
 	}
 	_ = os.RemoveAll(staging)
 	return Result{SHA256: got.sha256, Size: got.size, SnapshotSize: got.snapshotSize,
 		Compression: string(got.compression), StreamSeconds: got.seconds}, nil
+}
+
+// disableAuth turns etcd's authentication off in the data directory dataDir, where etcd
+// keeps it: the key authEnabled of its auth bucket. Users, roles and the key space stay as
+// they are; data that never had authentication has no such bucket and is left alone.
+func disableAuth(dataDir string) error {
+	db, err := bolt.Open(filepath.Join(dataDir, "member", "snap", "db"), 0o600, &bolt.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(schema.Auth.Name())
+		if b == nil || b.Get(schema.AuthEnabledKeyName) == nil {
+			return nil
+		}
+		return b.Put(schema.AuthEnabledKeyName, []byte{0})
+	})
+	return errors.Join(err, db.Close())
 }
 
 // restoredBefore reports whether an earlier run finished: dataDir holds a member, or, for a

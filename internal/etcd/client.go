@@ -162,6 +162,19 @@ type Client interface {
 	// it again at once if its cause remains.
 	AlarmDisarm(ctx context.Context, memberID uint64, alarm string) error
 
+	// AuthEnabled returns whether etcd's authentication is on (etcd's AuthStatus; with auth
+	// on, etcd 3.6 answers only a client with the root role).
+	AuthEnabled(ctx context.Context) (bool, error)
+
+	// GrantRoot makes each of users, without a password where it does not exist yet, and
+	// gives it the root role (making the role if needed), then returns those of users that
+	// etcd lists holding the role. Each part is harmless when already done.
+	GrantRoot(ctx context.Context, users []string) ([]string, error)
+
+	// SetAuth turns etcd's authentication on or off. etcd refuses to turn it on until the
+	// user root holds the root role.
+	SetAuth(ctx context.Context, enabled bool) error
+
 	// Close releases the connections. The Client must not be used afterwards.
 	Close() error
 }

@@ -338,6 +338,60 @@ func (c *client) AlarmDisarm(ctx context.Context, memberID uint64, alarm string)
 	return nil
 }
 
+func (c *client) AuthEnabled(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	resp, err := c.cli.AuthStatus(ctx)
+	if err != nil {
+		return false, fmt.Errorf("reading etcd's auth status: %w", err)
+	}
+	return resp.Enabled, nil
+}
+
+// rootRole is etcd's all-powerful role (internal/auth.RootRole).
+const rootRole = "root"
+
+func (c *client) GrantRoot(ctx context.Context, users []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	if _, err := c.cli.RoleAdd(ctx, rootRole); err != nil && !errors.Is(err, rpctypes.ErrRoleAlreadyExist) {
+		return nil, fmt.Errorf("adding etcd role %s: %w", rootRole, err)
+	}
+	var rooted []string
+	for _, u := range users {
+		_, err := c.cli.UserAddWithOptions(ctx, u, "", &clientv3.UserAddOptions{NoPassword: true})
+		if err != nil && !errors.Is(err, rpctypes.ErrUserAlreadyExist) {
+			return rooted, fmt.Errorf("adding etcd user %s: %w", u, err)
+		}
+		if _, err := c.cli.UserGrantRole(ctx, u, rootRole); err != nil {
+			return rooted, fmt.Errorf("granting etcd role %s to user %s: %w", rootRole, u, err)
+		}
+		resp, err := c.cli.UserGet(ctx, u)
+		if err != nil {
+			return rooted, fmt.Errorf("reading etcd user %s: %w", u, err)
+		}
+		if slices.Contains(resp.Roles, rootRole) {
+			rooted = append(rooted, u)
+		}
+	}
+	return rooted, nil
+}
+
+func (c *client) SetAuth(ctx context.Context, enabled bool) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	if enabled {
+		if _, err := c.cli.AuthEnable(ctx); err != nil {
+			return fmt.Errorf("enabling etcd's auth: %w", err)
+		}
+		return nil
+	}
+	if _, err := c.cli.AuthDisable(ctx); err != nil {
+		return fmt.Errorf("disabling etcd's auth: %w", err)
+	}
+	return nil
+}
+
 func (c *client) Close() error {
 	return c.cli.Close()
 }

@@ -358,6 +358,16 @@ func validateNames(dnsNames []string, ips []net.IP) error {
 	return nil
 }
 
+// CommonName is the common name of the first certificate of certPEM: the etcd user a client
+// presenting it is, when etcd's authentication is on.
+func CommonName(certPEM []byte) (string, error) {
+	cert, err := parseCertPEM(certPEM)
+	if err != nil {
+		return "", err
+	}
+	return cert.Subject.CommonName, nil
+}
+
 // parseCertPEM parses the first PEM block of pemBytes, which must be a certificate.
 func parseCertPEM(pemBytes []byte) (*x509.Certificate, error) {
 	block, _ := pem.Decode(pemBytes)

@@ -174,7 +174,10 @@ func VerifyJob(b *etcdv1alpha1.EtcdBackup, image, etcdImage string) *batchv1.Job
 	restore.Name = VerifyRestoreContainerName
 	restore.Args = append([]string{"agent", "restore", "--sha256=" + a.SHA256, "--compression=" + string(a.Compression),
 		"--data-dir=" + verifyDataDir, "--name=" + verifyName, "--initial-cluster=" + verifyName + "=" + verifyPeerURL,
-		"--initial-advertise-peer-urls=" + verifyPeerURL, "--initial-cluster-token=" + verifyName}, st.args...)
+		"--initial-advertise-peer-urls=" + verifyPeerURL, "--initial-cluster-token=" + verifyName,
+		// The check asks the throwaway member without an identity: a backup of a cluster with
+		// etcd's authentication on is checked with it off (only in the throwaway copy).
+		"--disable-auth"}, st.args...)
 	restore.Env = append(restore.Env, st.env...)
 	restore.VolumeMounts = append(restore.VolumeMounts, st.mounts...)
 	member := corev1.Container{

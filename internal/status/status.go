@@ -89,6 +89,9 @@ type Input struct {
 	// not decide, status.recovery stays.
 	RecoveryDecided bool
 	Recovery        *etcdv1alpha1.RecoveryStatus
+	// Auth is etcd's authentication as the auth step left it; nil when the step did not
+	// look, and status.auth stays.
+	Auth *etcdv1alpha1.AuthStatus
 }
 
 // Compute returns the status the cluster should have after this reconcile. Existing
@@ -102,7 +105,10 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	c := in.Cluster
 	names := cluster.For(c)
 	out := *c.Status.DeepCopy()
-	if in.Err == nil && in.Seen && in.Observed.SpecInForce() {
+	if in.Auth != nil {
+		out.Auth = in.Auth.DeepCopy()
+	}
+	if in.Err == nil && in.Seen && in.Observed.SpecInForce() && authInForce(c, out.Auth) {
 		out.ObservedGeneration = c.Generation
 	}
 	out.Selector = labels.SelectorFromSet(names.SelectorLabels()).String()
@@ -152,7 +158,7 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	out.ReadyMembers = int32(readyVoters(in.Observed.Members))
 
 	available := availableCondition(in, voters, healthy)
-	progressing := rotatingCA(stillRollingOut(progressingCondition(in.Action), c.Status.Conditions, in.Observed), out.CARotation)
+	progressing := configuringAuth(rotatingCA(stillRollingOut(progressingCondition(in.Action), c.Status.Conditions, in.Observed), out.CARotation), c, out.Auth)
 	degraded := suspectedLoss(in, available, out.Conditions, degradedCondition(in, out))
 	set(available)
 	set(progressing)
@@ -411,6 +417,27 @@ func progressingCondition(a membership.Action) metav1.Condition {
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
 		Reason: a.Reason, Message: a.Message}
+}
+
+// authInForce says whether etcd's authentication, as last seen (nil: never looked), is what
+// spec.auth asks. A cluster that never had auth asked for is taken at its word: the operator
+// looks only once auth was asked for (internal/auth.Look).
+func authInForce(c *etcdv1alpha1.EtcdCluster, seen *etcdv1alpha1.AuthStatus) bool {
+	return c.Spec.Auth.Enabled == (seen != nil && seen.Enabled)
+}
+
+// configuringAuth makes Progressing True while etcd's authentication is not what spec.auth
+// asks and no other change is under way.
+func configuringAuth(p metav1.Condition, c *etcdv1alpha1.EtcdCluster, seen *etcdv1alpha1.AuthStatus) metav1.Condition {
+	if p.Status == metav1.ConditionTrue || authInForce(c, seen) {
+		return p
+	}
+	msg := "turning etcd's authentication off"
+	if c.Spec.Auth.Enabled {
+		msg = "turning etcd's authentication on, once every member is healthy and runs the spec"
+	}
+	return metav1.Condition{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
+		Reason: etcdv1alpha1.ReasonConfiguringAuth, Message: msg}
 }
 
 // caPhases say what each phase of a CA rotation means.

@@ -903,3 +903,47 @@ func TestAMemberThatCannotBePlacedSaysWhy(t *testing.T) {
 	g.Expect(cond(g, compute(in(time.Hour, true)), etcdv1alpha1.ConditionDegraded).Status).
 		To(Equal(metav1.ConditionFalse), "a pod being deleted is not waited on")
 }
+
+// spec.auth is in force only once etcd reported it: until then the cluster is Progressing
+// (ConfiguringAuth) and observedGeneration waits; status.auth is what the auth step saw,
+// kept by a pass that did not look; turning it on and off are events.
+func TestAuthIsInForceOnlyOnceEtcdReportsIt(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(3)
+	c.Spec.Auth.Enabled = true
+	c.Status.ObservedGeneration = 2
+	steady := membership.Action{Kind: membership.None, Reason: etcdv1alpha1.ReasonAsExpected, Message: "ok"}
+	observed := membership.Observed{Members: members(true, true, true)}
+
+	waiting := compute(status.Input{Cluster: c, Seen: true, Observed: observed, Action: steady})
+	g.Expect(waiting.Auth).To(BeNil())
+	p := cond(g, waiting, etcdv1alpha1.ConditionProgressing)
+	g.Expect(p.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(p.Reason).To(Equal(etcdv1alpha1.ReasonConfiguringAuth))
+	g.Expect(p.Message).To(HavePrefix("turning etcd's authentication on"))
+	g.Expect(waiting.ObservedGeneration).To(Equal(int64(2)), "auth is not in force yet")
+	g.Expect(cond(g, waiting, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+
+	on := &etcdv1alpha1.AuthStatus{Enabled: true, RootUsers: []string{"e-member", "etcdpilot", "root"}}
+	c.Status = waiting
+	done := compute(status.Input{Cluster: c, Seen: true, Observed: observed, Action: steady, Auth: on})
+	g.Expect(done.Auth).To(Equal(on))
+	g.Expect(done.ObservedGeneration).To(Equal(int64(3)))
+	g.Expect(cond(g, done, etcdv1alpha1.ConditionProgressing).Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(cond(g, done, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(status.Transitions(waiting, done)).To(ContainElement(status.Event{Type: "Normal", Reason: "AuthEnabled",
+		Action: "ConfigureAuth", Message: "etcd's authentication is on; users with the root role: e-member, etcdpilot, root"}))
+
+	c.Status = done
+	kept := compute(status.Input{Cluster: c, Seen: true, Observed: observed, Action: steady})
+	g.Expect(kept.Auth).To(Equal(on), "not looked at this pass: kept")
+
+	c.Spec.Auth.Enabled, c.Generation = false, 4
+	turningOff := compute(status.Input{Cluster: c, Seen: true, Observed: observed, Action: steady})
+	g.Expect(meta.FindStatusCondition(turningOff.Conditions, etcdv1alpha1.ConditionProgressing).Message).To(Equal("turning etcd's authentication off"))
+	g.Expect(turningOff.ObservedGeneration).To(Equal(int64(3)))
+	c.Status = turningOff
+	off := compute(status.Input{Cluster: c, Seen: true, Observed: observed, Action: steady, Auth: &etcdv1alpha1.AuthStatus{}})
+	g.Expect(off.ObservedGeneration).To(Equal(int64(4)))
+	g.Expect(status.Transitions(turningOff, off)).To(ContainElement(HaveField("Reason", "AuthDisabled")))
+}

@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,6 +40,7 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	out = append(out, autopilotTransitions(old, updated)...)
 	out = append(out, consistencyTransitions(old, updated)...)
 	out = append(out, recoveryTransitions(old.Recovery, updated.Recovery)...)
+	out = append(out, authTransitions(old.Auth, updated.Auth)...)
 	wasHealthy := map[string]bool{}
 	for _, m := range old.Members {
 		wasHealthy[m.Name] = m.Healthy
@@ -52,6 +54,19 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 		}
 	}
 	return out
+}
+
+// authTransitions: etcd's authentication seen turned on or off.
+func authTransitions(old, updated *etcdv1alpha1.AuthStatus) []Event {
+	was, is := old != nil && old.Enabled, updated != nil && updated.Enabled
+	switch {
+	case is && !was:
+		return []Event{{corev1.EventTypeNormal, "AuthEnabled", "ConfigureAuth",
+			fmt.Sprintf("etcd's authentication is on; users with the root role: %s", strings.Join(updated.RootUsers, ", "))}}
+	case was && !is && updated != nil:
+		return []Event{{corev1.EventTypeNormal, "AuthDisabled", "ConfigureAuth", "etcd's authentication is off"}}
+	}
+	return nil
 }
 
 // DefragmentedLeaderNote ends the MemberDefragmented event of a member that was the raft

@@ -260,24 +260,30 @@ func DescribeRestarts(members []string, to string, samples []VersionSample) stri
 	slices.SortStableFunc(rs, func(a, b restart) int { return min(a.down, a.back) - min(b.down, b.back) })
 	parts := []string{fmt.Sprintf("%d samples over %s", len(samples), at(samples[len(samples)-1]))}
 	for _, r := range rs {
-		var part string
-		switch {
-		case r.down < never:
-			part = fmt.Sprintf("%s silent from %s", r.member, at(samples[r.down]))
-		case r.back < never:
-			part = fmt.Sprintf("%s never seen silent", r.member)
-		default:
-			part = fmt.Sprintf("%s never seen silent nor answering %s", r.member, to)
-		}
-		if r.back < never {
-			part += fmt.Sprintf(", answering %s from %s", to, at(samples[r.back]))
-		}
-		parts = append(parts, part)
+		parts = append(parts, describeRestart(r.member, to, r.down, r.back, never, samples, at))
 	}
 	if slow, longest := slowAnswers(samples); slow > 0 {
 		parts = append(parts, fmt.Sprintf("%d answers slower than the samples' bound, each on the connection that had answered before, the slowest in %.1f s", slow, longest.Seconds()))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// describeRestart is DescribeRestarts' part for one member, silent first at sample down and
+// answering to from sample back (never when not seen).
+func describeRestart(member, to string, down, back, never int, samples []VersionSample, at func(VersionSample) string) string {
+	var part string
+	switch {
+	case down < never:
+		part = fmt.Sprintf("%s silent from %s", member, at(samples[down]))
+	case back < never:
+		part = fmt.Sprintf("%s never seen silent", member)
+	default:
+		part = fmt.Sprintf("%s never seen silent nor answering %s", member, to)
+	}
+	if back < never {
+		part += fmt.Sprintf(", answering %s from %s", to, at(samples[back]))
+	}
+	return part
 }
 
 // slowAnswers counts the answers of samples that came after the sample's bound (Slow), and

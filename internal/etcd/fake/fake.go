@@ -48,6 +48,9 @@ const (
 	Compact            Method = "Compact"
 	HashKV             Method = "HashKV"
 	AlarmDisarm        Method = "AlarmDisarm"
+	AuthEnabled        Method = "AuthEnabled"
+	GrantRoot          Method = "GrantRoot"
+	SetAuth            Method = "SetAuth"
 	Close              Method = "Close"
 )
 
@@ -72,6 +75,9 @@ type Client struct {
 	calls       []string
 	compacted   int64
 	hashes      map[string]uint32
+	// authOn is etcd's authentication; roles holds each user's roles.
+	authOn bool
+	roles  map[string][]string
 }
 
 var _ etcd.Client = (*Client)(nil)
@@ -87,6 +93,7 @@ func New(members ...etcd.Member) *Client {
 		kv:          map[string]string{},
 		errs:        map[Method]error{},
 		hashes:      map[string]uint32{},
+		roles:       map[string][]string{},
 	}
 	for _, m := range members {
 		f.members = append(f.members, cloneMember(m))
@@ -506,6 +513,63 @@ func (f *Client) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.record(Close, "")
+}
+
+// AuthEnabled records "AuthEnabled".
+func (f *Client) AuthEnabled(context.Context) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(AuthEnabled, ""); err != nil {
+		return false, err
+	}
+	return f.authOn, nil
+}
+
+// GrantRoot records "GrantRoot" followed by the users joined by ",".
+func (f *Client) GrantRoot(_ context.Context, users []string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(GrantRoot, strings.Join(users, ",")); err != nil {
+		return nil, err
+	}
+	for _, u := range users {
+		if !slices.Contains(f.roles[u], "root") {
+			f.roles[u] = append(f.roles[u], "root")
+		}
+	}
+	return slices.Clone(users), nil
+}
+
+// SetAuth records "SetAuth on" or "SetAuth off". Like etcd, it refuses to turn
+// authentication on before the user root holds the root role.
+func (f *Client) SetAuth(_ context.Context, enabled bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	arg := "off"
+	if enabled {
+		arg = "on"
+	}
+	if err := f.record(SetAuth, arg); err != nil {
+		return err
+	}
+	if enabled {
+		roles, ok := f.roles["root"]
+		switch {
+		case !ok:
+			return rpctypes.ErrRootUserNotExist
+		case !slices.Contains(roles, "root"):
+			return rpctypes.ErrRootRoleNotExist
+		}
+	}
+	f.authOn = enabled
+	return nil
+}
+
+// Roles returns the roles of user, without recording a call.
+func (f *Client) Roles(user string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.roles[user])
 }
 
 // record appends a call to the log and returns the error injected for method, if any.
