@@ -26,7 +26,7 @@ import (
 // it on and off, and the operator's own work (membership, backups and their verification,
 // the members' etcdctl) going on with it on.
 var _ = Describe("etcd authentication", func() {
-	It("on: the client Secret's certificate and the operator keep full access, another certificate of the cluster's CA only what etcd grants everyone; membership changes, a verified backup and the members' etcdctl work; off again: that certificate writes", longestSpec(120), func(ctx SpecContext) {
+	It("on: the client Secret's certificate and the operator keep full access, another certificate of the cluster's CA only what etcd grants everyone; membership changes, a verified backup and the members' etcdctl work; off again: that certificate writes", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-auth-")
 		c := newCluster(ns, "auth", 1)
 		c.Spec.Auth.Enabled = true
