@@ -119,13 +119,15 @@ var _ = Describe("autopilot", longestSpec(80), func() {
 	// handshakes alone kept it high enough that the raised timing never came down.
 	It("raises the raft timing when latency is added between the members, and lowers it once the latency is gone", Serial, func(ctx SpecContext) {
 		Expect(os.Getenv("NFDELAY")).NotTo(BeEmpty(), "NFDELAY names the nfdelay binary (make test-e2e builds it)")
-		ns := newTestNamespace(ctx, "e2e-timing-")
-		c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "rtt", Namespace: ns},
-			Spec: etcdv1alpha1.EtcdClusterSpec{Size: 3, DeletionPolicy: etcdv1alpha1.DeletionPolicyDelete,
-				Etcd: etcdv1alpha1.EtcdOptions{TimingProfile: etcdv1alpha1.TimingAuto,
-					AutoTimingWindow: &metav1.Duration{Duration: time.Minute}}}}
-		Expect(k8sClient.Create(ctx, c)).To(Succeed())
-		waitReady(ctx, c)
+		// An early cluster (early_test.go), with etcd's default timing, Auto from here on:
+		// what the first window measures is measured now, with nothing running beside it.
+		ns, c := earlyCluster(ctx, "timing")
+		c = waitReady(ctx, c)
+		auto := c.DeepCopy()
+		auto.Spec.Etcd.TimingProfile = etcdv1alpha1.TimingAuto
+		auto.Spec.Etcd.AutoTimingWindow = &metav1.Duration{Duration: time.Minute}
+		Expect(k8sClient.Patch(ctx, auto, client.MergeFrom(c))).To(Succeed())
+		waitReady(ctx, auto)
 		timing := func() etcdv1alpha1.RaftTimingStatus {
 			st := get(ctx, ns, "rtt", &etcdv1alpha1.EtcdCluster{}).Status.RaftTiming
 			if st == nil {

@@ -61,12 +61,14 @@ var _ = Describe("chaos", Label("chaos"), Serial, func() {
 		plan := chaos.Plan(seed, profile)
 		GinkgoWriter.Printf("chaos: profile %s, seed %d (CHAOS_SEED=%d replays it), %d faults\n", profile.Name, seed, seed, len(plan))
 
-		ns := newTestNamespace(ctx, "e2e-chaos-")
-		var version []string
+		var ns string
+		var c *etcdv1alpha1.EtcdCluster
 		if profile.Name == "long" {
-			version = []string{upgradePath[0]}
+			ns = newTestNamespace(ctx, "e2e-chaos-")
+			c = createCluster(ctx, ns, "chaos", 3, upgradePath[0])
+		} else {
+			ns, c = earlyCluster(ctx, "chaos") // early_test.go
 		}
-		c := createCluster(ctx, ns, "chaos", 3, version...)
 		c = waitReady(ctx, c)
 		run := &chaosRun{ns: ns, name: c.Name, rec: chaos.NewRecorder(), start: time.Now()}
 		run.client = serviceClient(ctx, ns, c.Name)

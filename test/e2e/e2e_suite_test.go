@@ -74,6 +74,24 @@ func longestSpec(seconds int) SpecPriority { return SpecPriority(seconds) }
 // operator through OLM and nothing is deployed for them.
 func olmRun() bool { return os.Getenv("E2E_INSTALL") == "olm" }
 
+// connect returns the kubeconfig's REST configuration and clients of the cluster, with the
+// project's and OLM's types.
+func connect() (*rest.Config, *kubernetes.Clientset, client.Client) {
+	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
+	Expect(err).NotTo(HaveOccurred(), "loading the kubeconfig (KUBECONFIG=%q)", os.Getenv("KUBECONFIG"))
+	cs, err := kubernetes.NewForConfig(config)
+	Expect(err).NotTo(HaveOccurred())
+	scheme := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(etcdv1alpha1.AddToScheme(scheme)).To(Succeed())
+	Expect(operatorsv1alpha1.AddToScheme(scheme)).To(Succeed())
+	Expect(operatorsv1.AddToScheme(scheme)).To(Succeed())
+	c, err := client.New(config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return config, cs, c
+}
+
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "etcdpilot e2e")
@@ -95,7 +113,8 @@ func run(name string, args ...string) {
 }
 
 // The operator is deployed once, by the first parallel process, and removed after all
-// processes are done; every spec shares it.
+// processes are done; every spec shares it. The first process also makes the early clusters
+// (early_test.go).
 var _ = SynchronizedBeforeSuite(func() []byte {
 	if olmRun() {
 		return nil
@@ -103,20 +122,14 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	By("deploying the operator with make deploy, crash-test hooks on, CA rotation phases of 15 s")
 	run("make", "deploy", "DEPLOY_TEST_FAILPOINTS=true", "DEPLOY_CA_ROTATION_MIN_PHASE=15s",
 		fmt.Sprintf("DEPLOY_PPROF_BIND_ADDRESS=:%d", operatorPprofPort))
-	return nil
-}, func(_ []byte) {
-	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
-	Expect(err).NotTo(HaveOccurred(), "loading the kubeconfig (KUBECONFIG=%q)", os.Getenv("KUBECONFIG"))
-	clientset, err = kubernetes.NewForConfig(config)
-	Expect(err).NotTo(HaveOccurred())
-	scheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(etcdv1alpha1.AddToScheme(scheme)).To(Succeed())
-	Expect(operatorsv1alpha1.AddToScheme(scheme)).To(Succeed())
-	Expect(operatorsv1.AddToScheme(scheme)).To(Succeed())
-	k8sClient, err = client.New(config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	By("making the early clusters of the Serial specs (early_test.go)")
+	_, cs, c := connect()
+	return makeEarlyClusters(context.Background(), c, cs.CoreV1().Namespaces())
+}, func(early []byte) {
+	readEarlyClusters(early)
+	var config *rest.Config
+	var err error
+	config, clientset, k8sClient = connect()
 	fw, err = framework.NewEnv(config, "", framework.LoggerFunc(func(format string, args ...any) { GinkgoWriter.Printf(format+"\n", args...) }))
 	Expect(err).NotTo(HaveOccurred())
 	fw.PodNetwork, fw.Poll = podNetwork, time.Second
@@ -141,6 +154,7 @@ var _ = SynchronizedAfterSuite(func() {}, func() {
 	if olmRun() || os.Getenv("E2E_KEEP_OPERATOR") == "true" {
 		return
 	}
+	removeEarlyClusters()
 	By("removing the operator with make undeploy")
 	run("make", "undeploy")
 })

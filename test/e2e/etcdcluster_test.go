@@ -586,15 +586,21 @@ func newTestNamespace(ctx context.Context, prefix string) string {
 		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Labels: restrictedNamespace},
 	}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
+	cleanUpNamespace(ns.Name)
+	return ns.Name
+}
+
+// cleanUpNamespace has namespace ns searched for shown secrets and removed when the spec
+// ends.
+func cleanUpNamespace(ns string) {
 	DeferCleanup(func(ctx SpecContext) {
 		// Delete the clusters first, so their finalizer runs while the operator is there.
-		_ = k8sClient.DeleteAllOf(ctx, &etcdv1alpha1.EtcdCluster{}, client.InNamespace(ns.Name))
-		_ = clientset.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
+		_ = k8sClient.DeleteAllOf(ctx, &etcdv1alpha1.EtcdCluster{}, client.InNamespace(ns))
+		_ = clientset.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	})
 	// Cleanups run last registered first: the search sees the namespace as the spec left it,
 	// and the deletion above runs even when the search fails.
-	DeferCleanup(expectNoSecretsShown, ns.Name)
-	return ns.Name
+	DeferCleanup(expectNoSecretsShown, ns)
 }
 
 // restrictedNamespace are the labels of every namespace the suite runs the project's pods

@@ -24,8 +24,9 @@ import (
 // that node still down, a second, which takes a majority of the members with it: a quorum
 // loss, recovered from the member of the one node left. One cluster for both, since each
 // stage costs the Serial tail of the suite minutes of waiting for Kubernetes' and the
-// operator's bounds. Serial: every pod on a stopped node stops with it.
-var _ = Describe("node loss", Serial, func() {
+// operator's bounds. Serial: every pod on a stopped node stops with it; last of the Serial
+// specs (the lowest priority), so that no early cluster (early_test.go) is left to stop with it.
+var _ = Describe("node loss", Serial, SpecPriority(-1), func() {
 	It("replaces the member of a stopped node once the node is NotReady for spec.replaceMemberOnLostNodeAfter; with a second node stopped, recovers the lost quorum from the node left after approval; the nodes coming back bring no old member back", func(ctx SpecContext) {
 		nodeCtl := requireNodeCtl()
 		ns := newTestNamespace(ctx, "e2e-nodeloss-")
