@@ -135,9 +135,19 @@ func memberClient(ctx context.Context, c client.Client, ns, name string) (etcd.C
 // cluster's bridge, never another address) with the client certificate certPEM/keyPEM,
 // checking each member's certificate against caPEM and serverName.
 func podsClient(ctx context.Context, c client.Client, ns, name string, caPEM, certPEM, keyPEM []byte, serverName string) (etcd.Client, error) {
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	cfg, endpoints, err := podsTLS(ctx, c, ns, name, caPEM, certPEM, keyPEM, serverName)
 	if err != nil {
 		return nil, err
+	}
+	return etcd.New(etcd.Config{Endpoints: endpoints, TLS: cfg, DialTimeout: 2 * time.Second})
+}
+
+// podsTLS is what podsClient connects with: the TLS configuration and the members' client
+// endpoints.
+func podsTLS(ctx context.Context, c client.Client, ns, name string, caPEM, certPEM, keyPEM []byte, serverName string) (*tls.Config, []string, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, nil, err
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
@@ -152,7 +162,7 @@ func podsClient(ctx context.Context, c client.Client, ns, name string, caPEM, ce
 		}}
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"etcd.etcdpilot.io/cluster": name}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var endpoints []string
 	for _, p := range pods.Items {
@@ -161,7 +171,7 @@ func podsClient(ctx context.Context, c client.Client, ns, name string, caPEM, ce
 		}
 	}
 	if len(endpoints) == 0 {
-		return nil, fmt.Errorf("no pod of %s/%s has an address on the local cluster's pod network", ns, name)
+		return nil, nil, fmt.Errorf("no pod of %s/%s has an address on the local cluster's pod network", ns, name)
 	}
-	return etcd.New(etcd.Config{Endpoints: endpoints, TLS: cfg, DialTimeout: 2 * time.Second})
+	return cfg, endpoints, nil
 }
