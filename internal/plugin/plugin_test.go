@@ -96,6 +96,8 @@ func TestStatusOf(t *testing.T) {
 	g.Expect(s.AutoPilot).To(ContainElement(Feature{Name: "consistency check", Setting: "Replace", State: "Consistent 4m ago"}))
 	g.Expect(s.AutoPilot).To(ContainElement(Feature{Name: "storage autoscaling", Setting: "Disabled"}))
 
+	g.Expect(s.Auth).To(Equal(Auth{}), "never asked for")
+
 	c.Status.Conditions[1].Status = metav1.ConditionFalse
 	g.Expect(StatusOf(c, nil, nil, now).Doing).To(BeEmpty(), "nothing progresses or is degraded")
 	g.Expect(StatusOf(c, nil, nil, now).LastBackup).To(BeNil())
@@ -118,6 +120,30 @@ func TestRenderStatusFitsEightyColumns(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`consistency check\s+Replace\s+Consistent 4m ago`))
 	g.Expect(out).To(MatchRegexp(`member replacement\s+10m, node lost 3m\s`))
 	g.Expect(out).To(MatchRegexp(`quorum-loss recovery\s+Manual`))
+	g.Expect(out).To(ContainSubstring("Auth: off\n"))
+}
+
+// Auth says what the spec asks and what etcd reported, in each combination.
+func TestAuthLine(t *testing.T) {
+	g := NewWithT(t)
+	on, off := true, false
+	for _, tc := range []struct {
+		auth Auth
+		line string
+	}{
+		{Auth{}, "off"},
+		{Auth{Wanted: true}, "asked for, etcd not asked yet"},
+		{Auth{Wanted: true, Enabled: &off}, "off, turning on"},
+		{Auth{Wanted: true, Enabled: &on, RootUsers: []string{"main-member", "etcdpilot", "root"}}, "on; root role: main-member, etcdpilot, root"},
+		{Auth{Enabled: &on}, "on, turning off"},
+		{Auth{Enabled: &off}, "off"},
+	} {
+		g.Expect(authLine(tc.auth)).To(Equal(tc.line), "%+v", tc.auth)
+	}
+	c := mainCluster()
+	c.Spec.Auth.Enabled = true
+	c.Status.Auth = &etcdv1alpha1.AuthStatus{Enabled: true, RootUsers: []string{"root"}}
+	g.Expect(StatusOf(c, nil, nil, now).Auth).To(Equal(Auth{Wanted: true, Enabled: &on, RootUsers: []string{"root"}}))
 }
 
 func TestCertificatesOf(t *testing.T) {

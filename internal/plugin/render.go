@@ -32,6 +32,7 @@ func RenderStatus(w io.Writer, s Status) error {
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "Now: %s\n", wrap(orNothing(s.Doing), 75, "     "))
 	fmt.Fprintf(&b, "Last backup: %s\n", backupLine(s.LastBackup))
+	fmt.Fprintf(&b, "Auth: %s\n", wrap(authLine(s.Auth), 75, "      "))
 	b.WriteString("Auto Pilot:\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, f := range s.AutoPilot {
@@ -40,6 +41,23 @@ func RenderStatus(w io.Writer, s Status) error {
 	_ = tw.Flush()
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// authLine describes etcd's authentication in one line.
+func authLine(a Auth) string {
+	switch {
+	case a.Enabled == nil && !a.Wanted:
+		return "off"
+	case a.Enabled == nil:
+		return "asked for, etcd not asked yet"
+	case *a.Enabled && a.Wanted:
+		return "on; root role: " + strings.Join(a.RootUsers, ", ")
+	case *a.Enabled:
+		return "on, turning off"
+	case a.Wanted:
+		return "off, turning on"
+	}
+	return "off"
 }
 
 // orNothing is what the operator is doing, or that it has nothing to do.

@@ -30,6 +30,16 @@ type Status struct {
 	Doing      string      `json:"doing,omitempty"`
 	LastBackup *LastBackup `json:"lastBackup,omitempty"`
 	AutoPilot  []Feature   `json:"autoPilot"`
+	Auth       Auth        `json:"auth"`
+}
+
+// Auth is etcd's authentication: what spec.auth asks, and what etcd last reported
+// (status.auth).
+type Auth struct {
+	Wanted bool `json:"wanted"`
+	// Enabled is nil until the operator asked etcd.
+	Enabled   *bool    `json:"enabled,omitempty"`
+	RootUsers []string `json:"rootUsers,omitempty"`
 }
 
 // Condition is one condition of the cluster.
@@ -111,6 +121,10 @@ func StatusOf(c *etcdv1alpha1.EtcdCluster, pods []corev1.Pod, backups []etcdv1al
 	s.Doing = doing(c)
 	s.LastBackup = lastBackup(c, backups, now)
 	s.AutoPilot = autoPilot(c, now)
+	s.Auth = Auth{Wanted: c.Spec.Auth.Enabled}
+	if a := c.Status.Auth; a != nil {
+		s.Auth.Enabled, s.Auth.RootUsers = &a.Enabled, a.RootUsers
+	}
 	return s
 }
 

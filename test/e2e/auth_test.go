@@ -76,6 +76,7 @@ var _ = Describe("etcd authentication", func() {
 		v := meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionVerified)
 		Expect(v.Status).To(Equal(metav1.ConditionTrue), "%s: %s", v.Reason, v.Message)
 		Expect(kubectlEtcdpilot(ctx, "etcdctl", "auth", "-n", ns, "--", "user", "list")).To(ContainSubstring("etcdpilot"))
+		Expect(kubectlEtcdpilot(ctx, "status", "auth", "-n", ns)).To(ContainSubstring("Auth: on; root role: auth-member, etcdpilot, root\n"))
 
 		By("auth off: the stranger writes")
 		got = get(ctx, ns, "auth", &etcdv1alpha1.EtcdCluster{})
