@@ -19,6 +19,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/consistency"
 	"github.com/etcdpilot/etcdpilot/internal/pki"
 )
 
@@ -26,10 +27,13 @@ import (
 // it on and off, and the operator's own work (membership, backups and their verification,
 // the members' etcdctl) going on with it on.
 var _ = Describe("etcd authentication", func() {
-	It("on: the client Secret's certificate and the operator keep full access, another certificate of the cluster's CA only what etcd grants everyone; membership changes, a verified backup and the members' etcdctl work; off again: that certificate writes", func(ctx SpecContext) {
+	It("on: the client Secret's certificate and the operator keep full access, another certificate of the cluster's CA only what etcd grants everyone; membership changes, a verified backup, the consistency check and the members' etcdctl work; off again: that certificate writes", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-auth-")
 		c := newCluster(ns, "auth", 1)
 		c.Spec.Auth.Enabled = true
+		// The shortest interval: the members' hashes (HashKV, root only) are compared under
+		// auth within the spec.
+		c.Spec.ConsistencyCheck.Interval = &metav1.Duration{Duration: time.Minute}
 		Expect(k8sClient.Create(ctx, c)).To(Succeed())
 		got := waitReady(ctx, c)
 		names := cluster.For(got)
@@ -77,6 +81,13 @@ var _ = Describe("etcd authentication", func() {
 		Expect(v.Status).To(Equal(metav1.ConditionTrue), "%s: %s", v.Reason, v.Message)
 		Expect(kubectlEtcdpilot(ctx, "etcdctl", "auth", "-n", ns, "--", "user", "list")).To(ContainSubstring("etcdpilot"))
 		Expect(kubectlEtcdpilot(ctx, "status", "auth", "-n", ns)).To(ContainSubstring("Auth: on; root role: auth-member, etcdpilot, root\n"))
+
+		By("the members' hashes compared under auth")
+		Eventually(func(g Gomega) {
+			cs := get(ctx, ns, "auth", &etcdv1alpha1.EtcdCluster{}).Status.Consistency
+			g.Expect(cs).NotTo(BeNil())
+			g.Expect(cs.Result).To(Equal(string(consistency.Consistent)), cs.Message)
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		By("auth off: the stranger writes")
 		got = get(ctx, ns, "auth", &etcdv1alpha1.EtcdCluster{})
