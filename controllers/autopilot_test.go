@@ -215,9 +215,10 @@ func TestAutoTimingWritesNothingAtSteadyState(t *testing.T) {
 		now := get(g, ns, "steady", &etcdv1alpha1.EtcdCluster{})
 		g.Expect(now.ResourceVersion).To(Equal(got.ResourceVersion), "written at steady state: status.raftTiming %+v, was %+v",
 			now.Status.RaftTiming, got.Status.RaftTiming)
-	}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
-	// Two reads or more of each member: the passes went on reading throughout.
-	g.Expect(roundTrips.readsOf(ns) - reads).To(BeNumerically(">=", 6))
+	}).WithTimeout(20 * time.Second).WithPolling(time.Second).Should(Succeed())
+	// A read of each member at least (a pass reads all three, one every 10 s): the passes
+	// read the higher bucket meanwhile, and wrote nothing.
+	g.Expect(roundTrips.readsOf(ns) - reads).To(BeNumerically(">=", 3))
 }
 
 // Storage autoscaling: a database past 75 % of the quota gets a larger quota, rolled out

@@ -74,10 +74,13 @@ log() { echo "scrape-etcd $version: $*" >&2; }
 # that this script has not handed out yet. (It must not run in a subshell, $(...): the
 # ports handed out are remembered in this shell, so that no two members get the same one.)
 taken=" "
+# PORT_LOW and PORT_SPAN bound the ports: scripts that run at once (make test-monitoring runs
+# one per etcd minor) get ranges of their own, so that no two pick a port at the same time.
+port_low=${PORT_LOW:-20000} port_span=${PORT_SPAN:-12000}
 free_port() {
   local p
   for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 12000))
+    p=$((port_low + RANDOM % port_span))
     case $taken in *" $p "*) continue ;; esac
     if ! ss -Htln "sport = :$p" | grep -q .; then
       taken="$taken$p "
