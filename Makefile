@@ -264,7 +264,7 @@ bench-scale: envtest-assets $(CERT_MANAGER_CRDS)/cert-manager.io_certificates.ya
 	CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" PROMETHEUS_OPERATOR_CRDS="$(PROMETHEUS_OPERATOR_CRDS)" KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test -run '^Test' -bench Scale -benchtime=1x -timeout 60m ./test/scale
 
 .PHONY: bench-cluster
-bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up deploy ## Run the benchmarks on the local cluster (bootstrap, scale 3->5, member replacement next to a learner joined by hand, the operator's memory next to 10,000 unrelated objects, a 3-member upgrade, a 3-member rollout of a changed etcd option, a 512 MiB backup to S3, a node lost with a member, each next to a floor).
+bench-cluster: $(KUSTOMIZE) $(KUBECTL) cluster-ensure images s3-up deploy ## Run the benchmarks on the local cluster (bootstrap, scale 3->5, member replacement next to a learner joined by hand, the operator's memory next to 10,000 unrelated objects, a 3-member upgrade, a 3-member rollout of a changed etcd option, a 512 MiB backup to S3, a node lost with a member, writes with etcd's authentication on, each next to a floor).
 	$(S3_TEST_ENV_BENCH) KUBECTL=$(KUBECTL) NODE_CTL='$(E2E_NODE_CTL)' go test -run '^$$' -bench . -benchtime=1x -timeout 40m ./test/bench
 
 .PHONY: verify
