@@ -81,12 +81,18 @@ func Plan(want bool, admins []string, o Observed) Action {
 
 // missing says whether some of want is not in have.
 func missing(want, have []string) bool {
+	return len(Lacking(want, have)) > 0
+}
+
+// Lacking are the users of want that are not in have, in want's order.
+func Lacking(want, have []string) []string {
+	var out []string
 	for _, w := range want {
 		if !slices.Contains(have, w) {
-			return true
+			out = append(out, w)
 		}
 	}
-	return false
+	return out
 }
 
 // Look says whether the operator asks etcd about its authentication in a pass: when auth is

@@ -50,3 +50,9 @@ func TestLook(t *testing.T) {
 	g.Expect(auth.Look(false, nil, true)).To(BeTrue(), "restored: the backup may carry auth")
 	g.Expect(auth.Look(false, &auth.Observed{}, true)).To(BeFalse(), "restored and seen off")
 }
+
+func TestLacking(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(auth.Lacking([]string{"a", "b", "root"}, []string{"root", "a"})).To(Equal([]string{"b"}))
+	g.Expect(auth.Lacking([]string{"a"}, []string{"a"})).To(BeEmpty())
+}
