@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,35 +22,45 @@ import (
 // cluster of the default spec are made by the first process as the suite starts, so that they
 // bootstrap while the parallel specs run, and the Serial spec finds its cluster Ready. What
 // the spec checks starts with the spec: what it changes, it changes then (the raft timing
-// spec turns timingProfile Auto on as it starts). A run with a focus or a filter makes
-// none: each spec then makes its own, as it does when it finds none.
+// spec turns timingProfile Auto on as it starts). A run with a focus or a skip makes none,
+// and one with a label filter only those of the specs it admits; the chaos spec's long
+// profile (CHAOS_PROFILE=long) starts from an older release and takes none. Each other spec
+// makes its own, as it does when it finds none.
 //
 // The node-loss spec makes its own cluster: it needs one member on each node, and a spec
 // of the parallel part may cordon a node while an early cluster schedules. It runs last of
 // the Serial specs (its priority), so that no early cluster is left when it stops nodes.
 
-// earlySpecs are the early clusters, by key: what each is made as.
+// earlySpecs are the early clusters, by key: what each is made as, and the labels of the
+// spec that takes it (a run's label filter must admit them).
 var earlySpecs = map[string]struct {
 	prefix string
+	labels []string
 	spec   func(ns string) *etcdv1alpha1.EtcdCluster
 }{
-	"timing": {"e2e-timing-", func(ns string) *etcdv1alpha1.EtcdCluster { return newCluster(ns, "rtt", 3) }},
-	"chaos":  {"e2e-chaos-", func(ns string) *etcdv1alpha1.EtcdCluster { return newCluster(ns, "chaos", 3) }},
+	"timing": {"e2e-timing-", nil, func(ns string) *etcdv1alpha1.EtcdCluster { return newCluster(ns, "rtt", 3) }},
+	"chaos":  {"e2e-chaos-", []string{"chaos"}, func(ns string) *etcdv1alpha1.EtcdCluster { return newCluster(ns, "chaos", 3) }},
 }
 
 // earlyNamespaces holds the namespace of each early cluster the first process made, by key;
 // empty when it made none. A spec that takes one removes it.
 var earlyNamespaces = map[string]string{}
 
-// makeEarlyClusters makes the early clusters with c, unless the run has a focus or a filter,
-// and returns their namespaces by key, encoded for every process.
+// makeEarlyClusters makes with c the early clusters whose specs the run's label filter admits
+// (make test-e2e-deploy's is !olm), none when the run has a focus or a skip, and returns their
+// namespaces by key, encoded for every process.
 func makeEarlyClusters(ctx context.Context, c client.Client, cs corev1Namespaces) []byte {
 	suite, _ := GinkgoConfiguration()
-	if len(suite.FocusStrings)+len(suite.SkipStrings)+len(suite.FocusFiles)+len(suite.SkipFiles) > 0 || suite.LabelFilter != "" {
+	if len(suite.FocusStrings)+len(suite.SkipStrings)+len(suite.FocusFiles)+len(suite.SkipFiles) > 0 {
 		return nil
 	}
+	admits, err := types.ParseLabelFilter(suite.LabelFilter)
+	Expect(err).NotTo(HaveOccurred())
 	made := map[string]string{}
 	for key, e := range earlySpecs {
+		if !admits(e.labels) || key == "chaos" && os.Getenv("CHAOS_PROFILE") == "long" {
+			continue
+		}
 		ns, err := cs.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: e.prefix, Labels: restrictedNamespace}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(c.Create(ctx, e.spec(ns.Name))).To(Succeed())
