@@ -28,10 +28,7 @@ func (r *EtcdClusterReconciler) configureAuth(ctx context.Context, p *clusterPas
 	if err != nil {
 		return nil, err
 	}
-	o := auth.Observed{Enabled: enabled}
-	if last != nil && last.Enabled && enabled {
-		o.RootUsers = last.RootUsers
-	}
+	o := auth.Observe(last, enabled)
 	admins := auth.Admins(p.tls.clientCN, p.tls.memberCN)
 	// At most GrantRoot then Enable, or Disable: each Plan after an act is closer to None.
 	for range 2 {

@@ -95,6 +95,17 @@ func Lacking(want, have []string) []string {
 	return out
 }
 
+// Observe is what etcd reports (enabled: its AuthStatus) together with what the last status
+// recorded: the root users last seen are kept only while authentication stayed on, since a
+// cluster whose authentication was off, or turned on by a restore, must be checked again.
+func Observe(last *Observed, enabled bool) Observed {
+	o := Observed{Enabled: enabled}
+	if last != nil && last.Enabled && enabled {
+		o.RootUsers = last.RootUsers
+	}
+	return o
+}
+
 // Look says whether the operator asks etcd about its authentication in a pass: when auth is
 // wanted, when it was last seen on, and once for a cluster restored from a backup, whose
 // data carries the authentication of the cluster it was taken from. last is nil when the

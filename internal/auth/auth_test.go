@@ -56,3 +56,12 @@ func TestLacking(t *testing.T) {
 	g.Expect(auth.Lacking([]string{"a", "b", "root"}, []string{"root", "a"})).To(Equal([]string{"b"}))
 	g.Expect(auth.Lacking([]string{"a"}, []string{"a"})).To(BeEmpty())
 }
+
+func TestObserve(t *testing.T) {
+	g := NewWithT(t)
+	seen := []string{"etcdpilot", "root"}
+	g.Expect(auth.Observe(&auth.Observed{Enabled: true, RootUsers: seen}, true)).To(Equal(auth.Observed{Enabled: true, RootUsers: seen}))
+	g.Expect(auth.Observe(&auth.Observed{Enabled: true, RootUsers: seen}, false)).To(Equal(auth.Observed{}), "off now: checked again when on")
+	g.Expect(auth.Observe(&auth.Observed{}, true)).To(Equal(auth.Observed{Enabled: true}), "on from a restore: its users not known")
+	g.Expect(auth.Observe(nil, true)).To(Equal(auth.Observed{Enabled: true}))
+}

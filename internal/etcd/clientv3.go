@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/etcdpilot/etcdpilot/internal/auth"
 )
 
 // healthKey is the key Health reads, the same one etcdctl endpoint health reads.
@@ -348,14 +350,11 @@ func (c *client) AuthEnabled(ctx context.Context) (bool, error) {
 	return resp.Enabled, nil
 }
 
-// rootRole is etcd's all-powerful role (internal/auth.RootRole).
-const rootRole = "root"
-
 func (c *client) GrantRoot(ctx context.Context, users []string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
-	if _, err := c.cli.RoleAdd(ctx, rootRole); err != nil && !errors.Is(err, rpctypes.ErrRoleAlreadyExist) {
-		return nil, fmt.Errorf("adding etcd role %s: %w", rootRole, err)
+	if _, err := c.cli.RoleAdd(ctx, auth.RootRole); err != nil && !errors.Is(err, rpctypes.ErrRoleAlreadyExist) {
+		return nil, fmt.Errorf("adding etcd role %s: %w", auth.RootRole, err)
 	}
 	var rooted []string
 	for _, u := range users {
@@ -363,14 +362,14 @@ func (c *client) GrantRoot(ctx context.Context, users []string) ([]string, error
 		if err != nil && !errors.Is(err, rpctypes.ErrUserAlreadyExist) {
 			return rooted, fmt.Errorf("adding etcd user %s: %w", u, err)
 		}
-		if _, err := c.cli.UserGrantRole(ctx, u, rootRole); err != nil {
-			return rooted, fmt.Errorf("granting etcd role %s to user %s: %w", rootRole, u, err)
+		if _, err := c.cli.UserGrantRole(ctx, u, auth.RootRole); err != nil {
+			return rooted, fmt.Errorf("granting etcd role %s to user %s: %w", auth.RootRole, u, err)
 		}
 		resp, err := c.cli.UserGet(ctx, u)
 		if err != nil {
 			return rooted, fmt.Errorf("reading etcd user %s: %w", u, err)
 		}
-		if slices.Contains(resp.Roles, rootRole) {
+		if slices.Contains(resp.Roles, auth.RootRole) {
 			rooted = append(rooted, u)
 		}
 	}

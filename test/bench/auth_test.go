@@ -87,7 +87,8 @@ func writerClient(ctx context.Context, b *testing.B, c client.Client, ec *etcdv1
 			b.Fatal(err)
 		}
 	}
-	admin := pods3(ctx, b, c, ec, clientSecret.Data["tls.crt"], clientSecret.Data["tls.key"])
+	caPEM := clientSecret.Data["ca.crt"]
+	admin := pods3(ctx, b, c, ec, caPEM, clientSecret.Data["tls.crt"], clientSecret.Data["tls.key"])
 	defer func() { _ = admin.Close() }()
 	if _, err := admin.RoleAdd(ctx, authUser); err != nil {
 		b.Fatal(err)
@@ -109,17 +110,14 @@ func writerClient(ctx context.Context, b *testing.B, c client.Client, ec *etcdv1
 	if err != nil {
 		b.Fatal(err)
 	}
-	return pods3(ctx, b, c, ec, pair.CertPEM, pair.KeyPEM)
+	return pods3(ctx, b, c, ec, caPEM, pair.CertPEM, pair.KeyPEM)
 }
 
-// pods3 is a clientv3 client of the member pods of ec with the certificate certPEM/keyPEM.
-func pods3(ctx context.Context, b *testing.B, c client.Client, ec *etcdv1alpha1.EtcdCluster, certPEM, keyPEM []byte) *clientv3.Client {
+// pods3 is a clientv3 client of the member pods of ec with the certificate certPEM/keyPEM,
+// trusting caPEM.
+func pods3(ctx context.Context, b *testing.B, c client.Client, ec *etcdv1alpha1.EtcdCluster, caPEM, certPEM, keyPEM []byte) *clientv3.Client {
 	b.Helper()
-	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: ec.Status.ClientSecret}, secret); err != nil {
-		b.Fatal(err)
-	}
-	cfg, endpoints, err := podsTLS(ctx, c, ec.Namespace, ec.Name, secret.Data["ca.crt"], certPEM, keyPEM, ec.Status.ClientService)
+	cfg, endpoints, err := podsTLS(ctx, c, ec.Namespace, ec.Name, caPEM, certPEM, keyPEM, ec.Status.ClientService)
 	if err != nil {
 		b.Fatal(err)
 	}
