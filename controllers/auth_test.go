@@ -21,6 +21,7 @@ func TestAuthIsTurnedOnAfterItsRootUsersAndOffAgain(t *testing.T) {
 	f := readyCluster(g, ns, "auth", nil)
 	g.Expect(calls(f, fake.AuthEnabled, fake.GrantRoot, fake.SetAuth)).To(BeEmpty(), "a cluster that never asked for auth: etcd is not asked")
 	f.ResetCalls()
+	before := podUIDs(g, ns)
 
 	updateCluster(g, ns, "auth", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Auth.Enabled = true })
 	g.Eventually(func(g Gomega) {
@@ -33,6 +34,7 @@ func TestAuthIsTurnedOnAfterItsRootUsersAndOffAgain(t *testing.T) {
 	g.Expect(calls(f, fake.GrantRoot, fake.SetAuth)).To(Equal([]string{"GrantRoot auth-member,etcdpilot,root", "SetAuth on"}),
 		"the root users first, then authentication on")
 	g.Expect(f.Roles("etcdpilot")).To(Equal([]string{"root"}))
+	g.Expect(podUIDs(g, ns)).To(Equal(before), "no member restarted")
 
 	poke(g, ns, "auth")
 	g.Consistently(func() []string { return calls(f, fake.GrantRoot, fake.SetAuth) }).WithTimeout(3*time.Second).WithPolling(interval).

@@ -704,9 +704,8 @@ const (
 
 // AuthSpec is etcd's authentication. With it on, etcd knows each client by the common name
 // (CN) of its client certificate and lets it do only what the roles of the etcd user of
-// that name allow; a client whose name is no user may still list the members and ask a
-// member's status, and nothing else. No password is stored anywhere: every user the
-// operator makes has none, and can only be a certificate.
+// that name allow; a client whose name is no user may read and write no key. No password is
+// stored anywhere: every user the operator makes has none, and can only be a certificate.
 //
 // Turning it on, the operator makes etcd's user root, and the users named by the client
 // certificate (status.clientSecret) and by the members' own certificate, each with the root
