@@ -394,9 +394,9 @@ deploy-monitoring: $(KUSTOMIZE) $(KUBECTL) ## Apply config/prometheus (the opera
 # The custom resources go first, each waited for, while the operator still runs: their
 # finalizers need it. Deleted with the operator, a resource that still had its finalizer
 # would keep its CRD and namespace from ever going, and this target would wait for good.
-API_RESOURCES := etcdbackupschedules.etcd.etcdpilot.io,etcdbackups.etcd.etcdpilot.io,etcdclusters.etcd.etcdpilot.io
+API_RESOURCES := etcdtenants.etcd.etcdpilot.io,etcdbackupschedules.etcd.etcdpilot.io,etcdbackups.etcd.etcdpilot.io,etcdclusters.etcd.etcdpilot.io
 .PHONY: undeploy
-undeploy: $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Remove every EtcdCluster, EtcdBackup and schedule (waiting for the operator's cleanup), then the operator and its CRDs.
+undeploy: $(KUSTOMIZE) $(KUBECTL) deploy-overlay ## Remove every EtcdTenant, EtcdCluster, EtcdBackup and schedule (waiting for the operator's cleanup), then the operator and its CRDs.
 	@if $(KUBECTL) get crd etcdclusters.etcd.etcdpilot.io >/dev/null 2>&1; then \
 		$(KUBECTL) delete $(API_RESOURCES) --all --all-namespaces --ignore-not-found --wait=true --timeout=5m || { \
 			echo "undeploy: the custom resources above were not all gone after 5 minutes; the operator removes their finalizers: is it running? (kubectl -n etcdpilot-system get pods)" >&2; exit 1; }; \

@@ -216,6 +216,13 @@ func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomai
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdBackupSchedule controller: %w", err)
 	}
+	if err := (&controllers.EtcdTenantReconciler{
+		Client:        mgr.GetClient(),
+		Recorder:      mgr.GetEventRecorder("etcdpilot"),
+		NewEtcdClient: etcd.New,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the EtcdTenant controller: %w", err)
+	}
 	return nil
 }
 

@@ -165,6 +165,12 @@ func runWithEnvtest(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "setting up the backup schedule controller:", err)
 		return 1
 	}
+	if err := (&controllers.EtcdTenantReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcdpilot"), NewEtcdClient: fakeEtcd.factory, Now: tenantClock.now,
+	}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, "setting up the tenant controller:", err)
+		return 1
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

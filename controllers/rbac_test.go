@@ -34,10 +34,14 @@ var grantedRights = map[string]string{
 	"etcd.etcdpilot.io/etcdbackupschedules":        "get list watch",
 	"etcd.etcdpilot.io/etcdbackupschedules/status": "get patch update",
 	"etcd.etcdpilot.io/etcdclusters":               "get list patch update watch",
-	"etcd.etcdpilot.io/etcdclusters/finalizers":    "update",
-	"etcd.etcdpilot.io/etcdclusters/status":        "get patch update",
-	"events.k8s.io/events":                         "create patch",
-	"policy/poddisruptionbudgets":                  "create get list patch watch",
+	// EtcdTenants: the finalizer added and removed; status patched.
+	"etcd.etcdpilot.io/etcdtenants":             "get list update watch",
+	"etcd.etcdpilot.io/etcdtenants/finalizers":  "update",
+	"etcd.etcdpilot.io/etcdtenants/status":      "get patch update",
+	"etcd.etcdpilot.io/etcdclusters/finalizers": "update",
+	"etcd.etcdpilot.io/etcdclusters/status":     "get patch update",
+	"events.k8s.io/events":                      "create patch",
+	"policy/poddisruptionbudgets":               "create get list patch watch",
 	// The members' NetworkPolicy: cached by label, kept, deleted when disabled.
 	"networking.k8s.io/networkpolicies": "create delete get list patch watch",
 	"storage.k8s.io/storageclasses":     "get",

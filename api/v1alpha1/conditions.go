@@ -231,9 +231,11 @@ const (
 	// ReasonBackupCompleted (Succeeded=True): the artifact is stored and described in status.
 	ReasonBackupCompleted = "Completed"
 
-	// ReasonClusterNotFound (Succeeded=False): spec.clusterName names no EtcdCluster.
+	// ReasonClusterNotFound (Succeeded=False; an EtcdTenant's Ready=False): spec.clusterName
+	// names no EtcdCluster.
 	ReasonClusterNotFound = "ClusterNotFound"
-	// ReasonClusterNotAvailable (Succeeded=False): no member of the cluster was healthy.
+	// ReasonClusterNotAvailable (Succeeded=False): no member of the cluster was healthy. An
+	// EtcdTenant's Ready=False: etcd did not answer or refused the operator's request.
 	ReasonClusterNotAvailable = "ClusterNotAvailable"
 	// ReasonCredentialsNotFound (Succeeded=False): the S3 credentials or CA Secret is
 	// missing or lacks a key.
@@ -273,4 +275,34 @@ const (
 	// schedule's backups (backupTemplate.verify) failed; the message names the backup and
 	// why. It clears when a newer backup verifies.
 	ReasonLastVerificationFailed = "LastVerificationFailed"
+)
+
+// Condition reasons of an EtcdTenant (Ready). Where a reason says nothing is created, the
+// tenant has no user in etcd and its Secret, if any, is left as it was. Two more are shared
+// with EtcdBackup: ReasonClusterNotFound (no EtcdCluster of that name in the namespace, or
+// one being deleted; nothing is created, and the tenant is looked at again when the cluster
+// changes) and ReasonClusterNotAvailable (etcd did not answer or refused the operator's
+// request, the message says which; the operator tries again).
+const (
+	// ReasonTenantProvisioned (Ready=True): the tenant's etcd user and role exist with
+	// exactly its prefix's range, read-write or read-only as asked, and its certificate is
+	// in its Secret.
+	ReasonTenantProvisioned = "Provisioned"
+	// ReasonAuthNotEnabled (Ready=False): the cluster does not have authentication on in
+	// etcd (spec.auth.enabled, as status.auth reports it): without it a prefix bounds
+	// nothing. Nothing is created.
+	ReasonAuthNotEnabled = "AuthNotEnabled"
+	// ReasonTenantTLSUnsupported (Ready=False): the cluster's tls.mode is not OperatorCA,
+	// so the operator holds no CA key to sign the tenant's certificate with. Nothing is
+	// created.
+	ReasonTenantTLSUnsupported = "TLSModeUnsupported"
+	// ReasonPrefixConflict (Ready=False): the prefix overlaps the prefix of an older tenant
+	// of the same cluster (the message names it), which keeps its own. Nothing is created;
+	// delete this tenant and create one with another prefix.
+	ReasonPrefixConflict = "PrefixConflict"
+	// ReasonPrefixInUse (Ready=False): the tenant is being deleted with deletionPolicy
+	// Delete, and a key under its prefix was written within the last 30 seconds: its keys
+	// are kept until its clients stop, or the annotation etcd.etcdpilot.io/force-delete:
+	// "true" is set.
+	ReasonPrefixInUse = "PrefixInUse"
 )

@@ -37,8 +37,8 @@ func TestEveryTopLevelFieldHasADescriptor(t *testing.T) {
 		} `json:"spec"`
 	}
 	read("etcdpilot.clusterserviceversion.yaml", &csv)
-	if n := len(csv.Spec.CustomResourceDefinitions.Owned); n != 3 {
-		t.Fatalf("want 3 owned CRDs (EtcdCluster, EtcdBackup, EtcdBackupSchedule), got %d", n)
+	if n := len(csv.Spec.CustomResourceDefinitions.Owned); n != 4 {
+		t.Fatalf("want 4 owned CRDs (EtcdCluster, EtcdBackup, EtcdBackupSchedule, EtcdTenant), got %d", n)
 	}
 	for _, owned := range csv.Spec.CustomResourceDefinitions.Owned {
 		var crd apiextensionsv1.CustomResourceDefinition

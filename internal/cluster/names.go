@@ -176,6 +176,12 @@ func (c Names) ClientURL(member string) string {
 	return fmt.Sprintf("%s://%s:%d", c.scheme(), c.MemberHost(member), ClientPort)
 }
 
+// ClientServiceURL is the URL clients reach the cluster on through its client Service,
+// from inside the Kubernetes cluster.
+func (c Names) ClientServiceURL() string {
+	return fmt.Sprintf("%s://%s.%s.svc:%d", c.scheme(), c.ClientService(), c.Namespace, ClientPort)
+}
+
 // MemberFromPeerURL returns the member name a peer URL of this cluster belongs to.
 func (c Names) MemberFromPeerURL(peerURL string) (string, bool) {
 	u, err := url.Parse(peerURL)

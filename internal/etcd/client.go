@@ -175,8 +175,32 @@ type Client interface {
 	// user root holds the root role.
 	SetAuth(ctx context.Context, enabled bool) error
 
+	// GrantRange makes user hold exactly one role, of the same name, whose one permission is
+	// the key range r, read-only or read-write: the user (without a password) and the role
+	// are made where missing, and any other permission or role they hold is taken away.
+	// Each part is harmless when already done.
+	GrantRange(ctx context.Context, user string, r Range) error
+
+	// RevokeUser deletes user and its role of the same name; either already gone counts
+	// as done.
+	RevokeUser(ctx context.Context, user string) error
+
+	// CountRange returns how many keys are in r and the highest revision at which one of
+	// them was written (zero when none). It reads every key of r in the member (not their
+	// values), so callers bound how often they call it.
+	CountRange(ctx context.Context, r Range) (keys, revision int64, err error)
+
+	// DeleteRange deletes every key in r and returns how many there were.
+	DeleteRange(ctx context.Context, r Range) (int64, error)
+
 	// Close releases the connections. The Client must not be used afterwards.
 	Close() error
+}
+
+// Range is the keys k with Key <= k < End, and whether a permission on them is read-only.
+type Range struct {
+	Key, End string
+	ReadOnly bool
 }
 
 // Config says how to reach a cluster.

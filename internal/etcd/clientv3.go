@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"go.etcd.io/etcd/api/v3/authpb"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -389,6 +390,114 @@ func (c *client) SetAuth(ctx context.Context, enabled bool) error {
 		return fmt.Errorf("disabling etcd's auth: %w", err)
 	}
 	return nil
+}
+
+func (c *client) GrantRange(ctx context.Context, user string, r Range) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	if err := c.keepOnlyPermission(ctx, user, r); err != nil {
+		return err
+	}
+	return c.keepOnlyRole(ctx, user)
+}
+
+// keepOnlyPermission makes role hold exactly the permission r, making the role if needed.
+func (c *client) keepOnlyPermission(ctx context.Context, role string, r Range) error {
+	want := authpb.READWRITE
+	if r.ReadOnly {
+		want = authpb.READ
+	}
+	if _, err := c.cli.RoleAdd(ctx, role); err != nil && !errors.Is(err, rpctypes.ErrRoleAlreadyExist) {
+		return fmt.Errorf("adding etcd role %s: %w", role, err)
+	}
+	got, err := c.cli.RoleGet(ctx, role)
+	if err != nil {
+		return fmt.Errorf("reading etcd role %s: %w", role, err)
+	}
+	granted := false
+	for _, p := range got.Perm {
+		if p.PermType == want && string(p.Key) == r.Key && string(p.RangeEnd) == r.End {
+			granted = true
+			continue
+		}
+		if _, err := c.cli.RoleRevokePermission(ctx, role, string(p.Key), string(p.RangeEnd)); err != nil {
+			return fmt.Errorf("revoking %q to %q from etcd role %s: %w", p.Key, p.RangeEnd, role, err)
+		}
+	}
+	if granted {
+		return nil
+	}
+	if _, err := c.cli.RoleGrantPermission(ctx, role, r.Key, r.End, clientv3.PermissionType(want)); err != nil {
+		return fmt.Errorf("granting %q to %q to etcd role %s: %w", r.Key, r.End, role, err)
+	}
+	return nil
+}
+
+// keepOnlyRole makes user, without a password, hold exactly the role of its own name.
+func (c *client) keepOnlyRole(ctx context.Context, user string) error {
+	if _, err := c.cli.UserAddWithOptions(ctx, user, "", &clientv3.UserAddOptions{NoPassword: true}); err != nil && !errors.Is(err, rpctypes.ErrUserAlreadyExist) {
+		return fmt.Errorf("adding etcd user %s: %w", user, err)
+	}
+	got, err := c.cli.UserGet(ctx, user)
+	if err != nil {
+		return fmt.Errorf("reading etcd user %s: %w", user, err)
+	}
+	for _, other := range got.Roles {
+		if other == user {
+			continue
+		}
+		if _, err := c.cli.UserRevokeRole(ctx, user, other); err != nil {
+			return fmt.Errorf("revoking etcd role %s from user %s: %w", other, user, err)
+		}
+	}
+	if slices.Contains(got.Roles, user) {
+		return nil
+	}
+	if _, err := c.cli.UserGrantRole(ctx, user, user); err != nil {
+		return fmt.Errorf("granting etcd role %s to user %s: %w", user, user, err)
+	}
+	return nil
+}
+
+func (c *client) RevokeUser(ctx context.Context, user string) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	if _, err := c.cli.UserDelete(ctx, user); err != nil && !errors.Is(err, rpctypes.ErrUserNotFound) {
+		return fmt.Errorf("deleting etcd user %s: %w", user, err)
+	}
+	if _, err := c.cli.RoleDelete(ctx, user); err != nil && !errors.Is(err, rpctypes.ErrRoleNotFound) {
+		return fmt.Errorf("deleting etcd role %s: %w", user, err)
+	}
+	return nil
+}
+
+func (c *client) CountRange(ctx context.Context, r Range) (int64, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	count, err := c.cli.Get(ctx, r.Key, clientv3.WithRange(r.End), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, 0, fmt.Errorf("counting the keys from %q to %q: %w", r.Key, r.End, err)
+	}
+	newest, err := c.cli.Get(ctx, r.Key, clientv3.WithRange(r.End), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(1))
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading the newest key from %q to %q: %w", r.Key, r.End, err)
+	}
+	var revision int64
+	if len(newest.Kvs) > 0 {
+		revision = newest.Kvs[0].ModRevision
+	}
+	return count.Count, revision, nil
+}
+
+func (c *client) DeleteRange(ctx context.Context, r Range) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	resp, err := c.cli.Delete(ctx, r.Key, clientv3.WithRange(r.End))
+	if err != nil {
+		return 0, fmt.Errorf("deleting the keys from %q to %q: %w", r.Key, r.End, err)
+	}
+	return resp.Deleted, nil
 }
 
 func (c *client) Close() error {

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -23,6 +24,9 @@ type CertOptions struct {
 	// ServerClientAuth lets the server certificate authenticate clients too, as etcd's gRPC
 	// gateway needs when it dials the member with its serving certificate.
 	ServerClientAuth bool
+	// OtherClients are the common names of more client certificates (Certs.TLSAs): with
+	// etcd's authentication on, each is another user.
+	OtherClients []string
 }
 
 // Certs are the PEM files of a throwaway CA, a server certificate for 127.0.0.1 and a
@@ -31,6 +35,8 @@ type Certs struct {
 	CA                    string
 	ServerCert, ServerKey string
 	ClientCert, ClientKey string
+	// Others are OtherClients' certificate and key files, by common name.
+	Others map[string][2]string
 }
 
 // WriteCerts creates the certificates in dir, valid for an hour either side of now.
@@ -69,8 +75,18 @@ func WriteCerts(t testing.TB, dir string, opts CertOptions) *Certs {
 	}
 	serverTemplate.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
 	clientKey := newKey(t)
+	others := map[string][2]string{}
+	for i, cn := range opts.OtherClients {
+		key := newKey(t)
+		name := fmt.Sprintf("other-%d", i)
+		others[cn] = [2]string{
+			writePEM(t, filepath.Join(dir, name+".crt"), "CERTIFICATE", sign(t, leaf(int64(10+i), cn, x509.ExtKeyUsageClientAuth), ca, key, caKey)),
+			writePEM(t, filepath.Join(dir, name+".key"), "EC PRIVATE KEY", marshalKey(t, key)),
+		}
+	}
 
 	return &Certs{
+		Others:     others,
 		CA:         writePEM(t, filepath.Join(dir, "ca.crt"), "CERTIFICATE", caDER),
 		ServerCert: writePEM(t, filepath.Join(dir, "server.crt"), "CERTIFICATE", sign(t, serverTemplate, ca, serverKey, caKey)),
 		ServerKey:  writePEM(t, filepath.Join(dir, "server.key"), "EC PRIVATE KEY", marshalKey(t, serverKey)),
@@ -93,7 +109,22 @@ func (c *Certs) CABundle(t testing.TB) []byte {
 // ClientTLS is a TLS configuration that trusts the CA and carries the client certificate.
 func (c *Certs) ClientTLS(t testing.TB) *tls.Config {
 	t.Helper()
-	pair, err := tls.LoadX509KeyPair(c.ClientCert, c.ClientKey)
+	return c.tlsWith(t, c.ClientCert, c.ClientKey)
+}
+
+// TLSAs is ClientTLS with the certificate of OtherClients named cn.
+func (c *Certs) TLSAs(t testing.TB, cn string) *tls.Config {
+	t.Helper()
+	files, ok := c.Others[cn]
+	if !ok {
+		t.Fatalf("no client certificate for %q: name it in CertOptions.OtherClients", cn)
+	}
+	return c.tlsWith(t, files[0], files[1])
+}
+
+func (c *Certs) tlsWith(t testing.TB, certFile, keyFile string) *tls.Config {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}

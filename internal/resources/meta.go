@@ -16,11 +16,22 @@ import (
 // are gone. It is built by hand, not with controllerutil, so this package stays free of
 // a scheme and of controller-runtime.
 func OwnerReference(c *etcdv1alpha1.EtcdCluster) metav1.OwnerReference {
+	return controllerReference("EtcdCluster", c.ObjectMeta)
+}
+
+// TenantOwnerReference makes an object (its Secret) a dependent of the EtcdTenant t, with t
+// as its controller, as OwnerReference does for a cluster.
+func TenantOwnerReference(t *etcdv1alpha1.EtcdTenant) metav1.OwnerReference {
+	return controllerReference("EtcdTenant", t.ObjectMeta)
+}
+
+// controllerReference names the object of kind with meta as the controller owner.
+func controllerReference(kind string, meta metav1.ObjectMeta) metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion:         etcdv1alpha1.GroupVersion.String(),
-		Kind:               "EtcdCluster",
-		Name:               c.Name,
-		UID:                c.UID,
+		Kind:               kind,
+		Name:               meta.Name,
+		UID:                meta.UID,
 		Controller:         ptr.To(true),
 		BlockOwnerDeletion: ptr.To(true),
 	}

@@ -34,7 +34,7 @@ func expectNoSecretsShown(ctx context.Context, ns string) {
 	for _, e := range events.Items {
 		shown["event "+e.Name] = e.Note + " " + e.Reason
 	}
-	for _, list := range []client.ObjectList{&etcdv1alpha1.EtcdClusterList{}, &etcdv1alpha1.EtcdBackupList{}, &etcdv1alpha1.EtcdBackupScheduleList{}} {
+	for _, list := range []client.ObjectList{&etcdv1alpha1.EtcdClusterList{}, &etcdv1alpha1.EtcdBackupList{}, &etcdv1alpha1.EtcdBackupScheduleList{}, &etcdv1alpha1.EtcdTenantList{}} {
 		if err := k8sClient.List(ctx, list, client.InNamespace(ns)); meta.IsNoMatchError(err) {
 			continue // an OLM spec that failed before its CRDs were installed
 		} else {

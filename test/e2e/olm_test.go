@@ -394,7 +394,7 @@ func almExample(csv *operatorsv1alpha1.ClusterServiceVersion) *etcdv1alpha1.Etcd
 			Expect(json.Unmarshal(r, cluster)).To(Succeed())
 		}
 	}
-	Expect(kinds).To(ConsistOf("EtcdCluster", "EtcdBackup", "EtcdBackupSchedule"))
+	Expect(kinds).To(ConsistOf("EtcdCluster", "EtcdBackup", "EtcdBackupSchedule", "EtcdTenant"))
 	return cluster
 }
 

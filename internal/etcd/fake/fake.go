@@ -51,6 +51,10 @@ const (
 	AuthEnabled        Method = "AuthEnabled"
 	GrantRoot          Method = "GrantRoot"
 	SetAuth            Method = "SetAuth"
+	GrantRange         Method = "GrantRange"
+	RevokeUser         Method = "RevokeUser"
+	CountRange         Method = "CountRange"
+	DeleteRange        Method = "DeleteRange"
 	Close              Method = "Close"
 )
 
@@ -71,13 +75,18 @@ type Client struct {
 	statuses    map[string]etcd.MemberStatus
 	healthErrs  map[string]error
 	kv          map[string]string
-	errs        map[Method]error
-	calls       []string
-	compacted   int64
-	hashes      map[string]uint32
-	// authOn is etcd's authentication; roles holds each user's roles.
+	// modRev is the revision each key was last written at; rev is the latest revision.
+	modRev    map[string]int64
+	rev       int64
+	errs      map[Method]error
+	calls     []string
+	compacted int64
+	hashes    map[string]uint32
+	// authOn is etcd's authentication; roles holds each user's roles, perms each role's
+	// key range (GrantRange's roles have one).
 	authOn bool
 	roles  map[string][]string
+	perms  map[string]etcd.Range
 }
 
 var _ etcd.Client = (*Client)(nil)
@@ -91,9 +100,11 @@ func New(members ...etcd.Member) *Client {
 		statuses:    map[string]etcd.MemberStatus{},
 		healthErrs:  map[string]error{},
 		kv:          map[string]string{},
+		modRev:      map[string]int64{},
 		errs:        map[Method]error{},
 		hashes:      map[string]uint32{},
 		roles:       map[string][]string{},
+		perms:       map[string]etcd.Range{},
 	}
 	for _, m := range members {
 		f.members = append(f.members, cloneMember(m))
@@ -397,6 +408,8 @@ func (f *Client) Put(_ context.Context, key, value string) error {
 		return err
 	}
 	f.kv[key] = value
+	f.rev++
+	f.modRev[key] = f.rev
 	return nil
 }
 
@@ -563,6 +576,90 @@ func (f *Client) SetAuth(_ context.Context, enabled bool) error {
 	}
 	f.authOn = enabled
 	return nil
+}
+
+// GrantRange records "GrantRange" followed by the user and the range's key: the user then
+// holds exactly the role of its name, whose permission is r.
+func (f *Client) GrantRange(_ context.Context, user string, r etcd.Range) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(GrantRange, user+" "+r.Key); err != nil {
+		return err
+	}
+	f.perms[user] = r
+	f.roles[user] = []string{user}
+	return nil
+}
+
+// RevokeUser records "RevokeUser" followed by the user, and deletes the user and its role.
+func (f *Client) RevokeUser(_ context.Context, user string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(RevokeUser, user); err != nil {
+		return err
+	}
+	delete(f.roles, user)
+	delete(f.perms, user)
+	return nil
+}
+
+// CountRange records "CountRange" followed by the range's key.
+func (f *Client) CountRange(_ context.Context, r etcd.Range) (int64, int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(CountRange, r.Key); err != nil {
+		return 0, 0, err
+	}
+	var keys, revision int64
+	for k := range f.kv {
+		if k >= r.Key && k < r.End {
+			keys++
+			revision = max(revision, f.modRev[k])
+		}
+	}
+	return keys, revision, nil
+}
+
+// DeleteRange records "DeleteRange" followed by the range's key.
+func (f *Client) DeleteRange(_ context.Context, r etcd.Range) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(DeleteRange, r.Key); err != nil {
+		return 0, err
+	}
+	var deleted int64
+	for k := range f.kv {
+		if k >= r.Key && k < r.End {
+			delete(f.kv, k)
+			delete(f.modRev, k)
+			deleted++
+		}
+	}
+	if deleted > 0 {
+		f.rev++
+	}
+	return deleted, nil
+}
+
+// Permission returns the key range of role, without recording a call; false when the role
+// has none.
+func (f *Client) Permission(role string) (etcd.Range, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.perms[role]
+	return r, ok
+}
+
+// Keys returns the keys of the fake's key-value map, sorted, without recording a call.
+func (f *Client) Keys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	keys := make([]string, 0, len(f.kv))
+	for k := range f.kv {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // Roles returns the roles of user, without recording a call.
