@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
 )
 
 // expectNoSecretsShown searches what users and log collectors see of namespace ns (its
@@ -56,12 +57,16 @@ func expectNoSecretsShown(ctx context.Context, ns string) {
 
 // secretNeedles are the strings that would show a Secret's content: for a PEM private key,
 // the first line of its body as the PEM text holds it; for any other value that is not a
-// certificate, the value itself when it is long enough to be a credential.
+// certificate, the value itself when it is long enough to be a credential. A tenant's
+// Secret also holds its endpoints and prefix, which its spec and status show anyway.
 func secretNeedles(secrets []corev1.Secret) map[string]string {
 	out := map[string]string{}
 	for _, s := range secrets {
 		for key, value := range s.Data {
 			where := s.Name + "/" + key
+			if s.Labels[cluster.LabelComponent] == "tenant" && (key == "endpoints" || key == "prefix") {
+				continue
+			}
 			if !strings.Contains(string(value), "-----BEGIN") {
 				if len(value) >= 12 {
 					out[where] = string(value)
