@@ -220,6 +220,7 @@ func setupControllers(mgr ctrl.Manager, etcdImages versions.Images, clusterDomai
 		Client:        mgr.GetClient(),
 		Recorder:      mgr.GetEventRecorder("etcdpilot"),
 		NewEtcdClient: etcd.New,
+		Metrics:       clusterMetrics,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the EtcdTenant controller: %w", err)
 	}

@@ -23,6 +23,7 @@ import (
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
+	"github.com/etcdpilot/etcdpilot/internal/metrics"
 	"github.com/etcdpilot/etcdpilot/internal/pki"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/internal/status"
@@ -49,6 +50,9 @@ type EtcdTenantReconciler struct {
 	NewEtcdClient etcd.Factory
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Metrics records each tenant's readiness, keys and certificate expiry; nil records
+	// nothing.
+	Metrics *metrics.Recorder
 }
 
 // EtcdTenants: read and watched; updated to add and remove the finalizer; status patched.
@@ -90,6 +94,9 @@ func (r *EtcdTenantReconciler) steps() []step[*tenantPass] {
 func (r *EtcdTenantReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	t := &etcdv1alpha1.EtcdTenant{}
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.ForgetTenant(req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	p := &tenantPass{tenant: t}
@@ -113,6 +120,7 @@ func (r *EtcdTenantReconciler) finish(ctx context.Context, p *tenantPass, err er
 	if changed {
 		emit(r.Recorder, p.tenant, status.TenantTransitions(old, p.tenant.Status))
 	}
+	r.Metrics.RecordTenant(p.tenant)
 	return reconcile.Result{RequeueAfter: requeue}, errors.Join(err, patchErr)
 }
 
@@ -202,6 +210,7 @@ func (r *EtcdTenantReconciler) finalize(ctx context.Context, p *tenantPass) (rec
 		}
 	}
 	controllerutil.RemoveFinalizer(t, TenantFinalizer)
+	r.Metrics.ForgetTenant(t.Namespace, t.Name)
 	return reconcile.Result{}, r.Client.Update(ctx, t)
 }
 

@@ -166,7 +166,7 @@ func runWithEnvtest(m *testing.M) int {
 		return 1
 	}
 	if err := (&controllers.EtcdTenantReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcdpilot"), NewEtcdClient: fakeEtcd.factory, Now: tenantClock.now,
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("etcdpilot"), NewEtcdClient: fakeEtcd.factory, Now: tenantClock.now, Metrics: testMetrics,
 	}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up the tenant controller:", err)
 		return 1

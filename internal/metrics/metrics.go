@@ -29,6 +29,8 @@ const Prefix = "etcdpilot_"
 var (
 	clusterLabels = []string{"namespace", "name"}
 	memberLabels  = []string{"namespace", "name", "member"}
+	// tenantLabels: name is the tenant's cluster, as on the cluster's own series.
+	tenantLabels = []string{"namespace", "name", "tenant"}
 	// conditionTypes are the EtcdCluster conditions exported.
 	conditionTypes = []string{etcdv1alpha1.ConditionReady, etcdv1alpha1.ConditionAvailable, etcdv1alpha1.ConditionProgressing, etcdv1alpha1.ConditionDegraded}
 )
@@ -49,6 +51,7 @@ type Recorder struct {
 	verifications                                       *prometheus.CounterVec
 	backupLastVerified, backupLastFailure               *prometheus.GaugeVec
 	backupLastVerificationFailure                       *prometheus.GaugeVec
+	tenantReady, tenantKeys, tenantCertNotAfter         *prometheus.GaugeVec
 }
 
 // New creates the metrics and registers them with reg.
@@ -87,6 +90,11 @@ func New(reg prometheus.Registerer) *Recorder {
 			append(clusterLabels, "secret")...),
 		lastSuccess: gauge("cluster_last_successful_reconcile_timestamp_seconds",
 			"When a reconcile of the EtcdCluster last ended without error: an alert can trust its age more than a condition.", clusterLabels...),
+		tenantReady: gauge("tenant_ready", "1 when the EtcdTenant is Ready (its user and role in etcd as its spec asks, its certificate in its Secret), else 0.", tenantLabels...),
+		tenantKeys: gauge("tenant_keys",
+			"Keys under the EtcdTenant's prefix, as last counted (status.usage.keys, at most once a minute); no series before the first count.", tenantLabels...),
+		tenantCertNotAfter: gauge("tenant_certificate_not_after_timestamp_seconds",
+			"When the certificate in the EtcdTenant's Secret stops being valid; the operator issues it again 30 days before.", tenantLabels...),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "cluster_actions_total",
 			Help: "Actions the operator carried out on the cluster, by kind (AddLearner, Promote, RemoveMember, RestartMember, MoveLeader...)."},
 			append(clusterLabels, "action")),
@@ -436,4 +444,31 @@ func boolValue(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// RecordTenant sets the series of tenant t from its status after a pass.
+func (m *Recorder) RecordTenant(t *etcdv1alpha1.EtcdTenant) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"namespace": t.Namespace, "name": t.Spec.ClusterName, "tenant": t.Name}
+	ready := meta.FindStatusCondition(t.Status.Conditions, etcdv1alpha1.ConditionReady)
+	m.tenantReady.With(l).Set(boolValue(ready != nil && ready.Status == metav1.ConditionTrue))
+	if u := t.Status.Usage; u != nil {
+		m.tenantKeys.With(l).Set(float64(u.Keys))
+	}
+	if na := t.Status.CertificateNotAfter; na != nil {
+		m.tenantCertNotAfter.With(l).Set(float64(na.Unix()))
+	}
+}
+
+// ForgetTenant removes the series of a tenant that is gone.
+func (m *Recorder) ForgetTenant(namespace, tenant string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"namespace": namespace, "tenant": tenant}
+	for _, g := range []*prometheus.GaugeVec{m.tenantReady, m.tenantKeys, m.tenantCertNotAfter} {
+		g.DeletePartialMatch(l)
+	}
 }

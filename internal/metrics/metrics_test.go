@@ -406,3 +406,31 @@ func TestRecordMaintenance(t *testing.T) {
 		To(Equal("cluster_maintenance_total=|| member_last_defragmentation_timestamp_seconds=| "), "nothing counted for None; no series for a member never defragmented")
 	g.Expect(testutil.ToFloat64(m.memberLastDefrag.WithLabelValues("ns", "main", "main-1"))).To(Equal(float64(now.Unix())))
 }
+
+// A tenant's series follow its status, labelled with its cluster; no key count before the
+// first count; none left once it is forgotten.
+func TestRecordTenant(t *testing.T) {
+	g := NewWithT(t)
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	tn := &etcdv1alpha1.EtcdTenant{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cp-a"},
+		Spec: etcdv1alpha1.EtcdTenantSpec{ClusterName: "shared", Prefix: "/cp-a/"}}
+	tn.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: etcdv1alpha1.ReasonAuthNotEnabled}}
+	m.RecordTenant(tn)
+	g.Expect(testutil.ToFloat64(m.tenantReady.WithLabelValues("ns", "shared", "cp-a"))).To(Equal(0.0))
+	g.Expect(gather(t, reg, "tenant_ready", "tenant_keys", "tenant_certificate_not_after_timestamp_seconds")).
+		To(Equal("tenant_ready=| tenant_keys= tenant_certificate_not_after_timestamp_seconds= "))
+
+	notAfter := time.Date(2027, 11, 30, 9, 0, 0, 0, time.UTC)
+	tn.Status.Conditions[0].Status, tn.Status.Conditions[0].Reason = metav1.ConditionTrue, etcdv1alpha1.ReasonTenantProvisioned
+	tn.Status.Usage = &etcdv1alpha1.TenantUsage{Keys: 1843}
+	tn.Status.CertificateNotAfter = &metav1.Time{Time: notAfter}
+	m.RecordTenant(tn)
+	g.Expect(testutil.ToFloat64(m.tenantReady.WithLabelValues("ns", "shared", "cp-a"))).To(Equal(1.0))
+	g.Expect(testutil.ToFloat64(m.tenantKeys.WithLabelValues("ns", "shared", "cp-a"))).To(Equal(1843.0))
+	g.Expect(testutil.ToFloat64(m.tenantCertNotAfter.WithLabelValues("ns", "shared", "cp-a"))).To(Equal(float64(notAfter.Unix())))
+
+	m.ForgetTenant("ns", "cp-a")
+	g.Expect(gather(t, reg, "tenant_ready", "tenant_keys", "tenant_certificate_not_after_timestamp_seconds")).
+		To(Equal("tenant_ready= tenant_keys= tenant_certificate_not_after_timestamp_seconds= "))
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -160,6 +162,16 @@ func expectTenants(ctx context.Context, ns, name string) {
 	}
 	waitTenant(ctx, ns, "b", etcdv1alpha1.ReasonTenantProvisioned)
 	Expect(tenantReadyCondition(waitTenant(ctx, ns, "c", etcdv1alpha1.ReasonPrefixConflict)).Message).To(ContainSubstring("older tenant a"))
+	token, endpoint := metricsReaderToken(ctx, ns), metricsEndpoint(ctx)
+	Eventually(func(g Gomega) {
+		code, body := getMetrics(ctx, endpoint, token)
+		g.Expect(code).To(Equal(http.StatusOK), body)
+		labels := fmt.Sprintf(`name="%s",namespace="%s"`, name, ns)
+		g.Expect(body).To(ContainSubstring(`etcdpilot_tenant_ready{` + labels + `,tenant="a"} 1`))
+		g.Expect(body).To(ContainSubstring(`etcdpilot_tenant_ready{` + labels + `,tenant="c"} 0`))
+		g.Expect(body).To(ContainSubstring(`etcdpilot_tenant_keys{` + labels + `,tenant="b"} 1`), "the key root seeded under b's prefix")
+		g.Expect(body).To(MatchRegexp(`etcdpilot_tenant_certificate_not_after_timestamp_seconds\{%s,tenant="a"\} [1-9]`, labels))
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	a, b := tenantClient(ctx, ns, name, "a"), tenantClient(ctx, ns, name, "b")
 	denied := MatchError(rpctypes.ErrPermissionDenied)
 
