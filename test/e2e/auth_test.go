@@ -169,7 +169,7 @@ func expectTenants(ctx context.Context, ns, name string) {
 		labels := fmt.Sprintf(`name="%s",namespace="%s"`, name, ns)
 		g.Expect(body).To(ContainSubstring(`etcdpilot_tenant_ready{` + labels + `,tenant="a"} 1`))
 		g.Expect(body).To(ContainSubstring(`etcdpilot_tenant_ready{` + labels + `,tenant="c"} 0`))
-		g.Expect(body).To(ContainSubstring(`etcdpilot_tenant_keys{` + labels + `,tenant="b"} 1`), "the key root seeded under b's prefix")
+		g.Expect(body).To(ContainSubstring(`etcdpilot_tenant_keys{`+labels+`,tenant="b"} 1`), "the key root seeded under b's prefix")
 		g.Expect(body).To(MatchRegexp(`etcdpilot_tenant_certificate_not_after_timestamp_seconds\{%s,tenant="a"\} [1-9]`, labels))
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	a, b := tenantClient(ctx, ns, name, "a"), tenantClient(ctx, ns, name, "b")
