@@ -63,6 +63,12 @@ func IsCompacted(err error) bool {
 	return isAny(err, rpctypes.ErrCompacted, rpctypes.ErrGRPCCompacted)
 }
 
+// IsPermissionDenied reports whether err is etcd refusing a request its user may not make:
+// with authentication on, a key outside the user's roles, or an operation only root may do.
+func IsPermissionDenied(err error) bool {
+	return isAny(err, rpctypes.ErrPermissionDenied, rpctypes.ErrGRPCPermissionDenied)
+}
+
 // IsNotSupportedForLearner reports whether err is a learner refusing a request it cannot
 // serve ("rpc not supported for learner"): the client happened to send a membership change
 // to the learner's endpoint. It is a reason to retry (the next attempt goes elsewhere), not a

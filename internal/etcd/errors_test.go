@@ -21,6 +21,7 @@ func TestErrorClassifiers(t *testing.T) {
 		"IsLearnerNotReady":  etcd.IsLearnerNotReady,
 		"IsTooManyLearners":  etcd.IsTooManyLearners,
 		"IsUnhealthyCluster": etcd.IsUnhealthyCluster,
+		"IsPermissionDenied": etcd.IsPermissionDenied,
 	}
 	// Each error in the forms it can reach the operator in: as clientv3 returns it, and
 	// straight from a gRPC stub.
@@ -29,6 +30,7 @@ func TestErrorClassifiers(t *testing.T) {
 		"IsLearnerNotReady":  {rpctypes.ErrMemberLearnerNotReady, rpctypes.ErrGRPCLearnerNotReady},
 		"IsTooManyLearners":  {rpctypes.ErrTooManyLearners, rpctypes.ErrGRPCTooManyLearners},
 		"IsUnhealthyCluster": {rpctypes.ErrUnhealthy, rpctypes.ErrGRPCUnhealthy, rpctypes.ErrMemberNotEnoughStarted, rpctypes.ErrGRPCMemberNotEnoughStarted},
+		"IsPermissionDenied": {rpctypes.ErrPermissionDenied, rpctypes.ErrGRPCPermissionDenied},
 	}
 	unrelated := []error{
 		nil,

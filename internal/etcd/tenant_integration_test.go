@@ -36,7 +36,7 @@ func TestTenantRangeAgainstRealEtcd(t *testing.T) {
 	g.Expect(root.Put(ctx, "/tenants/ab/other", "x")).To(Succeed())
 	g.Expect(root.Put(ctx, "/tenants/b/other", "x")).To(Succeed())
 	tenantA := newClient(t, etcd.Config{Endpoints: []string{url}, TLS: certs.TLSAs(t, "tenant:a")})
-	denied := MatchError(ContainSubstring("permission denied"))
+	denied := WithTransform(etcd.IsPermissionDenied, BeTrue())
 
 	g.Expect(tenantA.Put(ctx, "/tenants/a/registry/pods/p", "1")).To(Succeed())
 	g.Expect(read(ctx, tenantA, "/tenants/a/registry/pods/p")).To(Equal("1"))

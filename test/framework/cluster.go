@@ -295,6 +295,8 @@ func (e *Env) delete(ctx context.Context, obj client.Object) error {
 		return e.deleteCluster(ctx, o)
 	case *etcdv1alpha1.EtcdBackup:
 		return e.deleteBackup(ctx, o)
+	case *etcdv1alpha1.EtcdTenant:
+		return e.DeleteTenant(ctx, o)
 	case *corev1.PersistentVolumeClaim:
 		return e.deleteClaim(ctx, o)
 	case *corev1.Pod:

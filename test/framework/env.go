@@ -80,7 +80,7 @@ type Env struct {
 	// mu guards created: level 5 creates from several goroutines.
 	mu sync.Mutex
 	// created are the objects to delete, oldest first: *EtcdCluster, *EtcdBackup,
-	// *PersistentVolumeClaim or *Pod.
+	// *EtcdTenant, *PersistentVolumeClaim or *Pod.
 	created []client.Object
 }
 

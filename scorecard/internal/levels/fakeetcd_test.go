@@ -2,6 +2,7 @@ package levels_test
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"maps"
 	"net/url"
@@ -23,6 +24,9 @@ import (
 type fakeEtcds struct {
 	mu  sync.Mutex
 	dbs map[string]*fakeDB // client endpoint -> its cluster's database
+	// prefixes are the keys each tenant's user may use, by user: with auth on, a client
+	// whose certificate names such a user reaches only its prefix.
+	prefixes map[string]string
 }
 
 // fakeDB is the data of one fake etcd cluster and, roughly, its members' database files, as
@@ -74,17 +78,64 @@ func newFakeDB(keys map[string]string) *fakeDB {
 	return d
 }
 
-func newFakeEtcds() *fakeEtcds { return &fakeEtcds{dbs: map[string]*fakeDB{}} }
+func newFakeEtcds() *fakeEtcds {
+	return &fakeEtcds{dbs: map[string]*fakeDB{}, prefixes: map[string]string{}}
+}
+
+// grant lets user use the keys under prefix; an empty prefix forgets the user.
+func (f *fakeEtcds) grant(user, prefix string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if prefix == "" {
+		delete(f.prefixes, user)
+		return
+	}
+	f.prefixes[user] = prefix
+}
+
+// allowed says whether user may use key: the operator's own client (no user) every key; a
+// tenant's the keys under its prefix, none once it is forgotten.
+func (f *fakeEtcds) allowed(user, key string) bool {
+	if user == "" {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	prefix, ok := f.prefixes[user]
+	return ok && strings.HasPrefix(key, prefix)
+}
+
+// deletePrefix deletes the keys under prefix: their values move to the history, as put's
+// older values do.
+func (d *fakeDB) deletePrefix(prefix string) {
+	for k, v := range d.keys {
+		if strings.HasPrefix(k, prefix) {
+			delete(d.keys, k)
+			d.live -= entrySize(k, v)
+			d.history += entrySize(k, v)
+			d.revision++
+		}
+	}
+}
 
 // endpoint is the client endpoint of c, as the scorecard dials it (TLS disabled).
 func endpoint(c *etcdv1alpha1.EtcdCluster) string {
 	return fmt.Sprintf("http://%s.%s.svc:%d", cluster.For(c).ClientService(), c.Namespace, cluster.ClientPort)
 }
 
-// factory connects to the database of the first endpoint.
+// factory connects to the database of the first endpoint, as the user the configuration's
+// client certificate names (none without one: the operator's client).
 func (f *fakeEtcds) factory() etcd.Factory {
 	return func(cfg etcd.Config) (etcd.Client, error) {
-		return &fakeKV{etcds: f, endpoint: cfg.Endpoints[0]}, nil
+		kv := &fakeKV{etcds: f, endpoint: cfg.Endpoints[0]}
+		if cfg.TLS != nil && len(cfg.TLS.Certificates) > 0 {
+			cert, err := x509.ParseCertificate(cfg.TLS.Certificates[0].Certificate[0])
+			if err != nil {
+				return nil, err
+			}
+			kv.user = cert.Subject.CommonName
+		}
+		return kv, nil
 	}
 }
 
@@ -261,11 +312,16 @@ type fakeKV struct {
 	etcd.Client
 	etcds    *fakeEtcds
 	endpoint string
+	// user is the etcd user of the client's certificate; empty for the operator's client.
+	user string
 }
 
 // Put writes key, unless NOSPACE is raised or writes fail (writesFailUntil). Like etcd, it applies
 // the write that takes a file past the quota and answers it with NOSPACE all the same.
 func (c *fakeKV) Put(_ context.Context, key, value string) (err error) {
+	if !c.etcds.allowed(c.user, key) {
+		return fmt.Errorf("writing etcd key %q: %w", key, rpctypes.ErrPermissionDenied)
+	}
 	c.etcds.with(c.endpoint, func(d *fakeDB) {
 		if time.Now().Before(d.writesFailUntil) {
 			err = rpctypes.ErrTimeout
@@ -287,6 +343,9 @@ func (c *fakeKV) Put(_ context.Context, key, value string) (err error) {
 }
 
 func (c *fakeKV) Get(_ context.Context, key string) (value string, found bool, err error) {
+	if !c.etcds.allowed(c.user, key) {
+		return "", false, fmt.Errorf("reading etcd key %q: %w", key, rpctypes.ErrPermissionDenied)
+	}
 	c.etcds.with(c.endpoint, func(d *fakeDB) { value, found = d.keys[key] })
 	return value, found, nil
 }

@@ -23,6 +23,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/pki"
 	"github.com/etcdpilot/etcdpilot/internal/resources"
 	"github.com/etcdpilot/etcdpilot/test/framework"
 )
@@ -131,10 +132,18 @@ type fakeOperator struct {
 	rewritten map[string]time.Time                           // claims whose data a test pod rewrote, and when
 	lost      map[string]map[string]bool                     // cluster UID -> members whose data was lost since it was last recovered
 	nextEvent int
+	// unbounded lets every tenant's user use every key.
+	unbounded bool
+	// tenantSigner signs the tenants' certificates; tenantCAPair is its certificate and key.
+	tenantSigner *pki.CA
+	tenantCAPair pki.KeyPair
 }
 
 // fakeOption changes the fake operator before it starts.
 type fakeOption func(*fakeOperator)
+
+// unboundedTenants gives each tenant every key rather than its prefix.
+func unboundedTenants(o *fakeOperator) { o.unbounded = true }
 
 // onNodes gives the fake cluster n Ready nodes, the members spread over them.
 func onNodes(n int) fakeOption { return func(o *fakeOperator) { o.nodes = n } }
@@ -222,13 +231,20 @@ func startFakeOperator(t *testing.T, c client.Client, ns string, etcds *fakeEtcd
 func (o *fakeOperator) reconcileAll(ctx context.Context) {
 	var list etcdv1alpha1.EtcdClusterList
 	var backups etcdv1alpha1.EtcdBackupList
-	if o.c.List(ctx, &list, client.InNamespace(o.ns)) != nil || o.c.List(ctx, &backups, client.InNamespace(o.ns)) != nil {
+	var tenants etcdv1alpha1.EtcdTenantList
+	if o.c.List(ctx, &list, client.InNamespace(o.ns)) != nil || o.c.List(ctx, &backups, client.InNamespace(o.ns)) != nil ||
+		o.c.List(ctx, &tenants, client.InNamespace(o.ns)) != nil {
 		return
 	}
 	live := map[string]bool{}
+	clusters := map[string]*etcdv1alpha1.EtcdCluster{}
 	for i := range list.Items {
 		live[list.Items[i].Name] = true
 		o.reconcile(ctx, &list.Items[i])
+		clusters[list.Items[i].Name] = &list.Items[i]
+	}
+	for i := range tenants.Items {
+		o.reconcileTenant(ctx, &tenants.Items[i], clusters)
 	}
 	liveBackups := map[string]bool{}
 	for i := range backups.Items {
@@ -365,9 +381,86 @@ func (o *fakeOperator) reconcile(ctx context.Context, c *etcdv1alpha1.EtcdCluste
 		Conditions:         conditions,
 		Members:            members, ReadyMembers: ready, CurrentVersion: current,
 		ClientService: names.ClientService(), ClientSecret: "", // plain http: the fake etcd needs no certificate
-		Recovery: recovery, Consistency: consistency,
+		Recovery: recovery, Consistency: consistency, Auth: authOf(c),
 	}
 	_ = o.c.Status().Update(ctx, c) // a conflict is retried on the next round
+}
+
+// authOf is status.auth: on at once when the spec asks.
+func authOf(c *etcdv1alpha1.EtcdCluster) *etcdv1alpha1.AuthStatus {
+	if !c.Spec.Auth.Enabled {
+		return nil
+	}
+	return &etcdv1alpha1.AuthStatus{Enabled: true, RootUsers: []string{"root"}}
+}
+
+// tenantFinalizer is the operator's finalizer on every tenant.
+const tenantFinalizer = "etcd.etcdpilot.io/tenant"
+
+// reconcileTenant plays the operator's part for tenant t of a cluster with auth on: its
+// prefix given to its user in the fake etcd, a Secret with a certificate for the user, Ready;
+// once deleted, its keys deleted with deletionPolicy Delete and its user forgotten.
+func (o *fakeOperator) reconcileTenant(ctx context.Context, t *etcdv1alpha1.EtcdTenant, clusters map[string]*etcdv1alpha1.EtcdCluster) {
+	c := clusters[t.Spec.ClusterName]
+	user := "tenant:" + t.Name
+	if !t.DeletionTimestamp.IsZero() {
+		if c != nil && t.Spec.DeletionPolicy == etcdv1alpha1.TenantDeletionPolicyDelete {
+			o.etcds.with(endpoint(c), func(d *fakeDB) { d.deletePrefix(t.Spec.Prefix) })
+		}
+		o.etcds.grant(user, "")
+		if controllerutil.RemoveFinalizer(t, tenantFinalizer) {
+			_ = o.c.Update(ctx, t)
+		}
+		return
+	}
+	if c == nil || c.Status.Auth == nil || !c.Status.Auth.Enabled {
+		return
+	}
+	if controllerutil.AddFinalizer(t, tenantFinalizer) {
+		if o.c.Update(ctx, t) != nil {
+			return
+		}
+	}
+	if o.unbounded {
+		o.etcds.grant(user, "/")
+	} else {
+		o.etcds.grant(user, t.Spec.Prefix)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name + "-etcd-client"}}
+	if err := o.c.Get(ctx, client.ObjectKeyFromObject(secret), secret); apierrors.IsNotFound(err) {
+		pair, err := o.tenantCA().IssueClient(user, time.Hour, time.Now())
+		if err != nil {
+			return
+		}
+		secret.Data = map[string][]byte{"ca.crt": o.tenantCAPair.CertPEM, "tls.crt": pair.CertPEM, "tls.key": pair.KeyPEM}
+		if o.c.Create(ctx, secret) != nil {
+			return
+		}
+	}
+	if meta.IsStatusConditionTrue(t.Status.Conditions, etcdv1alpha1.ConditionReady) {
+		return
+	}
+	t.Status = etcdv1alpha1.EtcdTenantStatus{ObservedGeneration: t.Generation, User: user, SecretName: secret.Name,
+		Conditions: []metav1.Condition{{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonTenantProvisioned, LastTransitionTime: metav1.Now()}}}
+	_ = o.c.Status().Update(ctx, t)
+}
+
+// tenantCA is the CA that signs the fake tenants' certificates, made on first use.
+func (o *fakeOperator) tenantCA() *pki.CA {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.tenantSigner == nil {
+		pair, err := pki.NewCA("fake tenants CA", time.Hour, time.Now())
+		if err != nil {
+			panic(err)
+		}
+		ca, err := pki.LoadCA(pair)
+		if err != nil {
+			panic(err)
+		}
+		o.tenantSigner, o.tenantCAPair = ca, pair
+	}
+	return o.tenantSigner
 }
 
 // nodeOf names the node member i runs on: none without nodes.

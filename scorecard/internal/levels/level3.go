@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/scorecard/internal/report"
 	"github.com/etcdpilot/etcdpilot/test/framework"
 )
@@ -40,30 +41,81 @@ var backupClaimSize = resource.MustParse("256Mi")
 // where there are several nodes, while a member's node is drained (drainNode).
 // Then it is backed up to a claim, and a new 3-member cluster started from that backup
 // holds every key written before it, and not the key written after it: a restore, not a
-// copy. A failure fails the test with its own message and skips the steps after it; when
-// the API has no EtcdBackup (an operator older than backups), the scaling part runs and
-// the test fails naming what is missing.
+// copy. Last, etcd's authentication is turned on and a tenant's certificate writes under
+// its prefix only; its keys go with it (tenantRoundTrip). A failure fails the test with its
+// own message and skips the steps after it; when the API has no EtcdBackup or no
+// EtcdTenant (an operator older than either), the rest runs and the test fails naming
+// what is missing.
 func fullLifecycle(ctx context.Context, in Input, r *report.Report) {
 	c, keys, ok := scaleAndReplace(ctx, in, r)
 	ok = ok && drainNode(ctx, in, r, c, keys)
 
-	served, err := in.Env.Serves(etcdv1alpha1.GroupVersion.Group, "EtcdBackup")
-	if err != nil {
-		r.Fail(fmt.Sprintf("finding out whether EtcdBackup is served: %v", err))
-		return
+	served := map[string]bool{}
+	for _, kind := range []string{"EtcdBackup", "EtcdTenant"} {
+		var err error
+		if served[kind], err = in.Env.Serves(etcdv1alpha1.GroupVersion.Group, kind); err != nil {
+			r.Fail(fmt.Sprintf("finding out whether %s is served: %v", kind, err))
+			return
+		}
+		r.Logf("%s served in %s: %t", kind, etcdv1alpha1.GroupVersion.Group, served[kind])
 	}
-	r.Logf("EtcdBackup served in %s: %t", etcdv1alpha1.GroupVersion.Group, served)
-	for _, m := range FullLifecycleMissing(served) {
+	for _, m := range FullLifecycleMissing(served["EtcdBackup"], served["EtcdTenant"]) {
 		r.Fail("missing: " + m)
 	}
 	switch {
-	case !served:
+	case !served["EtcdBackup"]:
 		r.Suggest("Serve an EtcdBackup kind (snapshots to a volume or object storage) and a way to create a cluster from a backup.")
 	case !ok:
 		r.Logf("backup and restore not tried: the cluster did not get through scaling, member replacement and the drain")
 	default:
-		backupAndRestore(ctx, in, r, c, keys)
+		ok = backupAndRestore(ctx, in, r, c, keys)
 	}
+	switch {
+	case !served["EtcdTenant"]:
+		r.Suggest("Serve an EtcdTenant kind: an etcd user bounded to a key prefix, with a client certificate of its own.")
+	case !ok:
+		r.Logf("the tenant not tried: the cluster did not get through the steps before")
+	default:
+		tenantRoundTrip(ctx, in, r, c, keys)
+	}
+}
+
+// tenantRoundTrip turns etcd's authentication on for c, which holds keys, and makes a
+// tenant of it: with the certificate of the tenant's Secret, a write under its prefix is
+// accepted and a write or a read outside refused; the operator's own client still reads
+// every key; deleting the tenant (deletionPolicy Delete) deletes the key it wrote.
+func tenantRoundTrip(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, keys map[string]string) {
+	t := framework.NewTenant(c.Name+"-tenant", c, "/scorecard/tenant/")
+	const mine, outside = "/scorecard/tenant/written", "/scorecard/outside"
+	var tenant etcd.Client
+	defer func() {
+		if tenant != nil {
+			_ = tenant.Close()
+		}
+	}()
+	runSteps(r,
+		step{"turn etcd's authentication on", func() error { return in.Env.SetAuth(ctx, c, true) }},
+		step{"wait until etcd's authentication is on and the cluster is settled", func() error {
+			return in.Env.WaitFor(ctx, c, "authentication on", framework.All(framework.AuthEnabled(), framework.Settled(3)))
+		}},
+		step{"create EtcdTenant " + t.Name + " with prefix " + t.Spec.Prefix, func() error { return in.Env.CreateTenant(ctx, t) }},
+		step{"wait until the tenant is Ready", func() error { return in.Env.WaitForTenant(ctx, t) }},
+		step{"write under the prefix with the tenant's certificate", func() error {
+			var err error
+			if tenant, err = in.Env.ConnectAs(ctx, c, t); err != nil {
+				return err
+			}
+			return tenant.Put(ctx, mine, "tenant")
+		}},
+		step{"the tenant's certificate is refused outside its prefix", func() error { return refusedOutside(ctx, tenant, outside, keys) }},
+		step{fmt.Sprintf("read back the %d keys with the operator's certificate", len(keys)), func() error { return checkKeys(ctx, in, c, keys) }},
+		step{"delete the tenant: its key goes", func() error {
+			if err := in.Env.DeleteTenant(ctx, t); err != nil {
+				return err
+			}
+			return checkAbsent(ctx, in, c, map[string]string{mine: "tenant"})
+		}},
+	)
 }
 
 // scaleAndReplace runs the scaling and member replacement part of level 3. It returns the
@@ -110,7 +162,8 @@ func scaleAndReplace(ctx context.Context, in Input, r *report.Report) (*etcdv1al
 // backupAndRestore backs c, which holds keys, up to a new claim and checks the backup's
 // status; then it creates a new cluster from the backup, reads every key written before
 // the backup through it, and checks that the key written after the backup is not there.
-func backupAndRestore(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, keys map[string]string) {
+// It says whether every step passed.
+func backupAndRestore(ctx context.Context, in Input, r *report.Report, c *etcdv1alpha1.EtcdCluster, keys map[string]string) bool {
 	claim := framework.BackupClaim(c.Name+"-backups", c.Namespace, backupClaimSize)
 	b := framework.NewBackup(c.Name+"-backup", c, claim.Name, backupTimeout)
 	before := maps.Clone(keys)
@@ -140,7 +193,7 @@ func backupAndRestore(ctx context.Context, in Input, r *report.Report, c *etcdv1
 		}},
 	)
 	if !ok {
-		return
+		return false
 	}
 	restored, ok := newCluster(in, r, "sc-l3-", func(rc *etcdv1alpha1.EtcdCluster) {
 		rc.Name = c.Name + "-restored"
@@ -148,9 +201,9 @@ func backupAndRestore(ctx context.Context, in Input, r *report.Report, c *etcdv1
 		rc.Spec.Bootstrap = &etcdv1alpha1.BootstrapSpec{Restore: &etcdv1alpha1.RestoreSpec{BackupName: b.Name}}
 	})
 	if !ok {
-		return
+		return false
 	}
-	runSteps(r,
+	return runSteps(r,
 		createStep(ctx, in, restored),
 		settleStep(ctx, in, restored, restoreSize),
 		step{fmt.Sprintf("read back from %s the %d keys written before the backup", restored.Name, len(before)), func() error {
@@ -160,6 +213,29 @@ func backupAndRestore(ctx context.Context, in Input, r *report.Report, c *etcdv1
 			return checkAbsent(ctx, in, restored, after)
 		}},
 	)
+}
+
+// refusedOutside checks that etcd refuses tenant a write of outside and a read of one of
+// keys, none of them under its prefix.
+func refusedOutside(ctx context.Context, tenant etcd.Client, outside string, keys map[string]string) error {
+	if err := tenant.Put(ctx, outside, "tenant"); !etcd.IsPermissionDenied(err) {
+		return fmt.Errorf("writing %s: want permission denied, got %s", outside, errorText(err))
+	}
+	for key := range keys {
+		if _, _, err := tenant.Get(ctx, key); !etcd.IsPermissionDenied(err) {
+			return fmt.Errorf("reading %s: want permission denied, got %s", key, errorText(err))
+		}
+		break
+	}
+	return nil
+}
+
+// errorText is err's message, or "no error".
+func errorText(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	return err.Error()
 }
 
 // writeKeys writes n keys to c under its key prefix and suffix.

@@ -98,8 +98,9 @@ func TestBudget(t *testing.T) {
 
 func TestMissing(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(levels.FullLifecycleMissing(false)).To(Equal([]string{"backup and restore (EtcdBackup is not served; issue 8)"}))
-	g.Expect(levels.FullLifecycleMissing(true)).To(BeEmpty(), "served: the test exercises backup and restore")
+	g.Expect(levels.FullLifecycleMissing(false, true)).To(Equal([]string{"backup and restore (EtcdBackup is not served; issue 8)"}))
+	g.Expect(levels.FullLifecycleMissing(true, false)).To(Equal([]string{"tenants with their own certificates and prefixes (EtcdTenant is not served; issue 38)"}))
+	g.Expect(levels.FullLifecycleMissing(true, true)).To(BeEmpty(), "served: the test exercises backup and restore, and a tenant")
 
 	g.Expect(levels.DeepInsightsMissing([]levels.Insight{
 		{What: "etcd's metrics from the member pods", Problem: errors.New("pod c-0 has no container port named metrics")},
@@ -171,6 +172,8 @@ type fakeCluster struct {
 	prometheus *fakePrometheus
 	// backup says whether discovery lists EtcdBackup.
 	backup bool
+	// noTenants keeps EtcdTenant out of discovery: an operator older than tenants.
+	noTenants bool
 }
 
 func newFakeCluster(t *testing.T, events bool, funcs interceptor.Funcs, opts ...fakeOption) *fakeCluster {
@@ -191,7 +194,7 @@ func newFakeCluster(t *testing.T, events bool, funcs interceptor.Funcs, opts ...
 		return c.Create(ctx, obj, opts...)
 	}
 	c := fake.NewClientBuilder().WithScheme(s).
-		WithStatusSubresource(&etcdv1alpha1.EtcdCluster{}, &etcdv1alpha1.EtcdBackup{}).
+		WithStatusSubresource(&etcdv1alpha1.EtcdCluster{}, &etcdv1alpha1.EtcdBackup{}, &etcdv1alpha1.EtcdTenant{}).
 		WithIndex(&corev1.Event{}, "involvedObject.uid", func(o client.Object) []string {
 			return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
 		}).
@@ -208,6 +211,9 @@ func (f *fakeCluster) deps() levels.Deps {
 		resources := []metav1.APIResource{{Name: "etcdclusters", Kind: "EtcdCluster"}}
 		if f.backup {
 			resources = append(resources, metav1.APIResource{Name: "etcdbackups", Kind: "EtcdBackup"})
+		}
+		if !f.noTenants {
+			resources = append(resources, metav1.APIResource{Name: "etcdtenants", Kind: "EtcdTenant"})
 		}
 		lists := []*metav1.APIResourceList{{GroupVersion: "etcd.etcdpilot.io/v1alpha1", APIResources: resources}}
 		if f.operator.crds {
@@ -366,6 +372,36 @@ func TestFullLifecycleWithoutBackups(t *testing.T) {
 	g.Expect(res.Log).To(MatchRegexp(`destroying member sc-l3-[a-z0-9]{5}-2`))
 	g.Expect(res.Log).To(ContainSubstring("EtcdBackup served in etcd.etcdpilot.io: false"))
 	g.Expect(res.Log).NotTo(ContainSubstring("EtcdBackup sc-l3-"))
+	g.Expect(res.Log).To(ContainSubstring("delete the tenant: its key goes: done in"), "the tenant's round trip runs all the same")
+}
+
+// tenantSteps are the steps of level 3's tenant round trip.
+var tenantSteps = []string{"turn etcd's authentication on", "wait until etcd's authentication is on and the cluster is settled",
+	"wait until the tenant is Ready", "write under the prefix with the tenant's certificate",
+	"the tenant's certificate is refused outside its prefix", "read back the 50 keys with the operator's certificate",
+	"delete the tenant: its key goes"}
+
+// An operator that does not serve EtcdTenant: the rest runs, and the test fails naming
+// tenants.
+func TestFullLifecycleWithoutTenants(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeCluster(t, false, interceptor.Funcs{})
+	f.backup, f.noTenants = true, true
+	res := f.run(t, "level-3-full-lifecycle")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(Equal([]string{"missing: tenants with their own certificates and prefixes (EtcdTenant is not served; issue 38)"}))
+	g.Expect(res.Log).To(ContainSubstring("check that sc-l3-"))
+	g.Expect(res.Log).NotTo(ContainSubstring("EtcdTenant sc-l3-"))
+}
+
+// A tenant whose certificate reaches keys outside its prefix fails the test.
+func TestFullLifecycleTenantUnbounded(t *testing.T) {
+	g := NewWithT(t)
+	f := newFakeCluster(t, false, interceptor.Funcs{}, unboundedTenants)
+	f.backup = true
+	res := f.run(t, "level-3-full-lifecycle")
+	g.Expect(res.State).To(Equal(scapiv1alpha3.FailState), res.Log)
+	g.Expect(res.Errors).To(HaveExactElements(MatchRegexp(`^the tenant's certificate is refused outside its prefix: writing /scorecard/outside: want permission denied, got no error$`)))
 }
 
 func TestFullLifecycle(t *testing.T) {
@@ -379,6 +415,9 @@ func TestFullLifecycle(t *testing.T) {
 		"check the backup's artifact and snapshot", "write a key after the backup", "wait for 3 ready members, Available and Ready") {
 		g.Expect(res.Log).To(ContainSubstring(step+": done in"), step)
 	}
+	for _, step := range tenantSteps {
+		g.Expect(res.Log).To(ContainSubstring(step+": done in"), step)
+	}
 	for _, line := range []string{
 		`create PersistentVolumeClaim sc-l3-[a-z0-9]{5}-backups: done in`,
 		`created PersistentVolumeClaim scorecard/sc-l3-[a-z0-9]{5}-backups: 256Mi, \[ReadWriteOnce\], the default StorageClass`,
@@ -388,6 +427,8 @@ func TestFullLifecycle(t *testing.T) {
 		`created EtcdCluster scorecard/sc-l3-[a-z0-9]{5}-restored: size 3`,
 		`read back from sc-l3-[a-z0-9]{5}-restored the 55 keys written before the backup: done in`,
 		`check that sc-l3-[a-z0-9]{5}-restored lacks the key written after the backup: done in`,
+		`created EtcdTenant scorecard/sc-l3-[a-z0-9]{5}-tenant: cluster sc-l3-[a-z0-9]{5}, prefix /scorecard/tenant/`,
+		`sc-l3-[a-z0-9]{5}-tenant: Ready=True \(Provisioned: \), secret "sc-l3-[a-z0-9]{5}-tenant-etcd-client"`,
 		// Newest first: the restored cluster, the backup and its claim, the backed-up cluster.
 		`(?s)deleted EtcdCluster sc-l3-[a-z0-9]{5}-restored .*deleted EtcdBackup sc-l3-[a-z0-9]{5}-backup and its Jobs' pods` +
 			`.*deleted PersistentVolumeClaim sc-l3-[a-z0-9]{5}-backups .*deleted EtcdCluster sc-l3-[a-z0-9]{5} with`,

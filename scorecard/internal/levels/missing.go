@@ -12,15 +12,23 @@ const backupMissing = "backup and restore (EtcdBackup is not served; issue 8)"
 // upgradesMissing explains why a refused spec.version change fails level 2.
 const upgradesMissing = "operand upgrades are not built yet (issue 6: rolling, health-gated upgrades)"
 
+// tenantMissing is the level-3 item when the API server does not serve EtcdTenant: an
+// operator older than tenants.
+const tenantMissing = "tenants with their own certificates and prefixes (EtcdTenant is not served; issue 38)"
+
 // FullLifecycleMissing lists what level 3 lacks beyond the scaling and replacement it
-// exercises: backupServed says whether the API server serves EtcdBackup. When it does,
-// nothing is missing: the test exercises backup and restore, and fails with the step that
-// does not work.
-func FullLifecycleMissing(backupServed bool) []string {
-	if backupServed {
-		return nil
+// exercises: backupServed and tenantServed say whether the API server serves EtcdBackup and
+// EtcdTenant. What is served is not missing: the test exercises it, and fails with the step
+// that does not work.
+func FullLifecycleMissing(backupServed, tenantServed bool) []string {
+	var out []string
+	if !backupServed {
+		out = append(out, backupMissing)
 	}
-	return []string{backupMissing}
+	if !tenantServed {
+		out = append(out, tenantMissing)
+	}
+	return out
 }
 
 // prometheusMissing is level 4's failure when the API server does not serve the
