@@ -112,9 +112,6 @@ func (r *EtcdTenantReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 // transitions the patch made, and comes back after requeue: within tenant.CountInterval for
 // a tenant in use, to count its keys, renew its certificate and follow the cluster's CA.
 func (r *EtcdTenantReconciler) finish(ctx context.Context, p *tenantPass, err error, requeue time.Duration) (reconcile.Result, error) {
-	if err != nil && p.out.Failed == nil {
-		p.out.Failed = err
-	}
 	desired := status.ComputeTenant(p.tenant, p.out)
 	old, changed, patchErr := patchStatus(ctx, r.Client, p.tenant, &p.tenant.Status, desired)
 	if changed {
@@ -122,6 +119,13 @@ func (r *EtcdTenantReconciler) finish(ctx context.Context, p *tenantPass, err er
 	}
 	r.Metrics.RecordTenant(p.tenant)
 	return reconcile.Result{RequeueAfter: requeue}, errors.Join(err, patchErr)
+}
+
+// failed records err, what etcd answered or that it did not, as the pass's failure, and
+// returns it.
+func (p *tenantPass) failed(err error) error {
+	p.out.Failed = err
+	return err
 }
 
 func (p *tenantPass) close() {
@@ -157,16 +161,18 @@ func (r *EtcdTenantReconciler) stepAdmit(ctx context.Context, p *tenantPass) (st
 		p.out.Blocked = &b
 		return endPass, nil
 	}
-	p.etcd, err = r.connect(ctx, c)
-	if err != nil {
-		return endPass, err
+	if p.etcd, err = r.connect(ctx, c); err != nil {
+		return endPass, p.failed(err)
 	}
 	return next, nil
 }
 
 func (r *EtcdTenantReconciler) stepGrant(ctx context.Context, p *tenantPass) (stepOutcome, error) {
 	t := p.tenant
-	return next, p.etcd.GrantRange(ctx, tenant.User(t.Name), tenantRange(t))
+	if err := p.etcd.GrantRange(ctx, tenant.User(t.Name), tenantRange(t)); err != nil {
+		return endPass, p.failed(err)
+	}
+	return next, nil
 }
 
 func (r *EtcdTenantReconciler) stepCertificate(ctx context.Context, p *tenantPass) (stepOutcome, error) {
@@ -214,19 +220,23 @@ func (r *EtcdTenantReconciler) finalize(ctx context.Context, p *tenantPass) (rec
 	return reconcile.Result{}, r.Client.Update(ctx, t)
 }
 
-// release deletes the tenant's user and role, and with deletionPolicy Delete its keys. It
-// returns how long to wait when the keys are still being written.
+// release deletes the tenant's user and role, and the keys under its prefix when they go
+// with it (tenant.KeysGo). It returns how long to wait when the keys are still being
+// written. What etcd refuses or does not answer is the pass's failure.
 func (r *EtcdTenantReconciler) release(ctx context.Context, p *tenantPass, c *etcdv1alpha1.EtcdCluster) (time.Duration, error) {
 	t := p.tenant
-	var err error
-	if p.etcd, err = r.connect(ctx, c); err != nil {
+	siblings, err := r.siblings(ctx, t)
+	if err != nil {
 		return 0, err
 	}
-	deleteKeys := t.Spec.DeletionPolicy == etcdv1alpha1.TenantDeletionPolicyDelete
-	if deleteKeys {
+	keysGo, kept := tenant.KeysGo(t.Spec.DeletionPolicy == etcdv1alpha1.TenantDeletionPolicyDelete, tenantOf(t), siblings)
+	if p.etcd, err = r.connect(ctx, c); err != nil {
+		return 0, p.failed(err)
+	}
+	if keysGo {
 		keys, revision, err := p.etcd.CountRange(ctx, tenantRange(t))
 		if err != nil {
-			return 0, err
+			return 0, p.failed(err)
 		}
 		d := tenant.Delete(lastUsage(t), tenant.Usage{Keys: keys, Revision: revision, At: r.now()}, t.Annotations[etcdv1alpha1.AnnotationForceDelete] == "true")
 		if !d.Proceed {
@@ -235,15 +245,15 @@ func (r *EtcdTenantReconciler) release(ctx context.Context, p *tenantPass, c *et
 		}
 	}
 	if err := p.etcd.RevokeUser(ctx, tenant.User(t.Name)); err != nil {
-		return 0, err
+		return 0, p.failed(err)
 	}
-	if !deleteKeys {
-		eventf(r.Recorder, t, corev1.EventTypeNormal, "TenantReleased", "Delete", "Deleted etcd user %s; kept the keys under %s (deletionPolicy Retain)", tenant.User(t.Name), t.Spec.Prefix)
+	if !keysGo {
+		eventf(r.Recorder, t, corev1.EventTypeNormal, "TenantReleased", "Delete", "Deleted etcd user %s; kept the keys under %s: %s", tenant.User(t.Name), t.Spec.Prefix, kept)
 		return 0, nil
 	}
 	deleted, err := p.etcd.DeleteRange(ctx, tenantRange(t))
 	if err != nil {
-		return 0, err
+		return 0, p.failed(err)
 	}
 	eventf(r.Recorder, t, corev1.EventTypeNormal, "TenantReleased", "Delete", "Deleted etcd user %s and the %d keys under %s (deletionPolicy Delete)", tenant.User(t.Name), deleted, t.Spec.Prefix)
 	return 0, nil

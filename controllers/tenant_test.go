@@ -109,6 +109,22 @@ func TestTenantIsProvisionedAndOverlapsRefused(t *testing.T) {
 	g.Expect(granted).To(BeFalse(), "nothing is created for the younger tenant")
 	g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "b-etcd-client"}, &corev1.Secret{}))).To(BeTrue())
 
+	// A younger tenant with deletionPolicy Delete, forced, over a's keys: deleted, it never
+	// held its prefix, so a's keys stay.
+	d := newTenant(ns, "d", "shared", "/tenants/a/registry/")
+	d.Spec.DeletionPolicy = etcdv1alpha1.TenantDeletionPolicyDelete
+	d.Annotations = map[string]string{etcdv1alpha1.AnnotationForceDelete: "true"}
+	g.Expect(k8sClient.Create(ctx, d)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(tenantReady(get(g, ns, "d", &etcdv1alpha1.EtcdTenant{})).Reason).To(Equal(etcdv1alpha1.ReasonPrefixConflict))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(k8sClient.Delete(ctx, get(g, ns, "d", &etcdv1alpha1.EtcdTenant{}))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "d"}, &etcdv1alpha1.EtcdTenant{}))).To(BeTrue())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Expect(f.Keys()).To(ContainElement("/tenants/a/registry/pods/x"), "the keys under d's prefix are a's")
+	g.Expect(calls(f, fake.DeleteRange)).To(BeEmpty())
+
 	// Retain: the user goes, the keys stay; the prefix passes to b.
 	g.Expect(k8sClient.Delete(ctx, get(g, ns, "a", &etcdv1alpha1.EtcdTenant{}))).To(Succeed())
 	g.Eventually(func(g Gomega) {

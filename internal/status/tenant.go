@@ -17,7 +17,7 @@ import (
 type Tenant struct {
 	// Blocked is why the tenant gets nothing in etcd (tenant.Admit).
 	Blocked *tenant.Blocker
-	// Failed is what etcd or the API answered when the operator acted.
+	// Failed is what etcd answered when the operator acted, or that it did not answer.
 	Failed error
 	// InUse is why the keys of a tenant being deleted are kept (tenant.Delete).
 	InUse string

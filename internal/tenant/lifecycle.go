@@ -110,3 +110,17 @@ func Delete(last *Usage, now Usage, forced bool) Deletion {
 	}
 	return Deletion{Proceed: true}
 }
+
+// KeysGo says whether the keys under t's prefix are deleted with t, among the other tenants
+// of its cluster, and why not when they are not: only with deletionPolicy Delete
+// (deletePolicy), and only when t holds its prefix. A tenant that met an older one never had
+// its prefix: the keys under it are the older tenant's.
+func KeysGo(deletePolicy bool, t Tenant, others []Tenant) (bool, string) {
+	if !deletePolicy {
+		return false, "deletionPolicy Retain"
+	}
+	if o, conflict := Conflict(t, others); conflict {
+		return false, fmt.Sprintf("they are the older tenant %s's: its prefix %s overlaps this one", o.Name, o.Prefix)
+	}
+	return true, ""
+}

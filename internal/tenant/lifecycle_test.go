@@ -81,3 +81,22 @@ func TestDelete(t *testing.T) {
 func TestSecretName(t *testing.T) {
 	NewWithT(t).Expect(tenant.SecretName("cp-a")).To(Equal("cp-a-etcd-client"))
 }
+
+// The keys go with a tenant only with deletionPolicy Delete, and only when it held its
+// prefix.
+func TestKeysGo(t *testing.T) {
+	g := NewWithT(t)
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	older := tenant.Tenant{Name: "a", Prefix: "/a/", Created: t0}
+	younger := tenant.Tenant{Name: "d", Prefix: "/a/registry/", Created: t0.Add(time.Minute)}
+	other := tenant.Tenant{Name: "z", Prefix: "/z/", Created: t0}
+
+	gone, why := tenant.KeysGo(true, younger, []tenant.Tenant{older, other})
+	g.Expect(gone).To(BeFalse())
+	g.Expect(why).To(Equal("they are the older tenant a's: its prefix /a/ overlaps this one"))
+	gone, why = tenant.KeysGo(false, older, nil)
+	g.Expect(gone).To(BeFalse())
+	g.Expect(why).To(Equal("deletionPolicy Retain"))
+	gone, _ = tenant.KeysGo(true, older, []tenant.Tenant{younger, other})
+	g.Expect(gone).To(BeTrue(), "the older one holds its prefix, the younger's keys inside it included")
+}
