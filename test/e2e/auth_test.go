@@ -30,7 +30,7 @@ import (
 // etcd's authentication, seen from etcd and its clients: what each certificate may do with
 // it on and off, and the operator's own work (membership, backups and their verification,
 // the members' etcdctl) going on with it on.
-var _ = Describe("etcd authentication", func() {
+var _ = Describe("etcd authentication", longestSpec(85), func() {
 	It("on: the client Secret's certificate and the operator keep full access, another certificate of the cluster's CA only what etcd grants everyone; membership changes, a verified backup, the consistency check and the members' etcdctl work; tenants' certificates reach only their prefixes and leave with their keys or without; off again: that certificate writes", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-auth-")
 		c := newCluster(ns, "auth", 1)
