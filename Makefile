@@ -495,7 +495,9 @@ monitoring-down: $(KUBECTL) ## Remove Prometheus, the Prometheus Operator, their
 
 ##@ Tests on a cluster
 
-E2E_PROCS ?= 3
+# Four processes: the parallel specs mostly wait on pods, and four keep both cores busier
+# without slowing them (docs/development.md has the figures).
+E2E_PROCS ?= 4
 # Each e2e run also writes a Ginkgo JSON report here (deploy.json, olm.json); after a failed
 # run, go run ./hack/e2efailures $(E2E_REPORTS)/*.json prints what failed, briefly (.ci/run
 # prints it last).
