@@ -58,6 +58,13 @@ func TestTenantRangeAgainstRealEtcd(t *testing.T) {
 	g.Expect(revision).To(BeNumerically("<", st.Revision), "the newest write under the prefix, not the cluster's")
 	g.Expect(revision).To(BeNumerically(">", 1))
 
+	// A role given by hand is taken away again.
+	_, err = root.GrantRoot(ctx, []string{tenant.User("a")})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tenantA.Put(ctx, "/tenants/b/x", "1")).To(Succeed(), "root, by hand")
+	g.Expect(root.GrantRange(ctx, tenant.User("a"), a)).To(Succeed())
+	g.Expect(tenantA.Put(ctx, "/tenants/b/x", "1")).To(denied, "only its own role again")
+
 	// Read-only in place: reads go on, writes are refused.
 	g.Expect(root.GrantRange(ctx, tenant.User("a"), etcd.Range{Key: a.Key, End: a.End, ReadOnly: true})).To(Succeed())
 	g.Expect(tenantA.Put(ctx, "/tenants/a/registry/pods/q", "1")).To(denied)
