@@ -14,7 +14,7 @@ const (
 	TenantDeletionPolicyRetain TenantDeletionPolicy = "Retain"
 	// TenantDeletionPolicyDelete deletes every key under the prefix with the EtcdTenant,
 	// once no key under it was written for 30 seconds, or at once with the force-delete
-	// annotation.
+	// annotation; none when the tenant never held its prefix (it met an older tenant's).
 	TenantDeletionPolicyDelete TenantDeletionPolicy = "Delete"
 )
 
@@ -56,10 +56,11 @@ type EtcdTenantSpec struct {
 
 	// deletionPolicy says what happens to the keys under prefix when the tenant is
 	// deleted: Retain (the default) keeps them, Delete deletes them once no key under the
-	// prefix was written for 30 seconds (a live kube-apiserver writes its lease every 10
-	// seconds, so one still using the prefix holds the deletion), or at once with the
-	// annotation etcd.etcdpilot.io/force-delete: "true". Either way the tenant's etcd user
-	// and role are deleted.
+	// prefix was written for 30 seconds (a client still writing holds the deletion; a
+	// kube-apiserver renews its lease every 10 seconds), or at once with the annotation
+	// etcd.etcdpilot.io/force-delete: "true". A tenant that met an older one's prefix
+	// (PrefixConflict) deletes no key: they are the older tenant's. Either way the tenant's
+	// etcd user and role are deleted.
 	// +kubebuilder:default=Retain
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion Policy"
