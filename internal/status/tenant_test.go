@@ -66,3 +66,12 @@ func TestTenantTransitions(t *testing.T) {
 		{Type: corev1.EventTypeNormal, Reason: etcdv1alpha1.ReasonTenantProvisioned, Action: "Provision", Message: "user tenant:a may use the keys under /a/"}}))
 	g.Expect(status.TenantTransitions(ready, ready)).To(BeEmpty())
 }
+
+// internal/tenant names its blockers' reasons without importing the API: they are the API's.
+func TestTenantBlockersAreTheAPIReasons(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(tenant.BlockedNoCluster).To(Equal(etcdv1alpha1.ReasonClusterNotFound))
+	g.Expect(tenant.BlockedNoTLS).To(Equal(etcdv1alpha1.ReasonTenantTLSUnsupported))
+	g.Expect(tenant.BlockedNoAuth).To(Equal(etcdv1alpha1.ReasonAuthNotEnabled))
+	g.Expect(tenant.BlockedByConflict).To(Equal(etcdv1alpha1.ReasonPrefixConflict))
+}

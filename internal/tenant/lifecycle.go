@@ -50,11 +50,10 @@ type Cluster struct {
 // The blockers' reasons, as the API names them (api/v1alpha1 ReasonClusterNotFound and
 // the others): this package does not import the API.
 const (
-	BlockedNoCluster   = "ClusterNotFound"
-	BlockedNoTLS       = "TLSModeUnsupported"
-	BlockedNoAuth      = "AuthNotEnabled"
-	BlockedByConflict  = "PrefixConflict"
-	BlockedPrefixInUse = "PrefixInUse"
+	BlockedNoCluster  = "ClusterNotFound"
+	BlockedNoTLS      = "TLSModeUnsupported"
+	BlockedNoAuth     = "AuthNotEnabled"
+	BlockedByConflict = "PrefixConflict"
 )
 
 // Admit says whether tenant t of cluster c, beside the tenants others of the same cluster,
