@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -356,7 +357,7 @@ func (r *EtcdTenantReconciler) ensureTenantSecret(ctx context.Context, t *etcdv1
 	switch {
 	case !exists:
 		err = r.Client.Create(ctx, tenantSecret(t, c, data))
-	case !sameData(secret.Data, data):
+	case !maps.EqualFunc(secret.Data, data, bytes.Equal):
 		secret.Data = data
 		err = r.Client.Update(ctx, secret)
 	}
@@ -382,19 +383,6 @@ func tenantSecret(t *etcdv1alpha1.EtcdTenant, c *etcdv1alpha1.EtcdCluster, data 
 		Type: corev1.SecretTypeTLS,
 		Data: data,
 	}
-}
-
-// sameData says whether two Secrets' data are equal.
-func sameData(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
-			return false
-		}
-	}
-	return true
 }
 
 // operatorCA says whether the cluster's certificates come from a CA the operator holds.

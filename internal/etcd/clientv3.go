@@ -407,15 +407,22 @@ func (c *client) keepOnlyPermission(ctx context.Context, role string, r Range) e
 	if r.ReadOnly {
 		want = authpb.READ
 	}
-	if _, err := c.cli.RoleAdd(ctx, role); err != nil && !errors.Is(err, rpctypes.ErrRoleAlreadyExist) {
-		return fmt.Errorf("adding etcd role %s: %w", role, err)
-	}
+	// Read first: a tenant is looked at every minute, and an add of what exists is a raft
+	// proposal that fails.
+	var perms []*authpb.Permission
 	got, err := c.cli.RoleGet(ctx, role)
-	if err != nil {
+	switch {
+	case errors.Is(err, rpctypes.ErrRoleNotFound):
+		if _, err := c.cli.RoleAdd(ctx, role); err != nil && !errors.Is(err, rpctypes.ErrRoleAlreadyExist) {
+			return fmt.Errorf("adding etcd role %s: %w", role, err)
+		}
+	case err != nil:
 		return fmt.Errorf("reading etcd role %s: %w", role, err)
+	default:
+		perms = got.Perm
 	}
 	granted := false
-	for _, p := range got.Perm {
+	for _, p := range perms {
 		if p.PermType == want && string(p.Key) == r.Key && string(p.RangeEnd) == r.End {
 			granted = true
 			continue
@@ -435,14 +442,19 @@ func (c *client) keepOnlyPermission(ctx context.Context, role string, r Range) e
 
 // keepOnlyRole makes user, without a password, hold exactly the role of its own name.
 func (c *client) keepOnlyRole(ctx context.Context, user string) error {
-	if _, err := c.cli.UserAddWithOptions(ctx, user, "", &clientv3.UserAddOptions{NoPassword: true}); err != nil && !errors.Is(err, rpctypes.ErrUserAlreadyExist) {
-		return fmt.Errorf("adding etcd user %s: %w", user, err)
-	}
+	var roles []string
 	got, err := c.cli.UserGet(ctx, user)
-	if err != nil {
+	switch {
+	case errors.Is(err, rpctypes.ErrUserNotFound):
+		if _, err := c.cli.UserAddWithOptions(ctx, user, "", &clientv3.UserAddOptions{NoPassword: true}); err != nil && !errors.Is(err, rpctypes.ErrUserAlreadyExist) {
+			return fmt.Errorf("adding etcd user %s: %w", user, err)
+		}
+	case err != nil:
 		return fmt.Errorf("reading etcd user %s: %w", user, err)
+	default:
+		roles = got.Roles
 	}
-	for _, other := range got.Roles {
+	for _, other := range roles {
 		if other == user {
 			continue
 		}
@@ -450,7 +462,7 @@ func (c *client) keepOnlyRole(ctx context.Context, user string) error {
 			return fmt.Errorf("revoking etcd role %s from user %s: %w", other, user, err)
 		}
 	}
-	if slices.Contains(got.Roles, user) {
+	if slices.Contains(roles, user) {
 		return nil
 	}
 	if _, err := c.cli.UserGrantRole(ctx, user, user); err != nil {
