@@ -322,6 +322,18 @@ etcd-images: $(CRANE) $(foreach v,$(ETCD_VERSIONS),$(call ETCD_BIN,$(v))/etcd) #
 .PHONY: images
 images: image etcd-images ## Build and push the operator image and every etcd operand image to REGISTRY.
 
+# The kube-apiserver of the local cluster's Kubernetes release, as its public image name
+# (registry.k8s.io is served from the local registry): the e2e runs it as a pod on an
+# EtcdTenant, with the manifest of docs/kube-apiserver.md. A static binary on an empty base.
+KUBE_APISERVER_IMAGE := registry.k8s.io/kube-apiserver:$(K8S_VERSION)
+.PHONY: kube-apiserver-image
+kube-apiserver-image: $(CRANE) $(K8S_BIN)/kube-apiserver ## Build the kube-apiserver image the e2e runs on tenants and push it to REGISTRY.
+	@rm -rf $(IMAGE_WORK)/kube-apiserver && mkdir -p $(IMAGE_WORK)/kube-apiserver/usr/local/bin $(IMAGE_WORK)/kube-apiserver/tmp
+	@cp $(K8S_BIN)/kube-apiserver $(IMAGE_WORK)/kube-apiserver/usr/local/bin/
+	@chmod 1777 $(IMAGE_WORK)/kube-apiserver/tmp
+	CRANE=$(CRANE) hack/build-image.sh -t $(call local-ref,$(KUBE_APISERVER_IMAGE)) -e /usr/local/bin/kube-apiserver -u 65532:65532 -w / \
+		-E PATH=/usr/local/bin:/usr/bin:/bin $(IMAGE_WORK)/kube-apiserver
+
 # The capability scorecard tests (scorecard/): a static binary on an empty base, run as UID
 # 1001 (scorecard's restricted pod security); scorecard runs it as the test's entrypoint.
 .PHONY: scorecard-image
@@ -511,9 +523,9 @@ PREVIOUS_VERSION = $(shell hack/catalog.sh releases | tail -n 1 | cut -d' ' -f1)
 test-e2e: test-e2e-deploy test-e2e-olm test-e2e-scorecard ## Run the whole e2e suite on the local cluster: with make deploy, through OLM, then the scorecard tests of the claimed levels.
 
 .PHONY: test-e2e-deploy
-test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) $(NFDELAY) cluster-ensure images s3-up monitoring-up plugin ## Run the e2e specs on the operator `make deploy` installs.
+test-e2e-deploy: $(GINKGO) $(KUSTOMIZE) $(KUBECTL) $(NFDELAY) cluster-ensure images kube-apiserver-image s3-up monitoring-up plugin ## Run the e2e specs on the operator `make deploy` installs.
 	rm -f $(E2E_REPORTS)/deploy.json
-	KUBECTL=$(KUBECTL) PLUGIN=$(PLUGIN) NFDELAY=$(NFDELAY) LOCAL_IMG=$(LOCAL_IMG) NODE_CTL='$(E2E_NODE_CTL)' $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --json-report=deploy.json --label-filter='!olm' ./test/e2e
+	KUBE_APISERVER_IMAGE=$(KUBE_APISERVER_IMAGE) KUBECTL=$(KUBECTL) PLUGIN=$(PLUGIN) NFDELAY=$(NFDELAY) LOCAL_IMG=$(LOCAL_IMG) NODE_CTL='$(E2E_NODE_CTL)' $(S3_TEST_ENV_E2E) $(GINKGO_E2E) --json-report=deploy.json --label-filter='!olm' ./test/e2e
 
 # The chaos suite (test/e2e/chaos_test.go): random faults and spec changes under a recorded
 # workload, checked for linearizability with porcupine. Its short profile is one of the

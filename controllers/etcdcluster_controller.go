@@ -430,6 +430,7 @@ func (r *EtcdClusterReconciler) restartMember(ctx context.Context, c *etcdv1alph
 		return fmt.Errorf("restarting member %s: %w", a.Member, err)
 	}
 	eventf(r.Recorder, c, corev1.EventTypeNormal, "MemberRestarted", a.Reason, "Restarting member %s at etcd %s (%s)", a.Member, a.Version, a.Message)
+	r.crashAfter(ctx, c, a.Kind)
 	return nil
 }
 

@@ -16,10 +16,11 @@ import (
 // Crash tests. With EtcdClusterReconciler.Failpoints on (ETCDPILOT_TEST_FAILPOINTS=true on
 // the operator; the e2e deploy sets it, a release never does), an EtcdCluster annotated
 //
-//	test.etcdpilot.io/crash-after: AddLearner   (or RemoveMember)
+//	test.etcdpilot.io/crash-after: AddLearner   (or RemoveMember, RestartMember)
 //
 // makes the operator exit right after that membership change succeeded in etcd, before the
-// pod and claim work that follows it: the worst moment to die. The annotation is removed
+// pod and claim work that follows it: the worst moment to die. RestartMember exits right
+// after an upgrade's or a rollout's step deleted a member's pod, before the status says so. The annotation is removed
 // first, so the crash happens once. The restarted operator must finish or undo the step.
 const (
 	// AnnotationCrashAfter names the membership change after which the operator exits.

@@ -40,7 +40,7 @@
 #                          CA) is for SSL_CERT_FILE, so the system trust store stays untouched
 #   BUILD_IMAGE            hack/build-image.sh
 #   MIRRORED_REGISTRIES    public registries containerd fetches from the local registry
-#                          (default: quay.io gcr.io registry.access.redhat.com)
+#                          (default: quay.io gcr.io registry.k8s.io registry.access.redhat.com)
 #   DISK_FREE_MIN_GIB      free space `up` requires on CLUSTER_DIR's filesystem (default 20)
 #
 # The reason for every setting is in hack/cluster/README.md ("Why each setting").
@@ -61,7 +61,7 @@ KUBE_ROUTER=${KUBE_ROUTER:-$ROOT/bin/kube-router-v2.1.0}
 CRANE=${CRANE:-$ROOT/bin/crane-v0.20.6}
 REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:5000}
 # Public registries whose images containerd fetches from the local registry instead.
-MIRRORED_REGISTRIES=${MIRRORED_REGISTRIES:-quay.io gcr.io registry.access.redhat.com}
+MIRRORED_REGISTRIES=${MIRRORED_REGISTRIES:-quay.io gcr.io registry.k8s.io registry.access.redhat.com}
 REGISTRY_TLS_ADDR=${REGISTRY_TLS_ADDR:-127.0.0.1:5443}
 BUILD_IMAGE=${BUILD_IMAGE:-$ROOT/hack/build-image.sh}
 NODES=${NODES:-1}
