@@ -26,6 +26,7 @@ import (
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/cluster"
+	"github.com/etcdpilot/etcdpilot/internal/clusterspec"
 	"github.com/etcdpilot/etcdpilot/internal/etcd"
 	"github.com/etcdpilot/etcdpilot/internal/membership"
 	"github.com/etcdpilot/etcdpilot/internal/metrics"
@@ -244,6 +245,9 @@ func (r *EtcdClusterReconciler) finish(ctx context.Context, p *clusterPass, err 
 		err = perr
 	}
 	pass := metrics.Pass{Cluster: p.cluster, Seen: p.in.Seen, Action: p.in.Action, Acted: acted, Succeeded: err == nil, Now: r.now()}
+	if q := clusterspec.Effective(p.cluster).Etcd.QuotaBackendBytes; q != nil {
+		pass.QuotaBytes = q.Value()
+	}
 	if p.in.Maintenance != nil {
 		pass.Maintenance = p.in.Maintenance.Action
 	}

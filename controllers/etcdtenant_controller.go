@@ -186,14 +186,23 @@ func (r *EtcdTenantReconciler) stepCertificate(ctx context.Context, p *tenantPas
 }
 
 func (r *EtcdTenantReconciler) stepCount(ctx context.Context, p *tenantPass) (stepOutcome, error) {
-	now := r.now()
-	if !tenant.CountDue(lastUsage(p.tenant), now) {
+	now, last := r.now(), lastUsage(p.tenant)
+	if !tenant.CountDue(last, now) {
 		return next, nil
 	}
-	// A failed count changes nothing the tenant's clients see: it waits for the next pass.
-	if keys, revision, err := p.etcd.CountRange(ctx, tenantRange(p.tenant)); err == nil {
-		p.out.Usage = &tenant.Usage{Keys: keys, Revision: revision, At: now}
+	// A failed count or measure changes nothing the tenant's clients see: it waits for the
+	// next pass.
+	keys, revision, err := p.etcd.CountRange(ctx, tenantRange(p.tenant))
+	if err != nil {
+		return next, nil
 	}
+	u := tenant.Counted(last, keys, revision, now)
+	if tenant.SizeDue(last, now) {
+		if size, err := p.etcd.SizeRange(ctx, tenantRange(p.tenant)); err == nil {
+			u.Bytes, u.SizedAt = size, now
+		}
+	}
+	p.out.Usage = &u
 	return next, nil
 }
 
@@ -239,7 +248,8 @@ func (r *EtcdTenantReconciler) release(ctx context.Context, p *tenantPass, c *et
 		if err != nil {
 			return 0, p.failed(err)
 		}
-		d := tenant.Delete(lastUsage(t), tenant.Usage{Keys: keys, Revision: revision, At: r.now()}, t.Annotations[etcdv1alpha1.AnnotationForceDelete] == "true")
+		last := lastUsage(t)
+		d := tenant.Delete(last, tenant.Counted(last, keys, revision, r.now()), t.Annotations[etcdv1alpha1.AnnotationForceDelete] == "true")
 		if !d.Proceed {
 			p.out.Usage, p.out.InUse = &d.Record, d.Message
 			return d.Wait, nil
@@ -406,7 +416,11 @@ func lastUsage(t *etcdv1alpha1.EtcdTenant) *tenant.Usage {
 	if u == nil {
 		return nil
 	}
-	return &tenant.Usage{Keys: u.Keys, Revision: u.Revision, At: u.ObservedAt.Time}
+	out := &tenant.Usage{Keys: u.Keys, Revision: u.Revision, At: u.ObservedAt.Time}
+	if u.Bytes != nil && u.BytesObservedAt != nil {
+		out.Bytes, out.SizedAt = *u.Bytes, u.BytesObservedAt.Time
+	}
+	return out
 }
 
 func (r *EtcdTenantReconciler) now() time.Time { return nowOf(r.Now) }

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
@@ -67,6 +68,8 @@ func TestTenantIsProvisionedAndOverlapsRefused(t *testing.T) {
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 		g.Expect(got.Status.Usage).NotTo(BeNil())
 		g.Expect(got.Status.Usage.Keys).To(Equal(int64(1)), "the key under /tenants/ab/ is not the tenant's")
+		g.Expect(got.Status.Usage.Bytes).To(Equal(ptr.To(int64(len("/tenants/a/registry/pods/x")+len("1")))), "measured at the first count")
+		g.Expect(got.Status.Usage.BytesObservedAt).NotTo(BeNil())
 		g.Expect(got.Finalizers).To(ContainElement("etcd.etcdpilot.io/tenant"))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	g.Expect(permission(f, "tenant:a")).To(Equal(etcd.Range{Key: "/tenants/a/", End: "/tenants/a0"}))

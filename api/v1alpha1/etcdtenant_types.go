@@ -78,6 +78,17 @@ type TenantUsage struct {
 
 	// observedAt is when the keys were counted. They are counted at most once a minute.
 	ObservedAt metav1.Time `json:"observedAt"`
+
+	// bytes is the size of the keys and values under the prefix: what reading them all
+	// returns. etcd's database file holds more (the history until it is compacted, and its
+	// own structures). Omitted until first measured.
+	// +optional
+	Bytes *int64 `json:"bytes,omitempty"`
+
+	// bytesObservedAt is when bytes was measured: it reads every key and value under the
+	// prefix, so at most every 10 minutes.
+	// +optional
+	BytesObservedAt *metav1.Time `json:"bytesObservedAt,omitempty"`
 }
 
 // EtcdTenantStatus is what the operator observed of a tenant.

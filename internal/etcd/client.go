@@ -190,6 +190,11 @@ type Client interface {
 	// values), so callers bound how often they call it.
 	CountRange(ctx context.Context, r Range) (keys, revision int64, err error)
 
+	// SizeRange returns the bytes of the keys and values in r: what reading them all returns.
+	// It reads them in pages of SizePageKeys keys, so the operator holds at most one page at
+	// a time, and callers bound how often they call it.
+	SizeRange(ctx context.Context, r Range) (int64, error)
+
 	// DeleteRange deletes every key in r and returns how many there were.
 	DeleteRange(ctx context.Context, r Range) (int64, error)
 

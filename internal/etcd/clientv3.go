@@ -502,6 +502,30 @@ func (c *client) CountRange(ctx context.Context, r Range) (int64, int64, error) 
 	return count.Count, revision, nil
 }
 
+// SizePageKeys is how many keys SizeRange reads at a time. A Kubernetes object is a few
+// KiB and at most 1.5 MiB (the API server's limit), so a page holds at most 150 MiB.
+const SizePageKeys = 100
+
+func (c *client) SizeRange(ctx context.Context, r Range) (int64, error) {
+	var size int64
+	for from := r.Key; ; {
+		pctx, cancel := context.WithTimeout(ctx, CallTimeout)
+		page, err := c.cli.Get(pctx, from, clientv3.WithRange(r.End), clientv3.WithLimit(SizePageKeys))
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("reading the keys from %q to %q: %w", from, r.End, err)
+		}
+		for _, kv := range page.Kvs {
+			size += int64(len(kv.Key) + len(kv.Value))
+		}
+		if !page.More || len(page.Kvs) == 0 {
+			return size, nil
+		}
+		// The next page starts right after the last key read.
+		from = string(page.Kvs[len(page.Kvs)-1].Key) + "\x00"
+	}
+}
+
 func (c *client) DeleteRange(ctx context.Context, r Range) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()

@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,6 +58,19 @@ func TestTenantRangeAgainstRealEtcd(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(revision).To(BeNumerically("<", st.Revision), "the newest write under the prefix, not the cluster's")
 	g.Expect(revision).To(BeNumerically(">", 1))
+	// More keys than a page holds: every page counted once, nothing outside the range.
+	for i := range etcd.SizePageKeys + 5 {
+		g.Expect(root.Put(ctx, fmt.Sprintf("/tenants/a/registry/configmaps/cm-%03d", i), "0123456789")).To(Succeed())
+	}
+	size, err := root.SizeRange(ctx, a)
+	g.Expect(err).NotTo(HaveOccurred())
+	want := int64(len("/tenants/a/registry/pods/p") + len("1"))
+	for i := range etcd.SizePageKeys + 5 {
+		want += int64(len(fmt.Sprintf("/tenants/a/registry/configmaps/cm-%03d", i)) + len("0123456789"))
+	}
+	g.Expect(size).To(Equal(want))
+	cms := etcd.Range{Key: "/tenants/a/registry/configmaps/", End: tenant.RangeEnd("/tenants/a/registry/configmaps/")}
+	g.Expect(root.DeleteRange(ctx, cms)).To(Equal(int64(etcd.SizePageKeys + 5)))
 
 	// A role given by hand is taken away again.
 	_, err = root.GrantRoot(ctx, []string{tenant.User("a")})

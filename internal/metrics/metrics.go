@@ -52,6 +52,7 @@ type Recorder struct {
 	backupLastVerified, backupLastFailure               *prometheus.GaugeVec
 	backupLastVerificationFailure                       *prometheus.GaugeVec
 	tenantReady, tenantKeys, tenantCertNotAfter         *prometheus.GaugeVec
+	tenantBytes, quota                                  *prometheus.GaugeVec
 }
 
 // New creates the metrics and registers them with reg.
@@ -95,6 +96,10 @@ func New(reg prometheus.Registerer) *Recorder {
 			"Keys under the EtcdTenant's prefix, as last counted (status.usage.keys, at most once a minute); no series before the first count.", tenantLabels...),
 		tenantCertNotAfter: gauge("tenant_certificate_not_after_timestamp_seconds",
 			"When the certificate in the EtcdTenant's Secret stops being valid; the operator issues it again 30 days before.", tenantLabels...),
+		tenantBytes: gauge("tenant_bytes",
+			"Bytes of the keys and values under the EtcdTenant's prefix, as last measured (status.usage.bytes, at most every 10 minutes); no series before the first measure.", tenantLabels...),
+		quota: gauge("cluster_quota_backend_bytes",
+			"The database quota the EtcdCluster's members run with: etcd.quotaBackendBytes, its default, or what storage autoscaling raised it to.", clusterLabels...),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: Prefix + "cluster_actions_total",
 			Help: "Actions the operator carried out on the cluster, by kind (AddLearner, Promote, RemoveMember, RestartMember, MoveLeader...)."},
 			append(clusterLabels, "action")),
@@ -298,6 +303,8 @@ type Pass struct {
 	// Maintenance is the maintenance step the pass planned (zero when it planned none); it
 	// was carried out when Succeeded.
 	Maintenance maintenance.Action
+	// QuotaBytes is the database quota the members are built with (clusterspec.Effective).
+	QuotaBytes int64
 }
 
 // Record sets the cluster's series from a pass.
@@ -310,6 +317,9 @@ func (m *Recorder) Record(p Pass) {
 	m.desired.With(l).Set(float64(c.Spec.Size))
 	m.ready.With(l).Set(float64(c.Status.ReadyMembers))
 	m.updated.With(l).Set(float64(c.Status.UpdatedMembers))
+	if p.QuotaBytes > 0 {
+		m.quota.With(l).Set(float64(p.QuotaBytes))
+	}
 	for _, t := range conditionTypes {
 		m.condition.With(withLabel(l, "condition", t)).Set(boolValue(meta.IsStatusConditionTrue(c.Status.Conditions, t)))
 	}
@@ -414,7 +424,7 @@ func (m *Recorder) Forget(namespace, name string) {
 		m.quorumMargin, m.hasLeader, m.condition, m.progressing, m.degraded, m.memberHealthy, m.memberLeader, m.memberDBSize,
 		m.memberDBSizeInUse, m.memberAlarm,
 		m.caNotAfter, m.certNotAfter, m.lastSuccess, m.backupLastSuccess, m.backupDuration, m.backupSize, m.backupLastVerified,
-		m.backupLastFailure, m.backupLastVerificationFailure} {
+		m.backupLastFailure, m.backupLastVerificationFailure, m.quota} {
 		g.DeletePartialMatch(l)
 	}
 	m.actions.DeletePartialMatch(l)
@@ -456,6 +466,9 @@ func (m *Recorder) RecordTenant(t *etcdv1alpha1.EtcdTenant) {
 	m.tenantReady.With(l).Set(boolValue(ready != nil && ready.Status == metav1.ConditionTrue))
 	if u := t.Status.Usage; u != nil {
 		m.tenantKeys.With(l).Set(float64(u.Keys))
+		if u.Bytes != nil {
+			m.tenantBytes.With(l).Set(float64(*u.Bytes))
+		}
 	}
 	if na := t.Status.CertificateNotAfter; na != nil {
 		m.tenantCertNotAfter.With(l).Set(float64(na.Unix()))
@@ -468,7 +481,7 @@ func (m *Recorder) ForgetTenant(namespace, tenant string) {
 		return
 	}
 	l := prometheus.Labels{"namespace": namespace, "tenant": tenant}
-	for _, g := range []*prometheus.GaugeVec{m.tenantReady, m.tenantKeys, m.tenantCertNotAfter} {
+	for _, g := range []*prometheus.GaugeVec{m.tenantReady, m.tenantKeys, m.tenantCertNotAfter, m.tenantBytes} {
 		g.DeletePartialMatch(l)
 	}
 }

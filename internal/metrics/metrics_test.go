@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/maintenance"
@@ -63,7 +64,7 @@ func TestRecordAClusterMidRollout(t *testing.T) {
 	c := cluster(leader, healthy("main-1"), sick)
 	c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonMembersUnhealthy})
 	c.Status.CARotation = &etcdv1alpha1.CARotationStatus{CANotAfter: &metav1.Time{Time: now.AddDate(10, 0, 0)}}
-	m.Record(Pass{Cluster: c, Seen: true, Action: membership.Action{Kind: membership.RestartMember}, Acted: true, Succeeded: true, Now: now})
+	m.Record(Pass{Cluster: c, Seen: true, Action: membership.Action{Kind: membership.RestartMember}, Acted: true, Succeeded: true, Now: now, QuotaBytes: 2 << 30})
 
 	l := prometheus.Labels{"namespace": "ns", "name": "main"}
 	value := func(v *prometheus.GaugeVec, extra ...string) float64 {
@@ -77,6 +78,7 @@ func TestRecordAClusterMidRollout(t *testing.T) {
 		return testutil.ToFloat64(v.With(ls))
 	}
 	g.Expect(value(m.desired)).To(Equal(3.0))
+	g.Expect(value(m.quota)).To(Equal(float64(2 << 30)))
 	g.Expect(value(m.members)).To(Equal(3.0))
 	g.Expect(value(m.ready)).To(Equal(2.0))
 	g.Expect(value(m.healthy)).To(Equal(2.0))
@@ -194,7 +196,7 @@ func TestForgetRemovesEverySeries(t *testing.T) {
 	other := cluster(healthy("other-0"))
 	other.Name = "other"
 	main := withCertificates(cluster(healthy("main-0")), "main-member-tls", now)
-	m.Record(Pass{Cluster: main, Seen: true, Action: membership.Action{Kind: membership.AddLearner}, Acted: true, Succeeded: true, Now: now})
+	m.Record(Pass{Cluster: main, Seen: true, Action: membership.Action{Kind: membership.AddLearner}, Acted: true, Succeeded: true, Now: now, QuotaBytes: 1 << 30})
 	m.Record(Pass{Cluster: other, Seen: true, Succeeded: true, Now: now})
 	m.Forget("ns", "main")
 	families, err := reg.Gather()
@@ -418,19 +420,23 @@ func TestRecordTenant(t *testing.T) {
 	tn.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: etcdv1alpha1.ReasonAuthNotEnabled}}
 	m.RecordTenant(tn)
 	g.Expect(testutil.ToFloat64(m.tenantReady.WithLabelValues("ns", "shared", "cp-a"))).To(Equal(0.0))
-	g.Expect(gather(t, reg, "tenant_ready", "tenant_keys", "tenant_certificate_not_after_timestamp_seconds")).
-		To(Equal("tenant_ready=| tenant_keys= tenant_certificate_not_after_timestamp_seconds= "))
+	g.Expect(gather(t, reg, "tenant_ready", "tenant_keys", "tenant_certificate_not_after_timestamp_seconds", "tenant_bytes")).
+		To(Equal("tenant_ready=| tenant_keys= tenant_certificate_not_after_timestamp_seconds= tenant_bytes= "))
 
 	notAfter := time.Date(2027, 11, 30, 9, 0, 0, 0, time.UTC)
 	tn.Status.Conditions[0].Status, tn.Status.Conditions[0].Reason = metav1.ConditionTrue, etcdv1alpha1.ReasonTenantProvisioned
 	tn.Status.Usage = &etcdv1alpha1.TenantUsage{Keys: 1843}
 	tn.Status.CertificateNotAfter = &metav1.Time{Time: notAfter}
 	m.RecordTenant(tn)
+	g.Expect(gather(t, reg, "tenant_bytes")).To(Equal("tenant_bytes= "), "no size before the first measure")
+	tn.Status.Usage.Bytes, tn.Status.Usage.BytesObservedAt = ptr.To[int64](5<<20), &metav1.Time{Time: notAfter}
+	m.RecordTenant(tn)
+	g.Expect(testutil.ToFloat64(m.tenantBytes.WithLabelValues("ns", "shared", "cp-a"))).To(Equal(float64(5 << 20)))
 	g.Expect(testutil.ToFloat64(m.tenantReady.WithLabelValues("ns", "shared", "cp-a"))).To(Equal(1.0))
 	g.Expect(testutil.ToFloat64(m.tenantKeys.WithLabelValues("ns", "shared", "cp-a"))).To(Equal(1843.0))
 	g.Expect(testutil.ToFloat64(m.tenantCertNotAfter.WithLabelValues("ns", "shared", "cp-a"))).To(Equal(float64(notAfter.Unix())))
 
 	m.ForgetTenant("ns", "cp-a")
-	g.Expect(gather(t, reg, "tenant_ready", "tenant_keys", "tenant_certificate_not_after_timestamp_seconds")).
-		To(Equal("tenant_ready= tenant_keys= tenant_certificate_not_after_timestamp_seconds= "))
+	g.Expect(gather(t, reg, "tenant_ready", "tenant_keys", "tenant_certificate_not_after_timestamp_seconds", "tenant_bytes")).
+		To(Equal("tenant_ready= tenant_keys= tenant_certificate_not_after_timestamp_seconds= tenant_bytes= "))
 }

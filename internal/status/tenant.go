@@ -36,6 +36,9 @@ func ComputeTenant(t *etcdv1alpha1.EtcdTenant, in Tenant) etcdv1alpha1.EtcdTenan
 	out.User = tenant.User(t.Name)
 	if in.Usage != nil {
 		out.Usage = &etcdv1alpha1.TenantUsage{Keys: in.Usage.Keys, Revision: in.Usage.Revision, ObservedAt: metav1.Time{Time: in.Usage.At}}
+		if !in.Usage.SizedAt.IsZero() {
+			out.Usage.Bytes, out.Usage.BytesObservedAt = &in.Usage.Bytes, &metav1.Time{Time: in.Usage.SizedAt}
+		}
 	}
 	ready := metav1.Condition{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: t.Generation}
 	switch {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
 	"github.com/etcdpilot/etcdpilot/internal/status"
@@ -33,7 +34,11 @@ func TestComputeTenant(t *testing.T) {
 	g.Expect(s.User).To(Equal("tenant:a"))
 	g.Expect(s.SecretName).To(Equal("a-etcd-client"))
 	g.Expect(s.CertificateNotAfter.Time).To(Equal(t0))
-	g.Expect(s.Usage).To(Equal(&etcdv1alpha1.TenantUsage{Keys: 4, Revision: 9, ObservedAt: metav1.Time{Time: t0}}))
+	g.Expect(s.Usage).To(Equal(&etcdv1alpha1.TenantUsage{Keys: 4, Revision: 9, ObservedAt: metav1.Time{Time: t0}}), "no size: never measured")
+	sized := status.ComputeTenant(tn, status.Tenant{Provisioned: true, NotAfter: t0,
+		Usage: &tenant.Usage{Keys: 4, Revision: 9, At: t0.Add(time.Minute), Bytes: 2048, SizedAt: t0}})
+	g.Expect(sized.Usage).To(Equal(&etcdv1alpha1.TenantUsage{Keys: 4, Revision: 9, ObservedAt: metav1.Time{Time: t0.Add(time.Minute)},
+		Bytes: ptr.To[int64](2048), BytesObservedAt: &metav1.Time{Time: t0}}))
 	g.Expect(readyOf(s).Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(readyOf(s).Message).To(Equal("user tenant:a may use the keys under /a/, read-only"))
 

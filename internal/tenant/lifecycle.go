@@ -14,20 +14,42 @@ const QuietPeriod = 30 * time.Second
 // prefix in the member, so it is bounded in rate whatever the tenant's size.
 const CountInterval = time.Minute
 
+// SizeInterval is how often the bytes under a tenant's prefix are measured: a measure reads
+// every key and value of the prefix, so it is far rarer than a count.
+const SizeInterval = 10 * time.Minute
+
 // SecretName is the Secret that holds the certificate of the tenant named name.
 func SecretName(name string) string { return name + "-etcd-client" }
 
-// Usage is what a tenant's keys were found to be at one time: how many, and the highest
-// revision at which one of them was written.
+// Usage is what a tenant's keys were found to be: how many, and the highest revision at
+// which one of them was written, counted at At; and the bytes of their keys and values,
+// measured at SizedAt (zero: never).
 type Usage struct {
 	Keys     int64
 	Revision int64
 	At       time.Time
+	Bytes    int64
+	SizedAt  time.Time
 }
 
 // CountDue says whether the keys are to be counted again at now, after last (nil: never).
 func CountDue(last *Usage, now time.Time) bool {
 	return last == nil || now.Sub(last.At) >= CountInterval
+}
+
+// SizeDue says whether the bytes are to be measured again at now, after last (nil: never).
+func SizeDue(last *Usage, now time.Time) bool {
+	return last == nil || last.SizedAt.IsZero() || now.Sub(last.SizedAt) >= SizeInterval
+}
+
+// Counted is a count of keys and revision made at, with the size last measured (none when
+// last is nil): a count does not measure the size, and does not forget it either.
+func Counted(last *Usage, keys, revision int64, at time.Time) Usage {
+	u := Usage{Keys: keys, Revision: revision, At: at}
+	if last != nil {
+		u.Bytes, u.SizedAt = last.Bytes, last.SizedAt
+	}
+	return u
 }
 
 // Blocker is why a tenant gets nothing in etcd; the zero value lets it proceed.

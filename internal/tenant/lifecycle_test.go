@@ -48,6 +48,16 @@ func TestCountDue(t *testing.T) {
 	g.Expect(tenant.CountDue(nil, t0)).To(BeTrue())
 	g.Expect(tenant.CountDue(&tenant.Usage{At: t0}, t0.Add(59*time.Second))).To(BeFalse())
 	g.Expect(tenant.CountDue(&tenant.Usage{At: t0}, t0.Add(time.Minute))).To(BeTrue())
+
+	// The size: measured at the first count, then every ten minutes, whatever the counts.
+	g.Expect(tenant.SizeDue(nil, t0)).To(BeTrue())
+	g.Expect(tenant.SizeDue(&tenant.Usage{At: t0}, t0)).To(BeTrue(), "counted, never measured")
+	g.Expect(tenant.SizeDue(&tenant.Usage{At: t0.Add(9 * time.Minute), SizedAt: t0}, t0.Add(9*time.Minute+59*time.Second))).To(BeFalse())
+	g.Expect(tenant.SizeDue(&tenant.Usage{At: t0.Add(9 * time.Minute), SizedAt: t0}, t0.Add(10*time.Minute))).To(BeTrue())
+	last := &tenant.Usage{Keys: 3, Revision: 10, At: t0, Bytes: 4096, SizedAt: t0}
+	g.Expect(tenant.Counted(last, 4, 12, t0.Add(time.Minute))).To(Equal(tenant.Usage{Keys: 4, Revision: 12, At: t0.Add(time.Minute), Bytes: 4096, SizedAt: t0}),
+		"a count keeps the size it did not measure")
+	g.Expect(tenant.Counted(nil, 4, 12, t0)).To(Equal(tenant.Usage{Keys: 4, Revision: 12, At: t0}))
 }
 
 // The keys go only after QuietPeriod without a write, or at once when forced.

@@ -5,7 +5,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"regexp"
 	"slices"
 	"time"
 
@@ -163,6 +167,7 @@ func expectTenants(ctx context.Context, ns, name string) {
 	waitTenant(ctx, ns, "b", etcdv1alpha1.ReasonTenantProvisioned)
 	Expect(tenantReadyCondition(waitTenant(ctx, ns, "c", etcdv1alpha1.ReasonPrefixConflict)).Message).To(ContainSubstring("older tenant a"))
 	token, endpoint := metricsReaderToken(ctx, ns), metricsEndpoint(ctx)
+	quota := memberQuota(ctx, ns, name)
 	Eventually(func(g Gomega) {
 		code, body := getMetrics(ctx, endpoint, token)
 		g.Expect(code).To(Equal(http.StatusOK), body)
@@ -170,7 +175,11 @@ func expectTenants(ctx context.Context, ns, name string) {
 		g.Expect(body).To(ContainSubstring(`etcdpilot_tenant_ready{` + labels + `,tenant="a"} 1`))
 		g.Expect(body).To(ContainSubstring(`etcdpilot_tenant_ready{` + labels + `,tenant="c"} 0`))
 		g.Expect(body).To(ContainSubstring(`etcdpilot_tenant_keys{`+labels+`,tenant="b"} 1`), "the key root seeded under b's prefix")
+		g.Expect(body).To(ContainSubstring(fmt.Sprintf(`etcdpilot_tenant_bytes{%s,tenant="b"} %d`, labels, len("/e2e/tenants/b/seeded")+len("by root"))),
+			"the seeded key and its value")
 		g.Expect(body).To(MatchRegexp(`etcdpilot_tenant_certificate_not_after_timestamp_seconds\{%s,tenant="a"\} [1-9]`, labels))
+		g.Expect(body).To(ContainSubstring(fmt.Sprintf(`etcdpilot_cluster_quota_backend_bytes{%s} %s`, labels, quota)),
+			"the quota the members report (etcd_server_quota_backend_bytes)")
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	a, b := tenantClient(ctx, ns, name, "a"), tenantClient(ctx, ns, name, "b")
 	denied := MatchError(rpctypes.ErrPermissionDenied)
@@ -244,4 +253,23 @@ func tenantReadyCondition(t *etcdv1alpha1.EtcdTenant) metav1.Condition {
 		return *c
 	}
 	return metav1.Condition{}
+}
+
+// memberQuota is the quota a member of cluster name reports in its own metrics
+// (etcd_server_quota_backend_bytes, plain HTTP on port 2381 of its pod), as written there.
+func memberQuota(ctx context.Context, ns, name string) string {
+	pod := get(ctx, ns, name+"-0", &corev1.Pod{})
+	addr, err := netip.ParseAddr(pod.Status.PodIP)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	ExpectWithOffset(1, podNetwork.Contains(addr)).To(BeTrue(), "%s is on the local cluster's pod network", addr)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(addr.String(), "2381")+"/metrics", nil)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	m := regexp.MustCompile(`(?m)^etcd_server_quota_backend_bytes (\S+)$`).FindSubmatch(body)
+	ExpectWithOffset(1, m).NotTo(BeNil(), "etcd_server_quota_backend_bytes in %s's metrics", pod.Name)
+	return string(m[1])
 }

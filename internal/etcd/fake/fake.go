@@ -54,6 +54,7 @@ const (
 	GrantRange         Method = "GrantRange"
 	RevokeUser         Method = "RevokeUser"
 	CountRange         Method = "CountRange"
+	SizeRange          Method = "SizeRange"
 	DeleteRange        Method = "DeleteRange"
 	Close              Method = "Close"
 )
@@ -618,6 +619,22 @@ func (f *Client) CountRange(_ context.Context, r etcd.Range) (int64, int64, erro
 		}
 	}
 	return keys, revision, nil
+}
+
+// SizeRange records "SizeRange" followed by the range's key.
+func (f *Client) SizeRange(_ context.Context, r etcd.Range) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(SizeRange, r.Key); err != nil {
+		return 0, err
+	}
+	var size int64
+	for k, v := range f.kv {
+		if k >= r.Key && k < r.End {
+			size += int64(len(k) + len(v))
+		}
+	}
+	return size, nil
 }
 
 // DeleteRange records "DeleteRange" followed by the range's key.
