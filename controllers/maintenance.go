@@ -151,7 +151,7 @@ func maintenanceObserved(c *etcdv1alpha1.EtcdCluster, obs *observation, now time
 		o.Members = append(o.Members, maintenance.Member{
 			Name: m.Name, ID: m.ID, Learner: m.Learner, Leader: m.Leader, Reachable: answered,
 			Healthy: m.Healthy && m.Ready, DBSize: d.DBSize, DBSizeInUse: d.DBSizeInUse,
-			RecentlyDefragmented: now.Sub(last[m.Name]) < maintenance.MinInterval,
+			RecentlyDefragmented: now.Sub(last[m.Name]) < maintenance.MinInterval, LastDefragmented: last[m.Name],
 		})
 		if len(d.Alarms) > 0 {
 			o.Alarms[m.ID] = d.Alarms

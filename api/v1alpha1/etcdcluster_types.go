@@ -1236,6 +1236,19 @@ type StorageStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
+// AnnotationDefragmentAt on an EtcdCluster asks for a defragmentation of its members, in any
+// defragmentation mode and whatever their fragmentation: its value is a time (RFC 3339),
+// and every member (or each one AnnotationDefragmentMembers names) not defragmented since
+// then is defragmented once that time has come, one at a time, the leader last, while every
+// member is healthy. A request is done when each member's
+// status.members[].lastDefragmentation is at or after it; the annotation may stay.
+// kubectl etcdpilot defragment writes the current time.
+const AnnotationDefragmentAt = "etcd.etcdpilot.io/defragment-at"
+
+// AnnotationDefragmentMembers limits the request of AnnotationDefragmentAt to the members
+// it names, separated by commas.
+const AnnotationDefragmentMembers = "etcd.etcdpilot.io/defragment-members"
+
 // AnnotationRotateCA on an EtcdCluster (tls.mode OperatorCA) asks for a rotation of its CA:
 // each new value starts one (a date or a ticket number does well). The value that started
 // the last rotation is status.caRotation.request.

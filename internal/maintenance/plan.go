@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -101,6 +102,18 @@ type Policy struct {
 	// the user turned recovery off as well. With it false, a NOSPACE alarm is left alone
 	// (Auto and Schedule still defragment as usual).
 	RecoverFromNoSpace bool
+	// Request is a defragmentation asked for by hand (PolicyFor reads it), in any Mode;
+	// nil when none is due. RequestError says why the request cannot be read: Plan then
+	// does nothing but say so, until it is corrected or removed.
+	Request      *Request
+	RequestError string
+}
+
+// Request is a defragmentation asked for by hand: every member in Members (every member
+// when empty) last defragmented before At is due, whatever its fragmentation.
+type Request struct {
+	At      time.Time
+	Members []string
 }
 
 // Member is one etcd member as observed.
@@ -130,6 +143,8 @@ type Member struct {
 	// refills the free pages at once is not defragmented over and over. NOSPACE recovery
 	// does not wait for it.
 	RecentlyDefragmented bool
+	// LastDefragmented is when the operator last defragmented the member; zero when never.
+	LastDefragmented time.Time
 }
 
 // MinInterval is the least time between two defragmentations of one member by Auto or
@@ -200,6 +215,8 @@ const (
 	ReasonQuotaPressure            Reason = "QuotaPressure"
 	ReasonQuotaRaiseDue            Reason = "QuotaRaiseDue"
 	ReasonScheduled                Reason = "Scheduled"
+	ReasonRequested                Reason = "Requested"
+	ReasonRequestInvalid           Reason = "RequestInvalid"
 	ReasonNoSpaceCompact           Reason = "NoSpaceCompact"
 	ReasonNoSpaceDefrag            Reason = "NoSpaceDefragment"
 	ReasonNoSpaceDisarm            Reason = "NoSpaceDisarm"
@@ -246,7 +263,11 @@ func Plan(p Policy, o Observed) Action {
 	members := sortedByName(o.Members)
 	noSpace := hasAlarm(o.Alarms, etcd.AlarmNoSpace)
 	recoverNoSpace := noSpace && p.RecoverFromNoSpace
-	if a, idle := p.idle(recoverNoSpace, noSpace); idle {
+	if p.RequestError != "" && !recoverNoSpace {
+		return none(ReasonRequestInvalid, p.RequestError)
+	}
+	requested, pending := p.requested(members)
+	if a, idle := p.idle(recoverNoSpace, noSpace); idle && !pending {
 		return a
 	}
 	if id, ok := firstWith(o.Alarms, etcd.AlarmCorrupt); ok {
@@ -259,6 +280,9 @@ func Plan(p Policy, o Observed) Action {
 	}
 	if recoverNoSpace {
 		return p.recoverNoSpace(members, o)
+	}
+	if pending {
+		return requested
 	}
 	if p.Mode == Schedule {
 		return scheduled(members)
@@ -288,6 +312,9 @@ func Defragmenting(p Policy, o Observed) map[string]bool {
 			for i, m := range o.Members {
 				if m.ID == a.MemberID {
 					o.Members[i].DBSize, o.Members[i].RecentlyDefragmented = m.DBSizeInUse, true
+					if p.Request != nil && !m.LastDefragmented.After(p.Request.At) {
+						o.Members[i].LastDefragmented = p.Request.At
+					}
 				}
 			}
 		case Disarm:
@@ -416,6 +443,21 @@ func (p Policy) historyDoesNotFit(members []Member) (Member, bool) {
 		}
 	}
 	return least, found && !below(least.DBSizeInUse, PressurePercent, p.QuotaBytes)
+}
+
+// requested is the next defragmentation of the request, and whether one is pending: a
+// requested member not defragmented since the request's time, followers first.
+func (p Policy) requested(members []Member) (Action, bool) {
+	if p.Request == nil {
+		return Action{}, false
+	}
+	named := func(m Member) bool { return len(p.Request.Members) == 0 || slices.Contains(p.Request.Members, m.Name) }
+	m, ok := next(members, func(m Member) bool { return named(m) && m.LastDefragmented.Before(p.Request.At) })
+	if !ok {
+		return Action{}, false
+	}
+	return defragment(m, ReasonRequested, fmt.Sprintf("defragmenting member %s as requested at %s",
+		m.Name, p.Request.At.UTC().Format(time.RFC3339))), true
 }
 
 // scheduled takes the next step of a scheduled run, which is complete once no member has

@@ -1,9 +1,11 @@
 package maintenance_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -920,4 +922,49 @@ func find(ms []maintenance.Member, id uint64) (maintenance.Member, bool) {
 		}
 	}
 	return maintenance.Member{}, false
+}
+
+// A request defragments each requested member not defragmented since its time, in any mode
+// and whatever the thresholds, followers first; a member defragmented since is done, and so
+// is the request once none is left. It waits, like every step, for a healthy cluster; NOSPACE
+// recovery goes first; an unreadable request stops everything but that recovery.
+func TestPlanRequest(t *testing.T) {
+	g := NewWithT(t)
+	at := time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
+	since := func(m maintenance.Member, d time.Duration) maintenance.Member {
+		m.LastDefragmented = at.Add(d)
+		return m
+	}
+	o := cluster(leader(clean("a", 1)), recent(clean("b", 2)), clean("c", 3))
+	for _, mode := range []maintenance.Mode{maintenance.Auto, maintenance.Schedule, maintenance.Disabled} {
+		p := with(auto, func(p *maintenance.Policy) { p.Mode, p.Request = mode, &maintenance.Request{At: at} })
+		g.Expect(maintenance.Plan(p, o)).To(Equal(defragReq("b", 2, at)), "%s: nothing to reclaim, just defragmented: due all the same", mode)
+	}
+	p := with(auto, func(p *maintenance.Policy) { p.Request = &maintenance.Request{At: at} })
+	g.Expect(maintenance.Plan(p, cluster(leader(clean("a", 1)), since(clean("b", 2), 0), clean("c", 3)))).To(Equal(defragReq("c", 3, at)),
+		"b defragmented at the request's time")
+	g.Expect(maintenance.Plan(p, cluster(leader(clean("a", 1)), since(clean("b", 2), time.Second), since(clean("c", 3), time.Minute)))).
+		To(Equal(defragReq("a", 1, at)), "the leader last")
+	done := cluster(since(leader(clean("a", 1)), time.Second), since(clean("b", 2), time.Second), since(clean("c", 3), time.Minute))
+	g.Expect(maintenance.Plan(p, done).Reason).To(Equal(maintenance.ReasonBelowThresholds), "done: the mode's own plan")
+
+	named := with(p, func(p *maintenance.Policy) { p.Request = &maintenance.Request{At: at, Members: []string{"a"}} })
+	g.Expect(maintenance.Plan(named, o)).To(Equal(defragReq("a", 1, at)), "only the member named")
+
+	unhealthy := clean("c", 3)
+	unhealthy.Healthy = false
+	g.Expect(maintenance.Plan(p, cluster(leader(clean("a", 1)), clean("b", 2), unhealthy)).Reason).To(Equal(maintenance.ReasonUnhealthy))
+	g.Expect(maintenance.Plan(p, noSpace(o)).Reason).NotTo(Equal(maintenance.ReasonRequested), "NOSPACE recovery first")
+
+	bad := with(auto, func(p *maintenance.Policy) { p.RequestError = "annotation ... is not a time" })
+	g.Expect(maintenance.Plan(bad, cluster(leader(member("a", 1, 100, 10)), clean("b", 2)))).
+		To(Equal(maintenance.Action{Kind: maintenance.None, Reason: maintenance.ReasonRequestInvalid, Message: "annotation ... is not a time"}),
+			"a fragmented member waits too: nothing is done on a request that cannot be read")
+
+	g.Expect(maintenance.Defragmenting(p, o)).To(Equal(map[string]bool{"a": true, "b": true, "c": true}), "the whole request, each member once")
+}
+
+func defragReq(name string, id uint64, at time.Time) maintenance.Action {
+	return maintenance.Action{Kind: maintenance.Defragment, Member: name, MemberID: id, Reason: maintenance.ReasonRequested,
+		Message: fmt.Sprintf("defragmenting member %s as requested at %s: 0 %% fragmented, 0.0 MiB of 50.0 MiB to reclaim", name, at.Format(time.RFC3339))}
 }

@@ -86,3 +86,26 @@ func TestPolicyFor(t *testing.T) {
 	_, err := maintenance.PolicyFor(bad, saturday)
 	g.Expect(err).To(MatchError(ContainSubstring("spec.maintenance.defragmentation.schedule")))
 }
+
+// A defragmentation asked for by annotation: due once its time has come, limited to the
+// members named; a value that is no time is reported, never guessed at.
+func TestPolicyForRequest(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
+	with := func(annotations map[string]string) maintenance.Policy {
+		p, err := maintenance.PolicyFor(&etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Annotations: annotations}}, now)
+		g.Expect(err).NotTo(HaveOccurred())
+		return p
+	}
+	g.Expect(with(nil).Request).To(BeNil())
+	g.Expect(with(map[string]string{etcdv1alpha1.AnnotationDefragmentAt: "2026-11-30T14:59:00Z"}).Request).
+		To(Equal(&maintenance.Request{At: now.Add(-time.Minute)}))
+	g.Expect(with(map[string]string{etcdv1alpha1.AnnotationDefragmentAt: "2026-11-30T15:00:00Z", etcdv1alpha1.AnnotationDefragmentMembers: "main-1, main-2,"}).Request).
+		To(Equal(&maintenance.Request{At: now, Members: []string{"main-1", "main-2"}}))
+	later := with(map[string]string{etcdv1alpha1.AnnotationDefragmentAt: "2026-11-30T15:00:01Z"})
+	g.Expect(later.Request).To(BeNil(), "not yet")
+	g.Expect(later.RequestError).To(BeEmpty())
+	bad := with(map[string]string{etcdv1alpha1.AnnotationDefragmentAt: "now"})
+	g.Expect(bad.Request).To(BeNil())
+	g.Expect(bad.RequestError).To(Equal(`annotation etcd.etcdpilot.io/defragment-at is "now", not a time such as 2026-11-30T15:00:00Z: no defragmentation is requested`))
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +41,9 @@ Commands:
                                          a new EtcdCluster that starts from a backup
   approve-recovery NAME                  approve the recovery a cluster that lost its
                                          quorum waits for
+  defragment NAME [--member M]... [--wait]
+                                         defragment every member (or those named) now,
+                                         one at a time, the leader last
   etcdctl NAME -- ARGS...                etcdctl in a healthy member, with its certificates
 
 Flags of every command: -n/--namespace, --kubeconfig, --context.
@@ -83,6 +87,8 @@ type options struct {
 	// restore
 	into string
 	size int32
+	// defragment
+	members []string
 }
 
 func run(ctx context.Context, args []string, env *Env) error {
@@ -121,6 +127,9 @@ var commands = map[string]func(ctx context.Context, e *Env, pos []string, o opti
 	"approve-recovery": func(ctx context.Context, e *Env, pos []string, _ options) error {
 		return withName(pos, func(name string) error { return e.approveRecovery(ctx, name) })
 	},
+	"defragment": func(ctx context.Context, e *Env, pos []string, o options) error {
+		return withName(pos, func(name string) error { return e.defragment(ctx, name, o) })
+	},
 	"etcdctl": func(ctx context.Context, e *Env, pos []string, _ options) error {
 		if len(pos) < 1 {
 			return errors.New("etcdctl: name the EtcdCluster: kubectl etcdpilot etcdctl NAME -- ARGS")
@@ -148,8 +157,9 @@ func parseFlags(cmd string, args []string, errOut io.Writer) (options, []string,
 	fs.StringVar(&o.s3Region, "s3-region", "", "backup: the S3 region")
 	fs.StringVar(&o.name, "name", "", "backup: the EtcdBackup's name (default: <cluster>-<time>)")
 	fs.BoolVar(&o.verify, "verify", false, "backup: restore it into a throwaway member to prove it")
-	fs.BoolVar(&o.wait, "wait", false, "backup, restore: wait for the outcome")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "backup, restore: how long --wait waits")
+	fs.BoolVar(&o.wait, "wait", false, "backup, restore, defragment: wait for the outcome")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "backup, restore, defragment: how long --wait waits")
+	fs.StringSliceVar(&o.members, "member", nil, "defragment: a member to defragment (repeat, or separate with commas); default every member")
 	fs.StringVar(&o.into, "into", "", "restore: the new EtcdCluster's name")
 	fs.Int32Var(&o.size, "size", 3, "restore: the new cluster's size")
 	if err := fs.Parse(args); err != nil {
@@ -326,6 +336,76 @@ func (e *Env) approveRecovery(ctx context.Context, name string) error {
 	}
 	fmt.Fprintf(e.Out, "approved recovery %s of EtcdCluster %s: %s\n", r.ID, name, r.Message)
 	return nil
+}
+
+// defragment asks the operator to defragment the cluster's members (or those named) now:
+// the annotation etcd.etcdpilot.io/defragment-at with the current time. With --wait it
+// waits until each of them was defragmented at that time or later.
+func (e *Env) defragment(ctx context.Context, name string, o options) error {
+	c, err := e.cluster(ctx, name)
+	if err != nil {
+		return err
+	}
+	targets, err := defragmentTargets(c, o.members)
+	if err != nil {
+		return err
+	}
+	at := metav1.NewTime(e.Now().UTC().Truncate(time.Second))
+	patch := client.MergeFrom(c.DeepCopy())
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[etcdv1alpha1.AnnotationDefragmentAt] = at.Format(time.RFC3339)
+	delete(c.Annotations, etcdv1alpha1.AnnotationDefragmentMembers)
+	if len(o.members) > 0 {
+		c.Annotations[etcdv1alpha1.AnnotationDefragmentMembers] = strings.Join(o.members, ",")
+	}
+	if err := e.Client.Patch(ctx, c, patch); err != nil {
+		return fmt.Errorf("annotating EtcdCluster %s: %w", name, err)
+	}
+	fmt.Fprintf(e.Out, "requested the defragmentation of %s of EtcdCluster %s at %s\n", strings.Join(targets, ", "), name, at.Format(time.RFC3339))
+	if !o.wait {
+		return nil
+	}
+	return e.waitFor(ctx, o.timeout, c, func() (bool, error) {
+		done := defragmentedSince(c, targets, at.Time)
+		if len(done) < len(targets) {
+			return false, nil
+		}
+		for _, m := range done {
+			fmt.Fprintf(e.Out, "defragmented %s: %s -> %s\n", m.Name, size(m.LastDefragmentation.SizeBefore), size(m.LastDefragmentation.SizeAfter))
+		}
+		return true, nil
+	})
+}
+
+// defragmentTargets are the members of c a defragment request of the members named covers
+// (every member when none is named), sorted; an error names one that is not a member.
+func defragmentTargets(c *etcdv1alpha1.EtcdCluster, named []string) ([]string, error) {
+	targets := []string{}
+	for _, m := range c.Status.Members {
+		if len(named) == 0 || slices.Contains(named, m.Name) {
+			targets = append(targets, m.Name)
+		}
+	}
+	slices.Sort(targets)
+	for _, m := range named {
+		if !slices.Contains(targets, m) {
+			return nil, fmt.Errorf("EtcdCluster %s has no member %s (status.members)", c.Name, m)
+		}
+	}
+	return targets, nil
+}
+
+// defragmentedSince are the members of targets whose last defragmentation is at or after at.
+func defragmentedSince(c *etcdv1alpha1.EtcdCluster, targets []string, at time.Time) []etcdv1alpha1.MemberStatus {
+	var out []etcdv1alpha1.MemberStatus
+	for _, m := range c.Status.Members {
+		if slices.Contains(targets, m.Name) && m.LastDefragmentation != nil && !m.LastDefragmentation.Time.Time.Before(at) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // backupFor is the EtcdBackup `kubectl etcdpilot backup` creates for cluster name, from

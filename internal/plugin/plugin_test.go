@@ -283,3 +283,41 @@ func TestRunEtcdctl(t *testing.T) {
 	g.Expect(Run(context.Background(), []string{"etcdctl", "main", "-n", "apps", "--", "member", "list"}, env)).To(Equal(0))
 	g.Expect(ran).To(Equal([]string{"-n", "apps", "exec", "main-0", "-c", "etcd", "--", "etcdctl", "member", "list"}), "the healthy leader")
 }
+
+func TestRunDefragment(t *testing.T) {
+	g := NewWithT(t)
+	c := mainCluster()
+	env, _, errOut := fakeEnv(t, c)
+	g.Expect(Run(context.Background(), []string{"defragment", "main", "-n", "apps", "--member", "main-7"}, env)).To(Equal(1))
+	g.Expect(errOut.String()).To(ContainSubstring("EtcdCluster main has no member main-7"))
+
+	env, out, _ := fakeEnv(t, c)
+	g.Expect(Run(context.Background(), []string{"defragment", "main", "-n", "apps", "--member", "main-1,main-2"}, env)).To(Equal(0))
+	got := &etcdv1alpha1.EtcdCluster{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), got)).To(Succeed())
+	at := now.UTC().Truncate(time.Second).Format(time.RFC3339)
+	g.Expect(got.Annotations).To(HaveKeyWithValue(etcdv1alpha1.AnnotationDefragmentAt, at))
+	g.Expect(got.Annotations).To(HaveKeyWithValue(etcdv1alpha1.AnnotationDefragmentMembers, "main-1,main-2"))
+	g.Expect(out.String()).To(Equal("requested the defragmentation of main-1, main-2 of EtcdCluster main at " + at + "\n"))
+
+	// Every member, waiting: done once each was defragmented at the request's time or later.
+	env, out, _ = fakeEnv(t, got)
+	go func() {
+		for range 1000 {
+			cur := &etcdv1alpha1.EtcdCluster{}
+			if env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), cur) == nil && cur.Annotations[etcdv1alpha1.AnnotationDefragmentMembers] == "" {
+				for i := range cur.Status.Members {
+					cur.Status.Members[i].LastDefragmentation = &etcdv1alpha1.DefragmentationRecord{
+						Time: metav1.NewTime(now.Add(time.Duration(i) * time.Second)), SizeBefore: 64 << 20, SizeAfter: 16 << 20}
+				}
+				if env.Client.Status().Update(context.Background(), cur) == nil {
+					return
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	g.Expect(Run(context.Background(), []string{"defragment", "main", "-n", "apps", "--wait"}, env)).To(Equal(0))
+	g.Expect(out.String()).To(ContainSubstring("requested the defragmentation of main-0, main-1, main-2 of EtcdCluster main"))
+	g.Expect(out.String()).To(ContainSubstring("defragmented main-2: 64.0M -> 16.0M\n"))
+}

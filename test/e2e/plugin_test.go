@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -25,7 +27,7 @@ import (
 // kubectl-etcdpilot on PATH (make test-e2e-deploy builds it into bin/). What it shows is
 // checked against what etcd, the members' certificates and the API server say.
 var _ = Describe("the kubectl plugin", longestSpec(90), func() {
-	It("shows status and certificates as etcd and the members have them, runs etcdctl in a member, backs up, restores into a new cluster and refuses an approval nothing awaits", func(ctx SpecContext) {
+	It("shows status and certificates as etcd and the members have them, runs etcdctl in a member, defragments every member, backs up, restores into a new cluster and refuses an approval nothing awaits", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-plugin-")
 		cluster := createCluster(ctx, ns, "cli", 3)
 		createClaim(ctx, ns, "cli-backups")
@@ -90,8 +92,26 @@ var _ = Describe("the kubectl plugin", longestSpec(90), func() {
 		expectKeys(ctx, ns, "cli", map[string]string{"/plugin/key": "from-the-plugin"})
 		Expect(kubectlEtcdpilot(ctx, "etcdctl", "cli", "-n", ns, "--", "get", "/plugin/key", "--print-value-only")).To(Equal("from-the-plugin\n"))
 
+		By("defragment --wait: every member's file shrinks, as etcd reports it")
+		value := strings.Repeat("x", 512<<10)
+		for i := range 16 {
+			_, err := cli.Put(ctx, fmt.Sprintf("/plugin/garbage/%02d", i), value)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		deleted, err := cli.Delete(ctx, "/plugin/garbage/", clientv3.WithPrefix())
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cli.Compact(ctx, deleted.Header.Revision, clientv3.WithCompactPhysical())
+		Expect(err).NotTo(HaveOccurred())
+		before := fileSizes(ctx, cli)
+		out := kubectlEtcdpilot(ctx, "defragment", "cli", "-n", ns, "--wait", "--timeout", "3m")
+		Expect(out).To(ContainSubstring("requested the defragmentation of cli-0, cli-1, cli-2 of EtcdCluster cli at "))
+		Expect(out).To(ContainSubstring("defragmented cli-2: "))
+		for ep, size := range fileSizes(ctx, cli) {
+			Expect(size).To(BeNumerically("<", before[ep]-(4<<20)), "the file of %s, %d bytes before", ep, before[ep])
+		}
+
 		By("backup --wait: an EtcdBackup that succeeded, then shown as the last backup")
-		out := kubectlEtcdpilot(ctx, "backup", "cli", "-n", ns, "--pvc", "cli-backups", "--name", "cli-now", "--wait", "--timeout", "3m")
+		out = kubectlEtcdpilot(ctx, "backup", "cli", "-n", ns, "--pvc", "cli-backups", "--name", "cli-now", "--wait", "--timeout", "3m")
 		Expect(out).To(ContainSubstring("succeeded: pvc://cli-backups/"))
 		backup := get(ctx, ns, "cli-now", &etcdv1alpha1.EtcdBackup{})
 		Expect(meta.IsStatusConditionTrue(backup.Status.Conditions, etcdv1alpha1.ConditionSucceeded)).To(BeTrue())
