@@ -192,17 +192,7 @@ var _ = Describe("kube-apiservers on tenants", Ordered, longestSpec(330), func()
 		By("a defragmentation of every member: 24 MiB written, deleted and compacted by root")
 		admin := etcdV3Client(ctx, ns, clusterName) // the members' addresses of now
 		since := time.Now()
-		value := strings.Repeat("x", 512<<10)
-		wctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		for i := range 48 {
-			_, err := admin.Put(wctx, fmt.Sprintf("/garbage/%02d", i), value)
-			Expect(err).NotTo(HaveOccurred())
-		}
-		resp, err := admin.Delete(wctx, "/garbage/", clientv3.WithPrefix())
-		Expect(err).NotTo(HaveOccurred())
-		_, err = admin.Compact(wctx, resp.Header.Revision, clientv3.WithCompactPhysical())
-		Expect(err).NotTo(HaveOccurred())
+		makeFreePages(ctx, admin, "/garbage/", 24)
 		Eventually(func(g Gomega) {
 			for _, m := range get(ctx, ns, clusterName, &etcdv1alpha1.EtcdCluster{}).Status.Members {
 				g.Expect(m.LastDefragmentation).NotTo(BeNil(), m.Name)

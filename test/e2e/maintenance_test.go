@@ -225,3 +225,20 @@ func fileSizes(ctx context.Context, cli *clientv3.Client) map[string]int64 {
 	}
 	return out
 }
+
+// makeFreePages writes mib MiB under prefix, in values of 512 KiB, deletes them and compacts
+// the history to then: free pages in every member's file, for a defragmentation to give
+// back. Each call has a minute.
+func makeFreePages(ctx context.Context, cli *clientv3.Client, prefix string, mib int) {
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	value := strings.Repeat("x", 512<<10)
+	for i := range 2 * mib {
+		_, err := cli.Put(wctx, fmt.Sprintf("%s%03d", prefix, i), value)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	}
+	resp, err := cli.Delete(wctx, prefix, clientv3.WithPrefix())
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	_, err = cli.Compact(wctx, resp.Header.Revision, clientv3.WithCompactPhysical())
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -93,15 +91,7 @@ var _ = Describe("the kubectl plugin", longestSpec(90), func() {
 		Expect(kubectlEtcdpilot(ctx, "etcdctl", "cli", "-n", ns, "--", "get", "/plugin/key", "--print-value-only")).To(Equal("from-the-plugin\n"))
 
 		By("defragment --wait: every member's file shrinks, as etcd reports it")
-		value := strings.Repeat("x", 512<<10)
-		for i := range 16 {
-			_, err := cli.Put(ctx, fmt.Sprintf("/plugin/garbage/%02d", i), value)
-			Expect(err).NotTo(HaveOccurred())
-		}
-		deleted, err := cli.Delete(ctx, "/plugin/garbage/", clientv3.WithPrefix())
-		Expect(err).NotTo(HaveOccurred())
-		_, err = cli.Compact(ctx, deleted.Header.Revision, clientv3.WithCompactPhysical())
-		Expect(err).NotTo(HaveOccurred())
+		makeFreePages(ctx, cli, "/plugin/garbage/", 8)
 		before := fileSizes(ctx, cli)
 		out := kubectlEtcdpilot(ctx, "defragment", "cli", "-n", ns, "--wait", "--timeout", "3m")
 		Expect(out).To(ContainSubstring("requested the defragmentation of cli-0, cli-1, cli-2 of EtcdCluster cli at "))
