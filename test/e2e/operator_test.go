@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -44,6 +45,37 @@ var _ = Describe("the operator", func() {
 			g.Expect(podReady(&pod)).To(BeTrue(), "pod %s is not Ready", pod.Name)
 			g.Expect(pod.Spec.SecurityContext.RunAsNonRoot).To(Equal(ptr.To(true)))
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	})
+
+	// The roles for people, as the API server's authorizer applies them: a namespace's
+	// editors manage every kind of etcdpilot's, its viewers only read them.
+	It("aggregates its roles for people into the built-in edit and view roles, for all four kinds", func(ctx SpecContext) {
+		ns := newTestNamespace(ctx, "e2e-roles-")
+		for _, role := range []string{"edit", "view"} {
+			_, err := clientset.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: role},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "e2e-" + role + "-user"}},
+			}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		allowed := func(g Gomega, user, verb, resource string) bool {
+			review, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: ns, Verb: verb, Group: "etcd.etcdpilot.io", Resource: resource}},
+			}, metav1.CreateOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			return review.Status.Allowed
+		}
+		Eventually(func(g Gomega) {
+			for _, resource := range []string{"etcdclusters", "etcdbackups", "etcdbackupschedules", "etcdtenants"} {
+				for _, verb := range []string{"create", "delete", "list"} {
+					g.Expect(allowed(g, "e2e-edit-user", verb, resource)).To(BeTrue(), "an editor may %s %s", verb, resource)
+					g.Expect(allowed(g, "e2e-view-user", verb, resource)).To(Equal(verb == "list"), "a viewer may %s %s: only list", verb, resource)
+				}
+			}
+			g.Expect(allowed(g, "e2e-nobody", "list", "etcdclusters")).To(BeFalse(), "nor anyone without a role")
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	})
 
 	// What the report of a failed spec carries (e2e_suite_test.go): a report without the
