@@ -20,8 +20,9 @@ import (
 //
 // makes the operator exit right after that membership change succeeded in etcd, before the
 // pod and claim work that follows it: the worst moment to die. RestartMember exits right
-// after an upgrade's or a rollout's step deleted a member's pod, before the status says so. The annotation is removed
-// first, so the crash happens once. The restarted operator must finish or undo the step.
+// after an upgrade's or a rollout's step deleted a member's pod, before the status says so.
+// The annotation is removed first, so the crash happens once. The restarted operator must
+// finish or undo the step.
 const (
 	// AnnotationCrashAfter names the membership change after which the operator exits.
 	AnnotationCrashAfter = "test.etcdpilot.io/crash-after"
