@@ -352,8 +352,7 @@ func (s *kubeAPIServer) waitReady(ctx context.Context) {
 	var ip string
 	EventuallyWithOffset(1, func(g Gomega) {
 		var pods corev1.PodList
-		g.Expect(k8sClient.List(ctx, &pods, client.InNamespace(s.ns), client.MatchingLabels{
-			"app.kubernetes.io/name": "kube-apiserver", "app.kubernetes.io/instance": s.tenant})).To(Succeed())
+		g.Expect(k8sClient.List(ctx, &pods, client.InNamespace(s.ns), s.podLabels())).To(Succeed())
 		g.Expect(pods.Items).To(HaveLen(1))
 		p := pods.Items[0]
 		g.Expect(podReady(&p)).To(BeTrue(), "pod %s: %+v", p.Name, p.Status.ContainerStatuses)
@@ -365,6 +364,11 @@ func (s *kubeAPIServer) waitReady(ctx context.Context) {
 	s.config.Host = "https://" + net.JoinHostPort(ip, "6443")
 	s.client, err = kubernetes.NewForConfig(s.config)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+}
+
+// podLabels select the API server's pod, as the manifest labels it.
+func (s *kubeAPIServer) podLabels() client.MatchingLabels {
+	return client.MatchingLabels{"app.kubernetes.io/name": "kube-apiserver", "app.kubernetes.io/instance": s.tenant}
 }
 
 // listLoad lists the load's ConfigMaps: their names and the list's resourceVersion.
@@ -385,8 +389,7 @@ func (s *kubeAPIServer) remove(ctx context.Context) {
 		client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
 	EventuallyWithOffset(1, func(g Gomega) {
 		var pods corev1.PodList
-		g.Expect(k8sClient.List(ctx, &pods, client.InNamespace(s.ns), client.MatchingLabels{
-			"app.kubernetes.io/name": "kube-apiserver", "app.kubernetes.io/instance": s.tenant})).To(Succeed())
+		g.Expect(k8sClient.List(ctx, &pods, client.InNamespace(s.ns), s.podLabels())).To(Succeed())
 		g.Expect(pods.Items).To(BeEmpty())
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 }
