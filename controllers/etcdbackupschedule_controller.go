@@ -68,8 +68,8 @@ func (r *EtcdBackupScheduleReconciler) steps() []step[*schedulePass] {
 		// keeps them and their artifacts.
 		r.stepListBackups,
 		// When a run is due (cron.Due) and the schedule not suspended, its backup,
-		// unless the previous one still runs (that run is skipped). Several missed runs
-		// make one backup, not a burst.
+		// unless the previous one still runs or the cluster hibernates (that run is
+		// skipped). Several missed runs make one backup, not a burst.
 		r.stepStartRun,
 		// The backups retention no longer keeps (backup.Prune), deleted; each takes its
 		// artifact with it.
@@ -174,6 +174,13 @@ func (r *EtcdBackupScheduleReconciler) startRun(ctx context.Context, s *etcdv1al
 		eventf(r.Recorder, s, corev1.EventTypeWarning, "RunSkipped", "Backup", "Skipped the run of %s: backup %s is still running", run.Format(time.RFC3339), running.Name)
 		return backups, nil
 	}
+	if hibernates, err := r.clusterHibernates(ctx, s); err != nil || hibernates {
+		if hibernates {
+			eventf(r.Recorder, s, corev1.EventTypeNormal, "RunSkipped", "Backup", "Skipped the run of %s: EtcdCluster %s hibernates (spec.hibernation.enabled), and its data cannot change",
+				run.Format(time.RFC3339), s.Spec.BackupTemplate.ClusterName)
+		}
+		return backups, err
+	}
 	b, err := r.createBackup(ctx, s, run)
 	if err != nil {
 		return nil, err
@@ -184,6 +191,18 @@ func (r *EtcdBackupScheduleReconciler) startRun(ctx context.Context, s *etcdv1al
 		backups = append(backups, *b)
 	}
 	return backups, nil
+}
+
+// clusterHibernates says whether the schedule's cluster is asked to hibernate: its members
+// stop, so a backup would fail, and their data cannot change meanwhile. A missing cluster
+// does not: its backup fails with ClusterNotFound, which is what the user needs to see.
+func (r *EtcdBackupScheduleReconciler) clusterHibernates(ctx context.Context, s *etcdv1alpha1.EtcdBackupSchedule) (bool, error) {
+	c := &etcdv1alpha1.EtcdCluster{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.BackupTemplate.ClusterName}, c)
+	if err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return c.Spec.Hibernation.Enabled, nil
 }
 
 // backups lists the schedule's backups.

@@ -279,13 +279,13 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1alpha1.EtcdClu
 	case membership.Snapshot:
 		err = r.snapshot(ctx, c, a)
 	case membership.CreateBackup:
-		err = r.createUpgradeBackup(ctx, c, a)
+		err = r.createPlannedBackup(ctx, c, a)
 	case membership.ForceRaftSnapshots:
 		if err = obs.etcd.AppendNoOps(ctx, a.Entries); err == nil {
 			eventf(r.Recorder, c, corev1.EventTypeNormal, "RaftSnapshotsForced", "Upgrade",
 				"Appended %d no-op raft entries so that every member takes a raft snapshot before the upgrade to etcd %s", a.Entries, a.Version)
 		}
-	case membership.RestartMember:
+	case membership.RestartMember, membership.StopMember:
 		err = r.restartMember(ctx, c, a)
 	case membership.ExpandVolume:
 		err = r.expandVolume(ctx, c, obs, a)
@@ -404,36 +404,46 @@ func (r *EtcdClusterReconciler) saveSnapshot(ctx context.Context, c *etcdv1alpha
 	return nil
 }
 
-// createUpgradeBackup creates the EtcdBackup that takes the snapshot before an upgrade, to
-// spec.upgradeBackupDestination. It belongs to no one: like any backup it outlives the
-// upgrade and the cluster.
-func (r *EtcdClusterReconciler) createUpgradeBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action) error {
-	if c.Spec.UpgradeBackupDestination == nil {
+// createPlannedBackup creates the EtcdBackup the planner waits for: the snapshot before an
+// upgrade, to spec.upgradeBackupDestination, or the final backup before hibernation, to
+// spec.hibernation.backupDestination. It belongs to no one: like any backup it outlives the
+// upgrade, the hibernation and the cluster.
+func (r *EtcdClusterReconciler) createPlannedBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action) error {
+	dest, why, event := c.Spec.UpgradeBackupDestination, "before upgrading to etcd "+a.Version, "UpgradeBackupCreated"
+	if a.Reason == etcdv1alpha1.ReasonHibernating {
+		dest, why, event = c.Spec.Hibernation.BackupDestination, "before its members stop to hibernate", "FinalBackupCreated"
+	}
+	if dest == nil {
 		return nil // the spec changed since the observation: the next pass decides again
 	}
 	b := &etcdv1alpha1.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: a.Backup, Namespace: c.Namespace, Labels: map[string]string{cluster.LabelCluster: c.Name}},
-		Spec:       etcdv1alpha1.EtcdBackupSpec{ClusterName: c.Name, Destination: *c.Spec.UpgradeBackupDestination.DeepCopy()},
+		Spec:       etcdv1alpha1.EtcdBackupSpec{ClusterName: c.Name, Destination: *dest.DeepCopy()},
 	}
 	if err := r.Client.Create(ctx, b); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
-		return fmt.Errorf("creating EtcdBackup %s before the upgrade to etcd %s: %w", a.Backup, a.Version, err)
+		return fmt.Errorf("creating EtcdBackup %s %s: %w", a.Backup, why, err)
 	}
-	eventf(r.Recorder, c, corev1.EventTypeNormal, "UpgradeBackupCreated", "Upgrade", "Created EtcdBackup %s to back the cluster up before upgrading to etcd %s", a.Backup, a.Version)
+	eventf(r.Recorder, c, corev1.EventTypeNormal, event, a.Reason, "Created EtcdBackup %s to back the cluster up %s", a.Backup, why)
 	return nil
 }
 
 // restartMember deletes a member's pod so that it comes back at the version the action names,
 // built from the current spec (the next pass creates it, with the member's claim and
-// identity): one step of an upgrade or a rollout.
+// identity): one step of an upgrade or a rollout. For StopMember, it comes back only when
+// the cluster wakes from hibernation.
 func (r *EtcdClusterReconciler) restartMember(ctx context.Context, c *etcdv1alpha1.EtcdCluster, a membership.Action) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: a.Member, Namespace: c.Namespace}}
 	if err := client.IgnoreNotFound(r.Client.Delete(ctx, pod)); err != nil {
 		return fmt.Errorf("restarting member %s: %w", a.Member, err)
 	}
-	eventf(r.Recorder, c, corev1.EventTypeNormal, "MemberRestarted", a.Reason, "Restarting member %s at etcd %s (%s)", a.Member, a.Version, a.Message)
+	if a.Kind == membership.StopMember {
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "MemberStopped", a.Reason, "Stopped member %s; its claim keeps its data (%s)", a.Member, a.Message)
+	} else {
+		eventf(r.Recorder, c, corev1.EventTypeNormal, "MemberRestarted", a.Reason, "Restarting member %s at etcd %s (%s)", a.Member, a.Version, a.Message)
+	}
 	r.crashAfter(ctx, c, a.Kind)
 	return nil
 }

@@ -105,6 +105,9 @@ func (r *EtcdClusterReconciler) stepPlanMembership(ctx context.Context, p *clust
 }
 
 func (r *EtcdClusterReconciler) stepRecoverQuorum(ctx context.Context, p *clusterPass) (stepOutcome, error) {
+	if p.obs.membership.Hibernate {
+		return next, nil // members stopped on purpose have no quorum to recover
+	}
 	step, err := r.planRecovery(ctx, p.cluster, p.obs, &p.in)
 	if err != nil || !step.Overrides() {
 		return next, err
@@ -145,7 +148,7 @@ func (r *EtcdClusterReconciler) stepChangeMembership(ctx context.Context, p *clu
 }
 
 func (r *EtcdClusterReconciler) stepMaintain(ctx context.Context, p *clusterPass) (stepOutcome, error) {
-	if !p.idle() {
+	if !p.idle() || p.obs.membership.Hibernate {
 		return next, nil
 	}
 	out, err := r.maintain(ctx, p.cluster, p.obs)

@@ -84,6 +84,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 			ReplaceOnLostNodeAfter: spec.ReplaceMemberOnLostNodeAfter.Duration,
 			Upgrade:                upgradeOf(spec, c.Status.Upgrade),
 			StaticBootstrap:        !c.Spec.Storage.Ephemeral && (c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil),
+			Hibernate:              c.Spec.Hibernation.Enabled,
 		},
 		details:   map[string]status.Detail{},
 		pvcs:      map[string]*corev1.PersistentVolumeClaim{},
@@ -111,6 +112,13 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	o.addClaims(pvcs.Items)
 	if err := r.observeUpgradeBackup(ctx, c, o); err != nil {
 		return nil, err
+	}
+	if c.Spec.Hibernation.Enabled && c.Spec.Hibernation.BackupDestination != nil {
+		b, err := r.observePlannedBackup(ctx, c, names.FinalBackup(c.Generation))
+		if err != nil {
+			return nil, err
+		}
+		o.membership.FinalBackup = b
 	}
 	r.observeEtcd(ctx, st.config, o)
 	// How long each member has been unhealthy carries over from the last status, so that
@@ -253,25 +261,34 @@ func (r *EtcdClusterReconciler) observeUpgradeBackup(ctx context.Context, c *etc
 	if c.Spec.UpgradeBackupDestination == nil || u.SnapshotTaken {
 		return nil
 	}
-	u.Backup = &membership.UpgradeBackup{Name: o.membership.Cluster.PreUpgradeBackup(u.Target), State: membership.BackupMissing}
+	b, err := r.observePlannedBackup(ctx, c, o.membership.Cluster.PreUpgradeBackup(u.Target))
+	u.Backup = b
+	return err
+}
+
+// observePlannedBackup reads how the EtcdBackup of the given name, one the planner creates
+// and waits for, went: missing, running, succeeded, or failed (a backup of that name of
+// another cluster counts as failed: the planner must not wait on it).
+func (r *EtcdClusterReconciler) observePlannedBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster, name string) (*membership.UpgradeBackup, error) {
+	out := &membership.UpgradeBackup{Name: name, State: membership.BackupMissing}
 	b := &etcdv1alpha1.EtcdBackup{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: u.Backup.Name}, b); err != nil {
-		return client.IgnoreNotFound(err)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, b); err != nil {
+		return out, client.IgnoreNotFound(err)
 	}
 	if b.Spec.ClusterName != c.Name {
-		u.Backup.State, u.Backup.Message = membership.BackupFailed, fmt.Sprintf("it exists, and backs up EtcdCluster %s", b.Spec.ClusterName)
-		return nil
+		out.State, out.Message = membership.BackupFailed, fmt.Sprintf("it exists, and backs up EtcdCluster %s", b.Spec.ClusterName)
+		return out, nil
 	}
 	cond := meta.FindStatusCondition(b.Status.Conditions, etcdv1alpha1.ConditionSucceeded)
 	switch {
 	case cond == nil || cond.Status == metav1.ConditionUnknown:
-		u.Backup.State = membership.BackupRunning
+		out.State = membership.BackupRunning
 	case cond.Status == metav1.ConditionTrue:
-		u.Backup.State = membership.BackupSucceeded
+		out.State = membership.BackupSucceeded
 	default:
-		u.Backup.State, u.Backup.Message = membership.BackupFailed, cond.Reason+": "+cond.Message
+		out.State, out.Message = membership.BackupFailed, cond.Reason+": "+cond.Message
 	}
-	return nil
+	return out, nil
 }
 
 // upgradeOf reads what the (defaulted) spec and the last upgrade record say about the etcd

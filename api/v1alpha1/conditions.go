@@ -20,6 +20,9 @@ const (
 	// PodMonitor, a PrometheusRule and a dashboard ConfigMap) are in place, False when they
 	// are not (the reason says why).
 	ConditionMonitoring = "Monitoring"
+	// ConditionHibernated is there only while spec.hibernation.enabled is true: False while
+	// the members stop (reason Hibernating), True once none runs (reason Hibernated).
+	ConditionHibernated = "Hibernated"
 )
 
 // Reasons of the Monitoring condition.
@@ -151,6 +154,17 @@ const (
 	// volumes can grow further (a ceiling, or a StorageClass that does not expand); the
 	// message says which and what to do before the NOSPACE alarm stops writes.
 	ReasonStorageCeilingReached = "StorageCeilingReached"
+	// ReasonHibernating (Hibernated=False, Progressing=True): spec.hibernation.enabled is
+	// true; the operator takes the final backup, then stops the members one at a time.
+	ReasonHibernating = "Hibernating"
+	// ReasonHibernated (Hibernated=True; Available, Progressing, Degraded and Ready False):
+	// every member is stopped and its claim keeps its data; nothing else changes until
+	// spec.hibernation.enabled is false again.
+	ReasonHibernated = "Hibernated"
+	// ReasonHibernationBlocked (Degraded=True): the final backup before hibernation failed;
+	// no member was stopped. Delete the EtcdBackup to take it again, or remove
+	// spec.hibernation.backupDestination.
+	ReasonHibernationBlocked = "HibernationBlocked"
 	// ReasonReconcileFailed (Degraded=True): the last reconcile hit an error; the message
 	// says which step.
 	ReasonReconcileFailed = "ReconcileFailed"

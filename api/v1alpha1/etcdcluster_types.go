@@ -14,6 +14,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.enabled) || !self.auth.enabled || !has(self.etcd) || !has(self.etcd.autoCompactionRetention) || !self.etcd.autoCompactionRetention.matches('^(0+(\\\\.0+)?(h|m|s)?)+$')",message="with auth.enabled, etcd.autoCompactionRetention cannot turn compaction off: clients without the root role cannot compact, so etcd must"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap cannot be added or removed after the cluster is created: it only decides how the cluster was first created"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.restore) || !has(self.version) || !self.version.startsWith('3.5.')",message="restoring from a backup needs etcd 3.6 or newer in spec.version (a 3.5 backup restores into a 3.6 cluster)"
+// +kubebuilder:validation:XValidation:rule="!has(self.hibernation) || !has(self.hibernation.enabled) || !self.hibernation.enabled || !has(self.storage) || !has(self.storage.ephemeral) || !self.storage.ephemeral",message="hibernation needs members that keep their data on claims: ephemeral members lose it when they stop; back the cluster up and restore it into a new cluster instead"
+// +kubebuilder:validation:XValidation:rule="!((has(self.hibernation) && has(self.hibernation.enabled) && self.hibernation.enabled) || (has(oldSelf.hibernation) && has(oldSelf.hibernation.enabled) && oldSelf.hibernation.enabled)) || (has(self.version) == has(oldSelf.version) && (!has(self.version) || self.version == oldSelf.version))",message="spec.version cannot change while the cluster hibernates, nor when hibernation is turned on or off: an upgrade restarts running members one at a time; wake the cluster first, then upgrade it"
 type EtcdClusterSpec struct {
 	// size is the number of etcd members. An etcd cluster tolerates the loss of
 	// (size-1)/2 members, so only odd sizes are useful: 1 (no fault tolerance, for
@@ -180,6 +182,16 @@ type EtcdClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Upgrade Backup Destination",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	UpgradeBackupDestination *BackupDestination `json:"upgradeBackupDestination,omitempty"`
+
+	// hibernation stops every member while keeping its data, for a cluster that is not
+	// needed for a while: with enabled true, the operator takes a final backup (when
+	// backupDestination is set), then stops the members one at a time, the leader last. The
+	// claims, Secrets and CA stay; the Hibernated condition turns True once every member
+	// has stopped. With enabled false again, the same members come back with their data
+	// and identity. Members on ephemeral storage cannot hibernate.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Hibernation"
+	Hibernation HibernationSpec `json:"hibernation,omitempty"`
 
 	// bootstrap says how a new cluster starts: empty (the default) or restored from a
 	// backup. It is read only when the first member is created and cannot be changed.
@@ -721,6 +733,27 @@ type AuthSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Enabled bool `json:"enabled,omitempty"`
+}
+
+// HibernationSpec stops a cluster's members while keeping their data (spec.hibernation).
+// While the cluster hibernates the operator changes nothing else: no member is replaced,
+// no quorum recovered, no maintenance run, and its EtcdBackupSchedules take no backups.
+type HibernationSpec struct {
+	// enabled stops the members (true) or brings them back (false, the default).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Enabled bool `json:"enabled,omitempty"`
+
+	// backupDestination is where the final backup goes before the members stop: the
+	// operator creates an EtcdBackup of the cluster there, named
+	// <cluster>-hibernation-<metadata.generation>, and stops the first member only once it
+	// succeeded. Like any EtcdBackup it is kept after the cluster, and a new cluster can
+	// start from it (bootstrap.restore.backupName). A failed final backup stops the
+	// hibernation (Degraded/HibernationBlocked) until it is deleted. When unset, no backup
+	// is taken: the members' claims hold the data.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Final Backup Destination",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	BackupDestination *BackupDestination `json:"backupDestination,omitempty"`
 }
 
 // AuthStatus is etcd's authentication as etcd reports it.

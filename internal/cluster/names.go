@@ -92,6 +92,13 @@ func (c Names) PreUpgradeBackup(version string) string {
 	return c.Name + "-pre-upgrade-" + strings.ReplaceAll(version, ".", "-")
 }
 
+// FinalBackup is the EtcdBackup that holds the final backup before the cluster hibernates
+// at the given generation (spec.hibernation.backupDestination), for example
+// main-hibernation-7: each hibernation has its own.
+func (c Names) FinalBackup(generation int64) string {
+	return c.Name + "-hibernation-" + strconv.FormatInt(generation, 10)
+}
+
 // NetworkPolicy admits to the member pods only who needs them (spec.networkPolicy).
 func (c Names) NetworkPolicy() string { return c.Name + "-members" }
 

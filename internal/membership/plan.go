@@ -65,6 +65,11 @@ type Observed struct {
 	SpecHashes map[string]string
 	// Storage is what spec.storage asks of the members' claims (volumes.go).
 	Storage Storage
+	// Hibernate is spec.hibernation.enabled: the members stop, their claims kept
+	// (hibernate.go). FinalBackup is the EtcdBackup the final backup goes to, nil without
+	// spec.hibernation.backupDestination.
+	Hibernate   bool
+	FinalBackup *UpgradeBackup
 	// StaticBootstrap says that a brand-new cluster starts all its initial members at once
 	// with a static initial cluster: its members keep their data on claims and it is not
 	// restored from a backup (whose data one member restores and the others copy).
@@ -217,8 +222,12 @@ const (
 	// the first member; or, with Backup set, record that EtcdBackup Backup holds it.
 	Snapshot Kind = "Snapshot"
 	// CreateBackup: create EtcdBackup Backup to spec.upgradeBackupDestination, the
-	// snapshot before an upgrade restarts the first member.
+	// snapshot before an upgrade restarts the first member; or, while hibernating, to
+	// spec.hibernation.backupDestination, the final backup before the members stop.
 	CreateBackup Kind = "CreateBackup"
+	// StopMember: delete Member's pod to hibernate the cluster; its claim, and so its data
+	// and identity, stay for the member to come back.
+	StopMember Kind = "StopMember"
 	// ForceRaftSnapshots: append Entries no-op entries to the raft log, so that every member
 	// takes a raft snapshot past the entries older releases wrote (before 3.7).
 	ForceRaftSnapshots Kind = "ForceRaftSnapshots"
@@ -263,6 +272,9 @@ type Action struct {
 
 // Plan returns the one next change the cluster needs.
 func Plan(o Observed) Action {
+	if o.Hibernate {
+		return o.hibernate()
+	}
 	var a Action
 	if o.Members == nil {
 		a = planUnreachable(o)

@@ -88,9 +88,13 @@ func (o Observed) duringRollout(a Action) Action {
 
 // SpecInForce says whether the spec is in force: the membership has spec.size voting
 // members, every one's pod runs the desired release and the current spec, and no claim is
-// smaller than spec.storage.size asks. A sick member does not make it so or not: that is
-// health (Available, Degraded), not the spec.
+// smaller than spec.storage.size asks; or, for a cluster asked to hibernate, no member pod
+// is left. A sick member does not make it so or not: that is health (Available, Degraded),
+// not the spec.
 func (o Observed) SpecInForce() bool {
+	if o.Hibernate {
+		return len(o.Pods) == 0
+	}
 	if o.Members == nil || len(o.Members) != o.Size || o.Updated() != len(o.Members) {
 		return false
 	}
@@ -108,7 +112,7 @@ func (o Observed) SpecInForce() bool {
 // Settled says that the spec is in force and every member is healthy and Ready: what a
 // change that must reach every member before the next (a phase of a CA rotation) waits for.
 func (o Observed) Settled() bool {
-	if !o.SpecInForce() {
+	if o.Hibernate || !o.SpecInForce() {
 		return false
 	}
 	for _, m := range o.Members {

@@ -58,7 +58,8 @@ type Upgrade struct {
 	Backup *UpgradeBackup
 }
 
-// UpgradeBackup is the EtcdBackup that holds the snapshot taken before an upgrade.
+// UpgradeBackup is an EtcdBackup the planner waits for: the one that holds the snapshot
+// taken before an upgrade, or the final backup before the cluster hibernates.
 type UpgradeBackup struct {
 	// Name is the EtcdBackup's name.
 	Name string

@@ -32,7 +32,8 @@ var (
 	// tenantLabels: name is the tenant's cluster, as on the cluster's own series.
 	tenantLabels = []string{"namespace", "name", "tenant"}
 	// conditionTypes are the EtcdCluster conditions exported.
-	conditionTypes = []string{etcdv1alpha1.ConditionReady, etcdv1alpha1.ConditionAvailable, etcdv1alpha1.ConditionProgressing, etcdv1alpha1.ConditionDegraded}
+	conditionTypes = []string{etcdv1alpha1.ConditionReady, etcdv1alpha1.ConditionAvailable, etcdv1alpha1.ConditionProgressing, etcdv1alpha1.ConditionDegraded,
+		etcdv1alpha1.ConditionHibernated}
 )
 
 // Recorder records the operator's metrics: about its EtcdClusters, their backups and the
@@ -73,7 +74,7 @@ func New(reg prometheus.Registerer) *Recorder {
 			"Healthy voting members beyond the quorum of the voting members: 0 means one more loss stops writes, below 0 the quorum is lost; no series before any member is known.", clusterLabels...),
 		hasLeader: gauge("cluster_has_leader", "1 when an observed member is the leader, else 0.", clusterLabels...),
 		condition: gauge("cluster_condition",
-			"1 when the EtcdCluster's condition (Ready, Available, Progressing, Degraded) is True, else 0.", append(clusterLabels, "condition")...),
+			"1 when the EtcdCluster's condition (Ready, Available, Progressing, Degraded, Hibernated) is True, else 0: alerts about availability leave out a cluster whose Hibernated is 1.", append(clusterLabels, "condition")...),
 		progressing: gauge("cluster_progressing_reason",
 			"1 for the reason of the Progressing condition while it is True (Upgrading, RollingOut, RotatingCA, AddingMember...); no series otherwise.", append(clusterLabels, "reason")...),
 		degraded: gauge("cluster_degraded_reason",

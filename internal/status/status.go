@@ -160,11 +160,42 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	available := availableCondition(in, voters, healthy)
 	progressing := configuringAuth(rotatingCA(stillRollingOut(progressingCondition(in.Action), c.Status.Conditions, in.Observed), out.CARotation), c, out.Auth)
 	degraded := suspectedLoss(in, available, out.Conditions, degradedCondition(in, out))
+	ready := readyCondition(available, progressing, degraded, int(out.ReadyMembers), int(out.UpdatedMembers), int(c.Spec.Size))
+	meta.RemoveStatusCondition(&out.Conditions, etcdv1alpha1.ConditionHibernated)
+	if in.Observed.Hibernate {
+		hibernated := hibernatedCondition(in)
+		set(hibernated)
+		if hibernated.Status == metav1.ConditionTrue {
+			available, degraded, ready = asHibernated(available, hibernated), asHibernated(degraded, hibernated), asHibernated(ready, hibernated)
+		}
+	}
 	set(available)
 	set(progressing)
 	set(degraded)
-	set(readyCondition(available, progressing, degraded, int(out.ReadyMembers), int(out.UpdatedMembers), int(c.Spec.Size)))
+	set(ready)
 	return out
+}
+
+// hibernatedCondition says how far the hibernation spec.hibernation asks for got: False
+// while the final backup is taken and the members stop (or the backup failed), True once
+// the planner found no member pod left.
+func hibernatedCondition(in Input) metav1.Condition {
+	a := in.Action
+	if a.Reason != etcdv1alpha1.ReasonHibernated {
+		return metav1.Condition{Type: etcdv1alpha1.ConditionHibernated, Status: metav1.ConditionFalse, Reason: a.Reason, Message: a.Message}
+	}
+	msg := a.Message
+	if b := in.Observed.FinalBackup; b != nil {
+		msg = fmt.Sprintf("%s; the final backup is EtcdBackup %s", msg, b.Name)
+	}
+	return metav1.Condition{Type: etcdv1alpha1.ConditionHibernated, Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonHibernated, Message: msg}
+}
+
+// asHibernated turns Available, Degraded or Ready False with reason Hibernated: a cluster
+// whose members were stopped on purpose serves nothing, and nothing is wrong with it.
+func asHibernated(c, hibernated metav1.Condition) metav1.Condition {
+	c.Status, c.Reason, c.Message = metav1.ConditionFalse, etcdv1alpha1.ReasonHibernated, hibernated.Message
+	return c
 }
 
 // observedMembers sets what this pass observed of the members in out: each member with the

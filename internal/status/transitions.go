@@ -23,10 +23,11 @@ type Event struct {
 // the change came about.
 func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	var out []Event
+	hibernating := meta.FindStatusCondition(updated.Conditions, etcdv1alpha1.ConditionHibernated) != nil
 	if now, changed := flipped(old, updated, etcdv1alpha1.ConditionAvailable); changed {
 		if now.Status == metav1.ConditionTrue {
 			out = append(out, Event{corev1.EventTypeNormal, "ClusterAvailable", "Observe", now.Message})
-		} else if now.Status == metav1.ConditionFalse && now.Reason != etcdv1alpha1.ReasonBootstrapping {
+		} else if now.Status == metav1.ConditionFalse && now.Reason != etcdv1alpha1.ReasonBootstrapping && !hibernating {
 			out = append(out, Event{corev1.EventTypeWarning, now.Reason, "Observe", now.Message})
 		}
 	}
@@ -41,6 +42,10 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	out = append(out, consistencyTransitions(old, updated)...)
 	out = append(out, recoveryTransitions(old.Recovery, updated.Recovery)...)
 	out = append(out, authTransitions(old.Auth, updated.Auth)...)
+	out = append(out, hibernationTransitions(old, updated)...)
+	if hibernating {
+		return out // members stop on purpose: no news of their health
+	}
 	wasHealthy := map[string]bool{}
 	for _, m := range old.Members {
 		wasHealthy[m.Name] = m.Healthy
@@ -54,6 +59,20 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 		}
 	}
 	return out
+}
+
+// hibernationTransitions: the cluster hibernated (every member stopped), or it is waking
+// (spec.hibernation.enabled false again, the condition gone).
+func hibernationTransitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
+	was := meta.FindStatusCondition(old.Conditions, etcdv1alpha1.ConditionHibernated)
+	is := meta.FindStatusCondition(updated.Conditions, etcdv1alpha1.ConditionHibernated)
+	switch {
+	case is != nil && is.Status == metav1.ConditionTrue && (was == nil || was.Status != metav1.ConditionTrue):
+		return []Event{{corev1.EventTypeNormal, etcdv1alpha1.ReasonHibernated, "Hibernate", is.Message}}
+	case is == nil && was != nil:
+		return []Event{{corev1.EventTypeNormal, "Waking", "Hibernate", "spec.hibernation.enabled is false: the members start again with their data"}}
+	}
+	return nil
 }
 
 // authTransitions: etcd's authentication seen turned on or off.
