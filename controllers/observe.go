@@ -113,12 +113,8 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1alpha1.Etc
 	if err := r.observeUpgradeBackup(ctx, c, o); err != nil {
 		return nil, err
 	}
-	if c.Spec.Hibernation.Enabled && c.Spec.Hibernation.BackupDestination != nil {
-		b, err := r.observePlannedBackup(ctx, c, names.FinalBackup(c.Generation))
-		if err != nil {
-			return nil, err
-		}
-		o.membership.FinalBackup = b
+	if err := r.observeFinalBackup(ctx, c, o); err != nil {
+		return nil, err
 	}
 	r.observeEtcd(ctx, st.config, o)
 	// How long each member has been unhealthy carries over from the last status, so that
@@ -263,6 +259,18 @@ func (r *EtcdClusterReconciler) observeUpgradeBackup(ctx context.Context, c *etc
 	}
 	b, err := r.observePlannedBackup(ctx, c, o.membership.Cluster.PreUpgradeBackup(u.Target))
 	u.Backup = b
+	return err
+}
+
+// observeFinalBackup reads, with spec.hibernation.enabled and its backupDestination, the
+// EtcdBackup that is to hold the final backup of this hibernation.
+func (r *EtcdClusterReconciler) observeFinalBackup(ctx context.Context, c *etcdv1alpha1.EtcdCluster, o *observation) error {
+	h := c.Spec.Hibernation
+	if !h.Enabled || h.BackupDestination == nil {
+		return nil
+	}
+	b, err := r.observePlannedBackup(ctx, c, o.membership.Cluster.FinalBackup(c.Generation))
+	o.membership.FinalBackup = b
 	return err
 }
 

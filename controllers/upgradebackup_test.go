@@ -24,9 +24,7 @@ func TestAnUpgradeBacksUpToTheDestinationBeforeTheFirstRestart(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	g.Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3", Namespace: ns},
-		Data: map[string][]byte{"accessKeyID": []byte("id"), "secretAccessKey": []byte("secret")}})).To(Succeed())
-	dest := newBackup(ns, "unused", "up").Spec.Destination
+	dest := s3WithCredentials(g, ns)
 	f := readyCluster(g, ns, "up", func(c *etcdv1alpha1.EtcdCluster) {
 		c.Spec.Version = "3.6.16"
 		c.Spec.UpgradeBackupDestination = dest.DeepCopy()
@@ -75,4 +73,12 @@ func TestAnUpgradeBacksUpToTheDestinationBeforeTheFirstRestart(t *testing.T) {
 	g.Eventually(func(g Gomega) []string { return calls(f, fake.AppendNoOps) }).WithTimeout(timeout).ShouldNot(BeEmpty(),
 		"going to 3.7, the raft snapshots come next")
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).Should(ContainElements("UpgradeBackupCreated", "SnapshotTaken"))
+}
+
+// s3WithCredentials is an S3 destination of the namespace with its credentials Secret, which a
+// backup needs before its Job is made.
+func s3WithCredentials(g Gomega, ns string) etcdv1alpha1.BackupDestination {
+	g.Expect(k8sClient.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3", Namespace: ns},
+		Data: map[string][]byte{"accessKeyID": []byte("id"), "secretAccessKey": []byte("secret")}})).To(Succeed())
+	return newBackup(ns, "unused", "any").Spec.Destination
 }

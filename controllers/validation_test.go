@@ -74,6 +74,15 @@ func TestCreateValidation(t *testing.T) {
 			c.Spec.Auth.Enabled = true
 			c.Spec.Etcd.AutoCompactionRetention = "0h"
 		}, "with auth.enabled, etcd.autoCompactionRetention cannot turn compaction off"},
+		{"created hibernated, with a final backup destination", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Hibernation = etcdv1alpha1.HibernationSpec{Enabled: true,
+				BackupDestination: &etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: "backups"}}}
+		}, ""},
+		{"hibernation on ephemeral storage", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Hibernation.Enabled = true
+			c.Spec.Storage.Ephemeral = true
+		}, "hibernation needs members that keep their data on claims: ephemeral members lose it when they stop"},
+		{"ephemeral storage, hibernation off", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Storage.Ephemeral = true }, ""},
 		{"auth on with etcd's compaction every 30m", func(c *etcdv1alpha1.EtcdCluster) {
 			c.Spec.Auth.Enabled = true
 			c.Spec.Etcd.AutoCompactionRetention = "30m"
@@ -375,6 +384,28 @@ func TestUpdateValidation(t *testing.T) {
 		{"auth turned on", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Auth.Enabled = true }, ""},
 		{"auth turned off", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Auth.Enabled = true },
 			func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Auth.Enabled = false }, ""},
+		{"hibernation turned on", nil, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Hibernation.Enabled = true }, ""},
+		{"woken", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Hibernation.Enabled = true },
+			func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Hibernation.Enabled = false }, ""},
+		{"scaled while hibernated", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Hibernation.Enabled = true },
+			func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Size = 5 }, ""},
+		{"upgraded while hibernated", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Version = "3.7.2"
+			c.Spec.Hibernation.Enabled = true
+		}, func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = "3.7.3" },
+			"spec.version cannot change while the cluster hibernates, nor when hibernation is turned on or off"},
+		{"upgraded as hibernation is turned on", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Version = "3.7.2" },
+			func(c *etcdv1alpha1.EtcdCluster) {
+				c.Spec.Version = "3.7.3"
+				c.Spec.Hibernation.Enabled = true
+			}, "spec.version cannot change while the cluster hibernates"},
+		{"upgraded as it wakes", func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Version = "3.7.2"
+			c.Spec.Hibernation.Enabled = true
+		}, func(c *etcdv1alpha1.EtcdCluster) {
+			c.Spec.Version = "3.7.3"
+			c.Spec.Hibernation.Enabled = false
+		}, "spec.version cannot change while the cluster hibernates"},
 		{"compaction turned off under auth", func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Auth.Enabled = true },
 			func(c *etcdv1alpha1.EtcdCluster) { c.Spec.Etcd.AutoCompactionRetention = "0m" },
 			"with auth.enabled, etcd.autoCompactionRetention cannot turn compaction off"},

@@ -46,11 +46,17 @@ func Transitions(old, updated etcdv1alpha1.EtcdClusterStatus) []Event {
 	if hibernating {
 		return out // members stop on purpose: no news of their health
 	}
+	return append(out, memberTransitions(old.Members, updated.Members)...)
+}
+
+// memberTransitions: each member becoming healthy, or unhealthy.
+func memberTransitions(old, updated []etcdv1alpha1.MemberStatus) []Event {
+	var out []Event
 	wasHealthy := map[string]bool{}
-	for _, m := range old.Members {
+	for _, m := range old {
 		wasHealthy[m.Name] = m.Healthy
 	}
-	for _, m := range updated.Members {
+	for _, m := range updated {
 		switch was, known := wasHealthy[m.Name]; {
 		case m.Healthy && !was:
 			out = append(out, Event{corev1.EventTypeNormal, "MemberHealthy", "Observe", fmt.Sprintf("Member %s is healthy", m.Name)})
