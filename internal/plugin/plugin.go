@@ -44,6 +44,10 @@ Commands:
   defragment NAME [--member M]... [--wait]
                                          defragment every member (or those named) now,
                                          one at a time, the leader last
+  hibernate NAME [--pvc CLAIM | --s3-bucket B ...] [--wait]
+                                         stop every member, keeping its data; with a
+                                         destination, a final backup there first
+  wake NAME [--wait]                     start a hibernated cluster's members again
   etcdctl NAME -- ARGS...                etcdctl in a healthy member, with its certificates
 
 Flags of every command: -n/--namespace, --kubeconfig, --context.
@@ -130,6 +134,12 @@ var commands = map[string]func(ctx context.Context, e *Env, pos []string, o opti
 	"defragment": func(ctx context.Context, e *Env, pos []string, o options) error {
 		return withName(pos, func(name string) error { return e.defragment(ctx, name, o) })
 	},
+	"hibernate": func(ctx context.Context, e *Env, pos []string, o options) error {
+		return withName(pos, func(name string) error { return e.hibernate(ctx, name, true, o) })
+	},
+	"wake": func(ctx context.Context, e *Env, pos []string, o options) error {
+		return withName(pos, func(name string) error { return e.hibernate(ctx, name, false, o) })
+	},
 	"etcdctl": func(ctx context.Context, e *Env, pos []string, _ options) error {
 		if len(pos) < 1 {
 			return errors.New("etcdctl: name the EtcdCluster: kubectl etcdpilot etcdctl NAME -- ARGS")
@@ -148,17 +158,17 @@ func parseFlags(cmd string, args []string, errOut io.Writer) (options, []string,
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig file")
 	fs.StringVar(&o.context, "context", "", "the kubeconfig context")
 	fs.StringVarP(&o.output, "output", "o", "", "json for JSON")
-	fs.StringVar(&o.pvc, "pvc", "", "backup: the claim to store the backup on")
-	fs.StringVar(&o.path, "path", "", "backup: the directory on the claim")
-	fs.StringVar(&o.s3Bucket, "s3-bucket", "", "backup: the S3 bucket")
-	fs.StringVar(&o.s3Endpoint, "s3-endpoint", "", "backup: the S3 endpoint URL")
-	fs.StringVar(&o.s3Secret, "s3-secret", "", "backup: the Secret with accessKeyID and secretAccessKey")
-	fs.StringVar(&o.s3Prefix, "s3-prefix", "", "backup: the key prefix")
-	fs.StringVar(&o.s3Region, "s3-region", "", "backup: the S3 region")
+	fs.StringVar(&o.pvc, "pvc", "", "backup, hibernate: the claim to store the backup on")
+	fs.StringVar(&o.path, "path", "", "backup, hibernate: the directory on the claim")
+	fs.StringVar(&o.s3Bucket, "s3-bucket", "", "backup, hibernate: the S3 bucket")
+	fs.StringVar(&o.s3Endpoint, "s3-endpoint", "", "backup, hibernate: the S3 endpoint URL")
+	fs.StringVar(&o.s3Secret, "s3-secret", "", "backup, hibernate: the Secret with accessKeyID and secretAccessKey")
+	fs.StringVar(&o.s3Prefix, "s3-prefix", "", "backup, hibernate: the key prefix")
+	fs.StringVar(&o.s3Region, "s3-region", "", "backup, hibernate: the S3 region")
 	fs.StringVar(&o.name, "name", "", "backup: the EtcdBackup's name (default: <cluster>-<time>)")
 	fs.BoolVar(&o.verify, "verify", false, "backup: restore it into a throwaway member to prove it")
-	fs.BoolVar(&o.wait, "wait", false, "backup, restore, defragment: wait for the outcome")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "backup, restore, defragment: how long --wait waits")
+	fs.BoolVar(&o.wait, "wait", false, "backup, restore, defragment, hibernate, wake: wait for the outcome")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "backup, restore, defragment, hibernate, wake: how long --wait waits")
 	fs.StringSliceVar(&o.members, "member", nil, "defragment: a member to defragment (repeat, or separate with commas); default every member")
 	fs.StringVar(&o.into, "into", "", "restore: the new EtcdCluster's name")
 	fs.Int32Var(&o.size, "size", 3, "restore: the new cluster's size")
@@ -416,21 +426,85 @@ func backupFor(namespace, cluster string, o options, now time.Time) (*etcdv1alph
 	if b.Name == "" {
 		b.Name = cluster + "-" + now.UTC().Format("20060102-150405")
 	}
-	switch {
-	case o.pvc != "" && o.s3Bucket != "":
-		return nil, errors.New("backup: --pvc or --s3-bucket, not both")
-	case o.pvc != "":
-		b.Spec.Destination.PVC = &etcdv1alpha1.PVCDestination{ClaimName: o.pvc, Path: o.path}
-	case o.s3Bucket != "":
-		if o.s3Endpoint == "" || o.s3Secret == "" {
-			return nil, errors.New("backup: --s3-bucket needs --s3-endpoint and --s3-secret (a Secret with accessKeyID and secretAccessKey)")
-		}
-		b.Spec.Destination.S3 = &etcdv1alpha1.S3Destination{Prefix: o.s3Prefix, S3Bucket: etcdv1alpha1.S3Bucket{
-			Endpoint: o.s3Endpoint, Bucket: o.s3Bucket, Region: o.s3Region, CredentialsSecretName: o.s3Secret}}
-	default:
+	dest, err := destinationFor("backup", o)
+	if err != nil {
+		return nil, err
+	}
+	if dest == nil {
 		return nil, errors.New("backup: say where to: --pvc CLAIM, or --s3-bucket with --s3-endpoint and --s3-secret")
 	}
+	b.Spec.Destination = *dest
 	return b, nil
+}
+
+// destinationFor is the backup destination the flags of command cmd name: a claim, an S3
+// bucket, or none (nil).
+func destinationFor(cmd string, o options) (*etcdv1alpha1.BackupDestination, error) {
+	switch {
+	case o.pvc != "" && o.s3Bucket != "":
+		return nil, fmt.Errorf("%s: --pvc or --s3-bucket, not both", cmd)
+	case o.pvc != "":
+		return &etcdv1alpha1.BackupDestination{PVC: &etcdv1alpha1.PVCDestination{ClaimName: o.pvc, Path: o.path}}, nil
+	case o.s3Bucket != "":
+		if o.s3Endpoint == "" || o.s3Secret == "" {
+			return nil, fmt.Errorf("%s: --s3-bucket needs --s3-endpoint and --s3-secret (a Secret with accessKeyID and secretAccessKey)", cmd)
+		}
+		return &etcdv1alpha1.BackupDestination{S3: &etcdv1alpha1.S3Destination{Prefix: o.s3Prefix, S3Bucket: etcdv1alpha1.S3Bucket{
+			Endpoint: o.s3Endpoint, Bucket: o.s3Bucket, Region: o.s3Region, CredentialsSecretName: o.s3Secret}}}, nil
+	}
+	return nil, nil
+}
+
+// hibernate sets spec.hibernation.enabled to on (hibernate) or off (wake); hibernating with
+// a destination in the flags sets spec.hibernation.backupDestination too. With --wait it
+// waits for the Hibernated condition (hibernate), or for the cluster to be Ready (wake).
+func (e *Env) hibernate(ctx context.Context, name string, on bool, o options) error {
+	cmd := map[bool]string{true: "hibernate", false: "wake"}[on]
+	dest, err := destinationFor(cmd, o)
+	if err != nil {
+		return err
+	}
+	if dest != nil && !on {
+		return errors.New("wake: a backup destination is for hibernate")
+	}
+	c, err := e.cluster(ctx, name)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Hibernation.Enabled = on
+	if dest != nil {
+		c.Spec.Hibernation.BackupDestination = dest
+	}
+	if err := e.Client.Patch(ctx, c, patch); err != nil {
+		return fmt.Errorf("%s: patching EtcdCluster %s: %w", cmd, name, err)
+	}
+	switch {
+	case on && c.Spec.Hibernation.BackupDestination != nil:
+		fmt.Fprintf(e.Out, "EtcdCluster %s hibernates: a final backup (EtcdBackup %s), then its members stop\n", name, cluster.For(c).FinalBackup(c.Generation))
+	case on:
+		fmt.Fprintf(e.Out, "EtcdCluster %s hibernates: its members stop, their claims keep the data\n", name)
+	default:
+		fmt.Fprintf(e.Out, "EtcdCluster %s wakes: its members start again with their data\n", name)
+	}
+	if !o.wait {
+		return nil
+	}
+	return e.waitFor(ctx, o.timeout, c, func() (bool, error) {
+		want := etcdv1alpha1.ConditionReady
+		if on {
+			want = etcdv1alpha1.ConditionHibernated
+		}
+		got := meta.FindStatusCondition(c.Status.Conditions, want)
+		if got == nil || got.Status != metav1.ConditionTrue || c.Status.ObservedGeneration != c.Generation {
+			if d := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionDegraded); on && d != nil && d.Reason == etcdv1alpha1.ReasonHibernationBlocked {
+				return true, fmt.Errorf("EtcdCluster %s cannot hibernate: %s", name, d.Message)
+			}
+			return false, nil
+		}
+		fmt.Fprintf(e.Out, "EtcdCluster %s is %s: %s\n", name, strings.ToLower(want), got.Message)
+		return true, nil
+	})
 }
 
 func (e *Env) backup(ctx context.Context, name string, o options) error {

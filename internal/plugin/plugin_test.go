@@ -321,3 +321,70 @@ func TestRunDefragment(t *testing.T) {
 	g.Expect(out.String()).To(ContainSubstring("requested the defragmentation of main-0, main-1, main-2 of EtcdCluster main"))
 	g.Expect(out.String()).To(ContainSubstring("defragmented main-2: 64.0M -> 16.0M\n"))
 }
+
+func TestRunHibernateAndWake(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := mainCluster()
+	env, _, errOut := fakeEnv(t, c)
+	g.Expect(Run(ctx, []string{"wake", "main", "-n", "apps", "--pvc", "backups"}, env)).To(Equal(1))
+	g.Expect(errOut.String()).To(ContainSubstring("wake: a backup destination is for hibernate"))
+
+	env, out, _ := fakeEnv(t, c)
+	g.Expect(Run(ctx, []string{"hibernate", "main", "-n", "apps", "--pvc", "backups", "--path", "final"}, env)).To(Equal(0))
+	got := &etcdv1alpha1.EtcdCluster{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+	g.Expect(got.Spec.Hibernation.Enabled).To(BeTrue())
+	g.Expect(got.Spec.Hibernation.BackupDestination).To(Equal(&etcdv1alpha1.BackupDestination{
+		PVC: &etcdv1alpha1.PVCDestination{ClaimName: "backups", Path: "final"}}))
+	g.Expect(out.String()).To(ContainSubstring("EtcdCluster main hibernates: a final backup (EtcdBackup main-hibernation-"))
+
+	// --wait: a failed final backup ends the wait with the operator's words.
+	env, _, errOut = fakeEnv(t, got)
+	blocked := got.DeepCopy()
+	blocked.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue,
+		Reason: etcdv1alpha1.ReasonHibernationBlocked, Message: "the final backup main-hibernation-2 failed (DestinationFull: no space)"}}
+	g.Expect(env.Client.Status().Update(ctx, blocked)).To(Succeed())
+	g.Expect(Run(ctx, []string{"hibernate", "main", "-n", "apps", "--wait"}, env)).To(Equal(1))
+	g.Expect(errOut.String()).To(ContainSubstring("EtcdCluster main cannot hibernate: the final backup main-hibernation-2 failed (DestinationFull: no space)"))
+
+	// wake --wait: done once Ready for the generation that turned hibernation off.
+	env, out, _ = fakeEnv(t, got)
+	go func() {
+		for range 1000 {
+			cur := &etcdv1alpha1.EtcdCluster{}
+			if env.Client.Get(ctx, client.ObjectKeyFromObject(c), cur) == nil && !cur.Spec.Hibernation.Enabled {
+				cur.Status.ObservedGeneration = cur.Generation
+				cur.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+					Reason: etcdv1alpha1.ReasonReady, Message: "3 of 3 members are ready"}}
+				if env.Client.Status().Update(ctx, cur) == nil {
+					return
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	g.Expect(Run(ctx, []string{"wake", "main", "-n", "apps", "--wait"}, env)).To(Equal(0))
+	g.Expect(out.String()).To(ContainSubstring("EtcdCluster main wakes"))
+	g.Expect(out.String()).To(ContainSubstring("EtcdCluster main is ready: 3 of 3 members are ready"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+	g.Expect(got.Spec.Hibernation.Enabled).To(BeFalse())
+	g.Expect(got.Spec.Hibernation.BackupDestination).NotTo(BeNil(), "wake leaves the destination for the next hibernation")
+}
+
+func TestStatusOfAHibernatedCluster(t *testing.T) {
+	g := NewWithT(t)
+	c := mainCluster()
+	msg := "every member is stopped; their claims keep the data. Set spec.hibernation.enabled to false to wake the cluster"
+	c.Status.Conditions = []metav1.Condition{
+		{Type: etcdv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: etcdv1alpha1.ReasonHibernated, Message: msg},
+		{Type: etcdv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: etcdv1alpha1.ReasonAsExpected},
+		{Type: etcdv1alpha1.ConditionHibernated, Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonHibernated, Message: msg},
+	}
+	s := StatusOf(c, nil, nil, now)
+	g.Expect(s.Conditions).To(ContainElement(Condition{Type: etcdv1alpha1.ConditionHibernated, Status: "True", Reason: etcdv1alpha1.ReasonHibernated, Message: msg}))
+	g.Expect(s.Doing).To(Equal(msg))
+	var b strings.Builder
+	g.Expect(RenderStatus(&b, s)).To(Succeed())
+	g.Expect(b.String()).To(MatchRegexp(`(?m)^Hibernated +True +Hibernated$`))
+}

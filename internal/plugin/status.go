@@ -103,6 +103,10 @@ func StatusOf(c *etcdv1alpha1.EtcdCluster, pods []corev1.Pod, backups []etcdv1al
 		}
 		s.Conditions = append(s.Conditions, cond)
 	}
+	if got := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionHibernated); got != nil {
+		// Only there while spec.hibernation.enabled is true.
+		s.Conditions = append(s.Conditions, Condition{Type: got.Type, Status: string(got.Status), Reason: got.Reason, Message: got.Message})
+	}
 	nodes := map[string]string{}
 	for _, p := range pods {
 		nodes[p.Name] = p.Spec.NodeName
@@ -129,9 +133,9 @@ func StatusOf(c *etcdv1alpha1.EtcdCluster, pods []corev1.Pod, backups []etcdv1al
 }
 
 // doing is what the operator is doing now: the Progressing message while it is True, else
-// the Degraded message while that is True.
+// the Degraded message while that is True, else the Hibernated message while that is.
 func doing(c *etcdv1alpha1.EtcdCluster) string {
-	for _, t := range []string{etcdv1alpha1.ConditionProgressing, etcdv1alpha1.ConditionDegraded} {
+	for _, t := range []string{etcdv1alpha1.ConditionProgressing, etcdv1alpha1.ConditionDegraded, etcdv1alpha1.ConditionHibernated} {
 		if cond := meta.FindStatusCondition(c.Status.Conditions, t); cond != nil && cond.Status == metav1.ConditionTrue {
 			return cond.Message
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net"
 	"net/netip"
 	"os"
@@ -16,20 +18,23 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha1 "github.com/etcdpilot/etcdpilot/api/v1alpha1"
+	"github.com/etcdpilot/etcdpilot/internal/cluster"
 	"github.com/etcdpilot/etcdpilot/internal/plugin"
 )
 
 // The plugin is run as a user runs it: `kubectl etcdpilot ...`, kubectl finding
 // kubectl-etcdpilot on PATH (make test-e2e-deploy builds it into bin/). What it shows is
 // checked against what etcd, the members' certificates and the API server say.
-var _ = Describe("the kubectl plugin", longestSpec(90), func() {
-	It("shows status and certificates as etcd and the members have them, runs etcdctl in a member, defragments every member, backs up, restores into a new cluster and refuses an approval nothing awaits", func(ctx SpecContext) {
+var _ = Describe("the kubectl plugin", longestSpec(180), func() {
+	It("shows status and certificates as etcd and the members have them, runs etcdctl in a member, defragments every member, backs up, restores into a new cluster, refuses an approval nothing awaits, hibernates and wakes the cluster", func(ctx SpecContext) {
 		ns := newTestNamespace(ctx, "e2e-plugin-")
-		cluster := createCluster(ctx, ns, "cli", 3)
+		c := createCluster(ctx, ns, "cli", 3)
 		createClaim(ctx, ns, "cli-backups")
-		waitReady(ctx, cluster)
+		waitReady(ctx, c)
 
 		By("status -o json: the members etcd lists, the leader etcd names, and the nodes their pods run on")
 		var st plugin.Status
@@ -121,8 +126,69 @@ var _ = Describe("the kubectl plugin", longestSpec(90), func() {
 		_, err = runKubectlEtcdpilot(ctx, "approve-recovery", "cli", "-n", ns)
 		Expect(err).To(MatchError(ContainSubstring("no recovery awaiting approval")))
 		Expect(get(ctx, ns, "cli", &etcdv1alpha1.EtcdCluster{}).Annotations).NotTo(HaveKey(etcdv1alpha1.AnnotationApproveRecovery))
+
+		hibernateAndWake(ctx, ns, cli)
 	})
 })
+
+// hibernateAndWake hibernates the 3-member cluster "cli" with the plugin, a final backup to
+// its claim cli-backups, right after writes etcd acknowledged, and wakes it: while it
+// sleeps no member pod runs and every claim is there; awake, the same members (etcd's IDs,
+// the same cluster) hold every write.
+func hibernateAndWake(ctx context.Context, ns string, cli *clientv3.Client) {
+	By("hibernate --pvc --wait: writes acknowledged, then a final backup and no member pod left; the claims stay")
+	list, err := cli.MemberList(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	var ids []uint64
+	for _, m := range list.Members {
+		ids = append(ids, m.ID)
+	}
+	id := clusterID(ctx, cli)
+	written := map[string]string{"/plugin/key": "from-the-plugin"}
+	var last int64
+	for i := range 100 {
+		k, v := fmt.Sprintf("/plugin/before-sleep/%03d", i), fmt.Sprintf("acknowledged-%d", i)
+		resp, err := cli.Put(ctx, k, v)
+		Expect(err).NotTo(HaveOccurred())
+		written[k], last = v, resp.Header.Revision
+	}
+	out := kubectlEtcdpilot(ctx, "hibernate", "cli", "-n", ns, "--pvc", "cli-backups", "--path", "final", "--wait", "--timeout", "4m")
+	Expect(out).To(ContainSubstring("EtcdCluster cli is hibernated: every member is stopped"))
+	c := get(ctx, ns, "cli", &etcdv1alpha1.EtcdCluster{})
+	final := get(ctx, ns, cluster.For(c).FinalBackup(c.Generation), &etcdv1alpha1.EtcdBackup{})
+	Expect(meta.IsStatusConditionTrue(final.Status.Conditions, etcdv1alpha1.ConditionSucceeded)).To(BeTrue())
+	Expect(final.Status.Snapshot).NotTo(BeNil())
+	Expect(final.Status.Snapshot.Revision).To(BeNumerically(">=", last), "the final backup holds the last write")
+	var pods corev1.PodList
+	Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns), client.HasLabels{cluster.LabelMember}, client.MatchingLabels{cluster.LabelCluster: "cli"})).To(Succeed())
+	Expect(pods.Items).To(BeEmpty(), "no member pod runs")
+	var claims corev1.PersistentVolumeClaimList
+	Expect(k8sClient.List(ctx, &claims, client.InNamespace(ns), client.HasLabels{cluster.LabelMember}, client.MatchingLabels{cluster.LabelCluster: "cli"})).To(Succeed())
+	Expect(claims.Items).To(HaveLen(3), "every member's claim keeps its data")
+	human := kubectlEtcdpilot(ctx, "status", "cli", "-n", ns)
+	Expect(human).To(MatchRegexp(`(?m)^Hibernated +True +Hibernated$`))
+	Expect(human).To(ContainSubstring("Now: every member is stopped"))
+	token, endpoint := metricsReaderToken(ctx, ns), metricsEndpoint(ctx)
+	Eventually(func(g Gomega) {
+		code, body := getMetrics(ctx, endpoint, token)
+		g.Expect(code).To(Equal(http.StatusOK), body)
+		g.Expect(body).To(ContainSubstring(fmt.Sprintf(`etcdpilot_cluster_condition{condition="Hibernated",name="cli",namespace="%s"} 1`, ns)),
+			"what the availability alerts leave a hibernated cluster out by")
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+
+	By("wake --wait: the same members of the same cluster, with every acknowledged write")
+	kubectlEtcdpilot(ctx, "wake", "cli", "-n", ns, "--wait", "--timeout", "4m")
+	awake := etcdV3Client(ctx, ns, "cli")
+	list, err = awake.MemberList(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	var after []uint64
+	for _, m := range list.Members {
+		after = append(after, m.ID)
+	}
+	Expect(after).To(ConsistOf(ids), "the members came back with their identity")
+	Expect(clusterID(ctx, awake)).To(Equal(id))
+	expectKeys(ctx, ns, "cli", written)
+}
 
 // kubectlEtcdpilot runs `kubectl etcdpilot args...` and expects it to succeed.
 func kubectlEtcdpilot(ctx context.Context, args ...string) string {
