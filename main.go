@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -111,7 +114,12 @@ func run() error {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(etcdv1alpha1.AddToScheme(scheme))
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	leaderLock, err := leaderLockFor(cfg, leaderElect)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
 		Metrics:                metricsOpts,
@@ -119,7 +127,10 @@ func run() error {
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,
 		LeaderElection:         leaderElect,
-		LeaderElectionID:       "etcdpilot.etcd.etcdpilot.io",
+		LeaderElectionID:       leaderElectionID,
+		RenewDeadline:          ptr.To(renewDeadline),
+		// Held under the pod's name, so that a restarted container leads again at once.
+		LeaderElectionResourceLockInterface: leaderLock,
 		// The manager exits right after it stops leading, so it can give up the lease at
 		// once and a new leader takes over without waiting for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,
@@ -152,11 +163,8 @@ func run() error {
 		return err
 	}
 
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding readiness check: %w", err)
+	if err := addProbes(mgr); err != nil {
+		return err
 	}
 
 	log.Info("starting manager", "etcdImageRepository", etcdImages.Repository, "pinnedEtcdImages", etcdImages.Pinned)
@@ -164,6 +172,34 @@ func run() error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// addProbes serves the liveness and readiness probes: the manager answers.
+func addProbes(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+	return nil
+}
+
+// The Lease the replicas elect their leader with, and how long the leader keeps trying to
+// renew it (controller-runtime's default).
+const leaderElectionID, renewDeadline = "etcdpilot.etcd.etcdpilot.io", 10 * time.Second
+
+// leaderLockFor is the leader election lock held under the pod's name
+// (controllers.LeaderLock), or nil without leader election or outside a pod.
+func leaderLockFor(cfg *rest.Config, leaderElect bool) (resourcelock.Interface, error) {
+	if !leaderElect {
+		return nil, nil
+	}
+	lock, err := controllers.LeaderLock(cfg, leaderElectionID, renewDeadline)
+	if err != nil {
+		return nil, fmt.Errorf("making the leader election lock: %w", err)
+	}
+	return lock, nil
 }
 
 func envOr(key, fallback string) string {

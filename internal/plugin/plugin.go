@@ -479,32 +479,40 @@ func (e *Env) hibernate(ctx context.Context, name string, on bool, o options) er
 	if err := e.Client.Patch(ctx, c, patch); err != nil {
 		return fmt.Errorf("%s: patching EtcdCluster %s: %w", cmd, name, err)
 	}
-	switch {
-	case on && c.Spec.Hibernation.BackupDestination != nil:
-		fmt.Fprintf(e.Out, "EtcdCluster %s hibernates: a final backup (EtcdBackup %s), then its members stop\n", name, cluster.For(c).FinalBackup(c.Generation))
-	case on:
-		fmt.Fprintf(e.Out, "EtcdCluster %s hibernates: its members stop, their claims keep the data\n", name)
-	default:
-		fmt.Fprintf(e.Out, "EtcdCluster %s wakes: its members start again with their data\n", name)
-	}
+	fmt.Fprintln(e.Out, hibernationNews(c, on))
 	if !o.wait {
 		return nil
 	}
-	return e.waitFor(ctx, o.timeout, c, func() (bool, error) {
-		want := etcdv1alpha1.ConditionReady
-		if on {
-			want = etcdv1alpha1.ConditionHibernated
-		}
-		got := meta.FindStatusCondition(c.Status.Conditions, want)
-		if got == nil || got.Status != metav1.ConditionTrue || c.Status.ObservedGeneration != c.Generation {
-			if d := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionDegraded); on && d != nil && d.Reason == etcdv1alpha1.ReasonHibernationBlocked {
-				return true, fmt.Errorf("EtcdCluster %s cannot hibernate: %s", name, d.Message)
-			}
-			return false, nil
-		}
-		fmt.Fprintf(e.Out, "EtcdCluster %s is %s: %s\n", name, strings.ToLower(want), got.Message)
+	return e.waitFor(ctx, o.timeout, c, func() (bool, error) { return e.hibernationDone(c, on) })
+}
+
+// hibernationNews says what the patch of `hibernate` (on) or `wake` set in motion.
+func hibernationNews(c *etcdv1alpha1.EtcdCluster, on bool) string {
+	switch {
+	case on && c.Spec.Hibernation.BackupDestination != nil:
+		return fmt.Sprintf("EtcdCluster %s hibernates: a final backup (EtcdBackup %s), then its members stop", c.Name, cluster.For(c).FinalBackup(c.Generation))
+	case on:
+		return fmt.Sprintf("EtcdCluster %s hibernates: its members stop, their claims keep the data", c.Name)
+	}
+	return fmt.Sprintf("EtcdCluster %s wakes: its members start again with their data", c.Name)
+}
+
+// hibernationDone says whether c, as last read, is hibernated (on) or Ready (woken) for its
+// current generation; a failed final backup ends the wait with the operator's message.
+func (e *Env) hibernationDone(c *etcdv1alpha1.EtcdCluster, on bool) (bool, error) {
+	want := etcdv1alpha1.ConditionReady
+	if on {
+		want = etcdv1alpha1.ConditionHibernated
+	}
+	got := meta.FindStatusCondition(c.Status.Conditions, want)
+	if got != nil && got.Status == metav1.ConditionTrue && c.Status.ObservedGeneration == c.Generation {
+		fmt.Fprintf(e.Out, "EtcdCluster %s is %s: %s\n", c.Name, strings.ToLower(want), got.Message)
 		return true, nil
-	})
+	}
+	if d := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha1.ConditionDegraded); on && d != nil && d.Reason == etcdv1alpha1.ReasonHibernationBlocked {
+		return true, fmt.Errorf("EtcdCluster %s cannot hibernate: %s", c.Name, d.Message)
+	}
+	return false, nil
 }
 
 func (e *Env) backup(ctx context.Context, name string, o options) error {

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -419,6 +420,7 @@ var _ = Describe("the operator going away", Serial, Ordered, func() {
 	// claims it made for them, and end with one cluster of three.
 	It("crashing during bootstrap, right after the first initial member's pod, still ends with one Ready cluster", func(ctx SpecContext) {
 		restartsBefore := operatorRestarts(ctx)
+		transitions := *operatorLease(ctx).Spec.LeaseTransitions
 		cluster = &etcdv1alpha1.EtcdCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "away", Namespace: ns,
 				Annotations: map[string]string{"test.etcdpilot.io/crash-after": "CreateInitialMember"}},
@@ -428,6 +430,19 @@ var _ = Describe("the operator going away", Serial, Ordered, func() {
 		Eventually(func(g Gomega) {
 			g.Expect(operatorRestarts(ctx)).To(BeNumerically(">", restartsBefore), "the operator crashed")
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
+		By("the restarted container leads again under its pod's name, with no handover: it did not wait out the crashed process's lease")
+		Eventually(func(g Gomega) {
+			pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pods.Items).To(HaveLen(1))
+			started := pods.Items[0].Status.ContainerStatuses[0].State.Running
+			g.Expect(started).NotTo(BeNil(), "the restarted container runs")
+			lease := operatorLease(ctx)
+			g.Expect(*lease.Spec.HolderIdentity).To(Equal(pods.Items[0].Name))
+			g.Expect(lease.Spec.RenewTime.Time).To(BeTemporally(">", started.StartedAt.Time), "renewed by the restarted process")
+			g.Expect(*lease.Spec.LeaseTransitions).To(Equal(transitions), "the same leader throughout")
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		c := waitReady(ctx, cluster)
 		Expect(c.Status.ReadyMembers).To(Equal(int32(3)))
@@ -569,6 +584,15 @@ func scaleOperator(ctx context.Context, replicas int32) {
 }
 
 // operatorRestarts sums the container restarts of the operator's pods.
+// operatorLease is the Lease the operator's replicas elect their leader with.
+func operatorLease(ctx context.Context) *coordinationv1.Lease {
+	lease, err := clientset.CoordinationV1().Leases(operatorNamespace).Get(ctx, "etcdpilot.etcd.etcdpilot.io", metav1.GetOptions{})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	ExpectWithOffset(1, lease.Spec.HolderIdentity).NotTo(BeNil())
+	ExpectWithOffset(1, lease.Spec.LeaseTransitions).NotTo(BeNil())
+	return lease
+}
+
 func operatorRestarts(ctx context.Context) int32 {
 	pods, err := clientset.CoreV1().Pods(operatorNamespace).List(ctx, operatorPodSelector())
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
