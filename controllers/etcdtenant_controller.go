@@ -153,6 +153,7 @@ func (r *EtcdTenantReconciler) stepAdmit(ctx context.Context, p *tenantPass) (st
 	if found {
 		in.OperatorCA = operatorCA(c)
 		in.AuthEnabled = c.Status.Auth != nil && c.Status.Auth.Enabled
+		in.Hibernated = c.Spec.Hibernation.Enabled
 	}
 	siblings, err := r.siblings(ctx, t)
 	if err != nil {

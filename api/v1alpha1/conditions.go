@@ -154,8 +154,8 @@ const (
 	// volumes can grow further (a ceiling, or a StorageClass that does not expand); the
 	// message says which and what to do before the NOSPACE alarm stops writes.
 	ReasonStorageCeilingReached = "StorageCeilingReached"
-	// ReasonHibernating (Hibernated=False, Progressing=True): spec.hibernation.enabled is
-	// true; the operator takes the final backup, then stops the members one at a time.
+	// ReasonHibernating (Hibernated=False, Progressing=True, Degraded=False): spec.hibernation.enabled
+	// is true; the operator takes the final backup, then stops the members one at a time.
 	ReasonHibernating = "Hibernating"
 	// ReasonHibernated (Hibernated=True; Available, Progressing, Degraded and Ready False):
 	// every member is stopped and its claim keeps its data; nothing else changes until
@@ -306,6 +306,10 @@ const (
 	// etcd (spec.auth.enabled, as status.auth reports it): without it a prefix bounds
 	// nothing. Nothing is created.
 	ReasonAuthNotEnabled = "AuthNotEnabled"
+	// ReasonClusterHibernated (Ready=False): the cluster hibernates (spec.hibernation): its
+	// members are stopped, the tenant's user, role and keys are kept in their data and its
+	// Secret as it was; the operator looks again when the cluster wakes.
+	ReasonClusterHibernated = "ClusterHibernated"
 	// ReasonTenantTLSUnsupported (Ready=False): the cluster's tls.mode is not OperatorCA,
 	// so the operator holds no CA key to sign the tenant's certificate with. Nothing is
 	// created.

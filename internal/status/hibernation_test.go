@@ -29,6 +29,20 @@ func TestAHibernatedClusterSaysSoAndNothingElseIsWrong(t *testing.T) {
 	g.Expect(cond(g, s, etcdv1alpha1.ConditionProgressing).Reason).To(Equal(etcdv1alpha1.ReasonHibernating))
 	g.Expect(s.ObservedGeneration).NotTo(Equal(c.Generation), "the members still run")
 
+	// A member stopped, another stopping: not a fault.
+	stopping.Observed.Members = members(true, true, false)
+	stopping.Observed.Pods = map[string]membership.Pod{"e-0": {}, "e-1": {Terminating: true}}
+	stopping.Action = membership.Action{Kind: membership.Wait, Member: "e-1", Reason: etcdv1alpha1.ReasonHibernating, Message: "hibernating: waiting for member e-1 to stop"}
+	s = status.Compute(stopping)
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionDegraded).Reason).To(Equal(etcdv1alpha1.ReasonHibernating))
+	// A failed final backup is one.
+	stopping.Action = membership.Action{Kind: membership.Blocked, Reason: etcdv1alpha1.ReasonHibernationBlocked, Message: "the final backup failed"}
+	s = status.Compute(stopping)
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionDegraded).Reason).To(Equal(etcdv1alpha1.ReasonHibernationBlocked))
+	g.Expect(cond(g, s, etcdv1alpha1.ConditionHibernated).Reason).To(Equal(etcdv1alpha1.ReasonHibernationBlocked))
+
 	// Every member stopped: no member answers, and that is what was asked.
 	c.Status = s
 	done := status.Input{Cluster: c, Seen: true,

@@ -160,14 +160,16 @@ func Compute(in Input) etcdv1alpha1.EtcdClusterStatus {
 	available := availableCondition(in, voters, healthy)
 	progressing := configuringAuth(rotatingCA(stillRollingOut(progressingCondition(in.Action), c.Status.Conditions, in.Observed), out.CARotation), c, out.Auth)
 	degraded := suspectedLoss(in, available, out.Conditions, degradedCondition(in, out))
-	ready := readyCondition(available, progressing, degraded, int(out.ReadyMembers), int(out.UpdatedMembers), int(c.Spec.Size))
 	meta.RemoveStatusCondition(&out.Conditions, etcdv1alpha1.ConditionHibernated)
+	var hibernated *metav1.Condition
 	if in.Observed.Hibernate {
-		hibernated := hibernatedCondition(in)
-		set(hibernated)
-		if hibernated.Status == metav1.ConditionTrue {
-			available, degraded, ready = asHibernated(available, hibernated), asHibernated(degraded, hibernated), asHibernated(ready, hibernated)
-		}
+		h := hibernatedCondition(in)
+		set(h)
+		hibernated, available, degraded = hibernating(in, h, available, degraded)
+	}
+	ready := readyCondition(available, progressing, degraded, int(out.ReadyMembers), int(out.UpdatedMembers), int(c.Spec.Size))
+	if hibernated != nil {
+		ready = asHibernated(ready, *hibernated)
 	}
 	set(available)
 	set(progressing)
@@ -189,6 +191,19 @@ func hibernatedCondition(in Input) metav1.Condition {
 		msg = fmt.Sprintf("%s; the final backup is EtcdBackup %s", msg, b.Name)
 	}
 	return metav1.Condition{Type: etcdv1alpha1.ConditionHibernated, Status: metav1.ConditionTrue, Reason: etcdv1alpha1.ReasonHibernated, Message: msg}
+}
+
+// hibernating adjusts Available and Degraded to the hibernation h says: once hibernated
+// (returned, nil before), both False with reason Hibernated; while the members stop, Degraded
+// is not raised for them, stopped on purpose, unless the pass failed.
+func hibernating(in Input, h, available, degraded metav1.Condition) (*metav1.Condition, metav1.Condition, metav1.Condition) {
+	switch {
+	case h.Status == metav1.ConditionTrue:
+		return &h, asHibernated(available, h), asHibernated(degraded, h)
+	case h.Reason == etcdv1alpha1.ReasonHibernating && in.Err == nil:
+		degraded = metav1.Condition{Type: etcdv1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: h.Reason, Message: h.Message}
+	}
+	return nil, available, degraded
 }
 
 // asHibernated turns Available, Degraded or Ready False with reason Hibernated: a cluster

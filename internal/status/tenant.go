@@ -65,14 +65,15 @@ func ComputeTenant(t *etcdv1alpha1.EtcdTenant, in Tenant) etcdv1alpha1.EtcdTenan
 }
 
 // TenantTransitions returns the events the change of a tenant's status from old to updated
-// deserves: its Ready condition changing status or reason.
+// deserves: its Ready condition changing status or reason; a warning, but for the tenant
+// provisioned or its cluster hibernating, which is what was asked.
 func TenantTransitions(old, updated etcdv1alpha1.EtcdTenantStatus) []Event {
 	was := meta.FindStatusCondition(old.Conditions, etcdv1alpha1.ConditionReady)
 	now := meta.FindStatusCondition(updated.Conditions, etcdv1alpha1.ConditionReady)
 	switch {
 	case now == nil || was != nil && was.Status == now.Status && was.Reason == now.Reason:
 		return nil
-	case now.Status == metav1.ConditionTrue:
+	case now.Status == metav1.ConditionTrue, now.Reason == etcdv1alpha1.ReasonClusterHibernated:
 		return []Event{{corev1.EventTypeNormal, now.Reason, "Provision", now.Message}}
 	}
 	return []Event{{corev1.EventTypeWarning, now.Reason, "Provision", now.Message}}

@@ -79,4 +79,5 @@ func TestTenantBlockersAreTheAPIReasons(t *testing.T) {
 	g.Expect(tenant.BlockedNoTLS).To(Equal(etcdv1alpha1.ReasonTenantTLSUnsupported))
 	g.Expect(tenant.BlockedNoAuth).To(Equal(etcdv1alpha1.ReasonAuthNotEnabled))
 	g.Expect(tenant.BlockedByConflict).To(Equal(etcdv1alpha1.ReasonPrefixConflict))
+	g.Expect(tenant.BlockedHibernated).To(Equal(etcdv1alpha1.ReasonClusterHibernated))
 }

@@ -67,6 +67,8 @@ type Cluster struct {
 	OperatorCA bool
 	// AuthEnabled: etcd's authentication is on, as the cluster's status reports it.
 	AuthEnabled bool
+	// Hibernated: the cluster's spec asks it to hibernate; its members stop or are stopped.
+	Hibernated bool
 }
 
 // The blockers' reasons, as the API names them (api/v1alpha1 ReasonClusterNotFound and
@@ -76,6 +78,7 @@ const (
 	BlockedNoTLS      = "TLSModeUnsupported"
 	BlockedNoAuth     = "AuthNotEnabled"
 	BlockedByConflict = "PrefixConflict"
+	BlockedHibernated = "ClusterHibernated"
 )
 
 // Admit says whether tenant t of cluster c, beside the tenants others of the same cluster,
@@ -92,6 +95,9 @@ func Admit(t Tenant, c Cluster, others []Tenant) (Blocker, bool) {
 	}
 	if o, conflict := Conflict(t, others); conflict {
 		return Blocker{BlockedByConflict, fmt.Sprintf("prefix %s overlaps prefix %s of the older tenant %s, which keeps it: delete this tenant and create one with another prefix", t.Prefix, o.Prefix, o.Name)}, false
+	}
+	if c.Hibernated {
+		return Blocker{BlockedHibernated, fmt.Sprintf("EtcdCluster %s hibernates: its members are stopped, and the tenant's user, role and keys wait in their data; its Secret is kept. The tenant is looked at again when the cluster wakes", c.Name)}, false
 	}
 	return Blocker{}, true
 }

@@ -25,6 +25,7 @@ func TestAdmit(t *testing.T) {
 		{tenant.Cluster{Name: "c"}, tenant.BlockedNoCluster},
 		{tenant.Cluster{Found: true, Name: "c", AuthEnabled: true}, tenant.BlockedNoTLS},
 		{tenant.Cluster{Found: true, Name: "c", OperatorCA: true}, tenant.BlockedNoAuth},
+		{tenant.Cluster{Found: true, Name: "c", OperatorCA: true, AuthEnabled: true, Hibernated: true}, tenant.BlockedHibernated},
 	} {
 		b, admitted := tenant.Admit(a, tc.cluster, nil)
 		g.Expect(admitted).To(BeFalse())
