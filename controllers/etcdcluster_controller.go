@@ -664,7 +664,24 @@ func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, c *etcdv1alp
 			return fmt.Errorf("ensuring service %s: %w", desired.Name, r.foreign(ctx, err, svc, "Service"))
 		}
 	}
+	if err := r.ensurePodDisruptionBudget(ctx, c); err != nil {
+		return err
+	}
+	return r.ensureNetworkPolicy(ctx, c)
+}
+
+// ensurePodDisruptionBudget creates or corrects the members' budget, or deletes it while the
+// cluster hibernates (resources.PodDisruptionBudget).
+func (r *EtcdClusterReconciler) ensurePodDisruptionBudget(ctx context.Context, c *etcdv1alpha1.EtcdCluster) error {
 	desired := resources.PodDisruptionBudget(c)
+	if desired == nil {
+		name := cluster.For(c).PodDisruptionBudget()
+		err := r.deleteOwned(ctx, c, &policyv1.PodDisruptionBudget{}, name)
+		if err != nil {
+			return fmt.Errorf("deleting pod disruption budget %s (the cluster hibernates): %w", name, err)
+		}
+		return nil
+	}
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: desired.ObjectMeta}
 	if _, err := controllerutil.CreateOrPatch(ctx, r.Client, pdb, func() error {
 		pdb.Labels, pdb.OwnerReferences, pdb.Spec = desired.Labels, desired.OwnerReferences, desired.Spec
@@ -672,7 +689,20 @@ func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, c *etcdv1alp
 	}); err != nil {
 		return fmt.Errorf("ensuring pod disruption budget %s: %w", desired.Name, r.foreign(ctx, err, pdb, "PodDisruptionBudget"))
 	}
-	return r.ensureNetworkPolicy(ctx, c)
+	return nil
+}
+
+// deleteOwned deletes the object of that name the cluster controls, if there is one (read
+// from the cache first: no request when there is nothing to delete).
+func (r *EtcdClusterReconciler) deleteOwned(ctx context.Context, c *etcdv1alpha1.EtcdCluster, obj client.Object, name string) error {
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil && metav1.IsControlledBy(obj, c) {
+		err = client.IgnoreNotFound(r.Client.Delete(ctx, obj))
+	}
+	return err
 }
 
 // ensureNetworkPolicy creates or corrects the members' NetworkPolicy, or deletes it when
@@ -682,15 +712,7 @@ func (r *EtcdClusterReconciler) ensureNetworkPolicy(ctx context.Context, c *etcd
 	desired := resources.NetworkPolicy(c, r.Operator)
 	if desired == nil {
 		name := cluster.For(c).NetworkPolicy()
-		np := &networkingv1.NetworkPolicy{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, np)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err == nil && metav1.IsControlledBy(np, c) {
-			err = client.IgnoreNotFound(r.Client.Delete(ctx, np))
-		}
-		if err != nil {
+		if err := r.deleteOwned(ctx, c, &networkingv1.NetworkPolicy{}, name); err != nil {
 			return fmt.Errorf("deleting network policy %s (spec.networkPolicy.mode is Disabled): %w", name, err)
 		}
 		return nil

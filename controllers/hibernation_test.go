@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -97,6 +98,9 @@ func TestHibernationBacksUpThenStopsEveryMemberLeaderLast(t *testing.T) {
 	var claims corev1.PersistentVolumeClaimList
 	g.Expect(k8sClient.List(ctx, &claims, client.InNamespace(ns))).To(Succeed())
 	g.Expect(claims.Items).To(HaveLen(3), "the claims keep the data")
+	g.Eventually(func(g Gomega) error {
+		return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hb"}, &policyv1.PodDisruptionBudget{})
+	}).WithTimeout(timeout).WithPolling(interval).Should(MatchError(ContainSubstring("not found")), "no budget for members stopped on purpose")
 
 	g.Eventually(func(g Gomega) {
 		c := get(g, ns, "hb", &etcdv1alpha1.EtcdCluster{})
@@ -110,6 +114,7 @@ func TestHibernationBacksUpThenStopsEveryMemberLeaderLast(t *testing.T) {
 		got := get(g, ns, "hb", &etcdv1alpha1.EtcdCluster{})
 		g.Expect(condition(got, etcdv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "%+v", got.Status.Conditions)
 		g.Expect(got.Status.Conditions).NotTo(ContainElement(HaveField("Type", etcdv1alpha1.ConditionHibernated)))
+		get(g, ns, "hb", &policyv1.PodDisruptionBudget{})
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).Should(ContainElements("FinalBackupCreated", "Hibernated", "Waking"))
 }

@@ -130,6 +130,9 @@ func TestPodDisruptionBudgetLetsOneMemberGoAtATime(t *testing.T) {
 	g.Expect(pdb.Name).To(Equal("main"))
 	g.Expect(pdb.Spec.MinAvailable).To(HaveValue(Equal(intstr.FromInt32(2))), "size defaults to 3")
 	g.Expect(pdb.Spec.Selector).To(Equal(&metav1.LabelSelector{MatchLabels: cluster.For(c).SelectorLabels()}))
+
+	c.Spec.Hibernation.Enabled = true
+	g.Expect(resources.PodDisruptionBudget(c)).To(BeNil(), "no budget for members stopped on purpose")
 }
 
 func TestBuildersAreDeterministic(t *testing.T) {
