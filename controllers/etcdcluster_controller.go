@@ -132,8 +132,9 @@ type EtcdClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // The pre-upgrade snapshot runs etcdctl in a member's container.
 // +kubebuilder:rbac:groups="",resources=pods/exec,verbs=create
-// The PodDisruptionBudget: created and patched, garbage-collected with its EtcdCluster.
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch
+// The PodDisruptionBudget: created and patched, deleted while the cluster hibernates,
+// garbage-collected with its EtcdCluster.
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // The members' NetworkPolicy: cached by label, created and patched, deleted when
 // spec.networkPolicy.mode is Disabled.
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete

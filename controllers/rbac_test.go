@@ -41,7 +41,8 @@ var grantedRights = map[string]string{
 	"etcd.etcdpilot.io/etcdclusters/finalizers": "update",
 	"etcd.etcdpilot.io/etcdclusters/status":     "get patch update",
 	"events.k8s.io/events":                      "create patch",
-	"policy/poddisruptionbudgets":               "create get list patch watch",
+	// The members' budget: deleted while the cluster hibernates.
+	"policy/poddisruptionbudgets": "create delete get list patch watch",
 	// The members' NetworkPolicy: cached by label, kept, deleted when disabled.
 	"networking.k8s.io/networkpolicies": "create delete get list patch watch",
 	"storage.k8s.io/storageclasses":     "get",

@@ -18,6 +18,8 @@ import (
 	. "github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -165,6 +167,8 @@ func hibernateAndWake(ctx context.Context, ns string, cli *clientv3.Client) {
 	var claims corev1.PersistentVolumeClaimList
 	Expect(k8sClient.List(ctx, &claims, client.InNamespace(ns), client.HasLabels{cluster.LabelMember}, client.MatchingLabels{cluster.LabelCluster: "cli"})).To(Succeed())
 	Expect(claims.Items).To(HaveLen(3), "every member's claim keeps its data")
+	err = k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.For(c).PodDisruptionBudget()}, &policyv1.PodDisruptionBudget{})
+	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no disruption budget for members stopped on purpose: %v", err)
 	human := kubectlEtcdpilot(ctx, "status", "cli", "-n", ns)
 	Expect(human).To(MatchRegexp(`(?m)^Hibernated +True +Hibernated$`))
 	Expect(human).To(ContainSubstring("Now: every member is stopped"))
@@ -187,6 +191,7 @@ func hibernateAndWake(ctx context.Context, ns string, cli *clientv3.Client) {
 	}
 	Expect(after).To(ConsistOf(ids), "the members came back with their identity")
 	Expect(clusterID(ctx, awake)).To(Equal(id))
+	get(ctx, ns, cluster.For(c).PodDisruptionBudget(), &policyv1.PodDisruptionBudget{})
 	expectKeys(ctx, ns, "cli", written)
 }
 
