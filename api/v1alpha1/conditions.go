@@ -162,7 +162,7 @@ const (
 	// spec.hibernation.enabled is false again.
 	ReasonHibernated = "Hibernated"
 	// ReasonHibernationBlocked (Degraded=True): the final backup before hibernation failed;
-	// no member was stopped. Delete the EtcdBackup to take it again, or remove
+	// no (further) member stops. Delete the EtcdBackup to take it again, or remove
 	// spec.hibernation.backupDestination.
 	ReasonHibernationBlocked = "HibernationBlocked"
 	// ReasonReconcileFailed (Degraded=True): the last reconcile hit an error; the message

@@ -24,7 +24,7 @@ func (o Observed) hibernate() Action {
 	}
 	if len(stopping) > 0 {
 		return Action{Kind: Wait, Member: stopping[0], Reason: etcdv1alpha1.ReasonHibernating,
-			Message: fmt.Sprintf("hibernating: waiting for member %s to stop", strings.Join(stopping, ", "))}
+			Message: fmt.Sprintf("hibernating: waiting for %s to stop", strings.Join(stopping, ", "))}
 	}
 	if len(running) == 0 {
 		return Action{Kind: None, Reason: etcdv1alpha1.ReasonHibernated,
@@ -38,12 +38,15 @@ func (o Observed) hibernate() Action {
 		Message: fmt.Sprintf("hibernating: stopping member %s (%d of %d members still run)", next, len(running), len(o.knownMembers()))}
 }
 
-// finalBackup holds the first stop until the final backup (Observed.FinalBackup) succeeded.
-// Once a member has stopped, the backup was taken for this hibernation, or none was asked:
-// a backup of what is left (no quorum, perhaps) would fail, and stopping the rest is safe.
+// finalBackup holds the next stop until the final backup (Observed.FinalBackup) succeeded,
+// while a quorum of the members still runs: a member missing before the hibernation does not
+// excuse the backup, and a spec change in the middle of the stops (a new generation, so a
+// new backup's name) takes another of the members still running. Once fewer than a quorum
+// run, no backup can succeed: the backup was taken before the stops that got there, and
+// stopping the rest is safe.
 func (o Observed) finalBackup(running []string) (Action, bool) {
 	b := o.FinalBackup
-	if b == nil || b.State == BackupSucceeded || len(running) < len(o.knownMembers()) {
+	if b == nil || b.State == BackupSucceeded || len(running) <= len(o.knownMembers())/2 {
 		return Action{}, false
 	}
 	switch b.State {
@@ -55,7 +58,7 @@ func (o Observed) finalBackup(running []string) (Action, bool) {
 			Message: fmt.Sprintf("hibernating: waiting for the final backup %s before the members stop", b.Name)}, true
 	}
 	return Action{Kind: Blocked, Backup: b.Name, Reason: etcdv1alpha1.ReasonHibernationBlocked,
-		Message: fmt.Sprintf("the final backup %s failed (%s); no member was stopped. Delete EtcdBackup %s to take it again, or remove spec.hibernation.backupDestination to hibernate without it",
+		Message: fmt.Sprintf("the final backup %s failed (%s); no more members stop until one succeeds. Delete EtcdBackup %s to take it again, or remove spec.hibernation.backupDestination to hibernate without it",
 			b.Name, b.Message, b.Name)}, true
 }
 
