@@ -147,3 +147,37 @@ func terminating(g Gomega, ns string) []string {
 	}
 	return out
 }
+
+// A schedule of a hibernating cluster skips its runs, saying why, and records them as acted
+// on, so that waking does not bring a burst of backups. Serial: it moves scheduleClock.
+func TestAScheduleSkipsTheRunsOfAHibernatingCluster(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	c := &etcdv1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "sleepy", Namespace: ns},
+		Spec: etcdv1alpha1.EtcdClusterSpec{Hibernation: etcdv1alpha1.HibernationSpec{Enabled: true}}}
+	g.Expect(k8sClient.Create(ctx, c)).To(Succeed())
+	s := &etcdv1alpha1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "hourly", Namespace: ns},
+		Spec: etcdv1alpha1.EtcdBackupScheduleSpec{Schedule: "0 * * * *",
+			BackupTemplate: etcdv1alpha1.EtcdBackupTemplate{ClusterName: "sleepy", Destination: newBackup(ns, "", "").Spec.Destination}}}
+	scheduleClock.set(time.Now())
+	g.Expect(k8sClient.Create(ctx, s)).To(Succeed())
+	firstRun := get(g, ns, "hourly", &etcdv1alpha1.EtcdBackupSchedule{}).CreationTimestamp.UTC().Truncate(time.Hour).Add(time.Hour)
+
+	scheduleClock.set(firstRun.Add(time.Minute))
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "hourly", &etcdv1alpha1.EtcdBackupSchedule{})
+		patch := client.MergeFrom(got.DeepCopy())
+		got.Annotations = map[string]string{"test/now": scheduleClock.now().String()}
+		g.Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, "hourly", &etcdv1alpha1.EtcdBackupSchedule{})
+		g.Expect(got.Status.LastScheduleTime).NotTo(BeNil())
+		g.Expect(got.Status.LastScheduleTime.UTC()).To(Equal(firstRun), "the run is acted on: waking brings no burst")
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).Should(ContainElement("RunSkipped"))
+	var backups etcdv1alpha1.EtcdBackupList
+	g.Expect(k8sClient.List(ctx, &backups, client.InNamespace(ns))).To(Succeed())
+	g.Expect(backups.Items).To(BeEmpty(), "no backup of stopped members")
+}
