@@ -423,14 +423,7 @@ func TestScheduleCreatesOneBackupPerRunAndPrunesPerRetention(t *testing.T) {
 		}
 		return out
 	}
-	touch := func() {
-		g.Eventually(func(g Gomega) {
-			got := get(g, ns, "hourly", &etcdv1alpha1.EtcdBackupSchedule{})
-			patch := client.MergeFrom(got.DeepCopy())
-			got.Annotations = map[string]string{"test/now": scheduleClock.now().String()}
-			g.Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
-		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	}
+	touch := func() { touchSchedule(g, ns, "hourly") }
 	run := func(n int) string { return fmt.Sprintf("hourly-%d", firstRun.Add(time.Duration(n)*time.Hour).Unix()) }
 
 	// Three hours and a bit later, with the operator seeing only the end: one backup (the
@@ -563,5 +556,16 @@ func TestRestoredClusterWaitsForItsBackupThenRestoresTheFirstMember(t *testing.T
 		g.Expect(d.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(d.Reason).To(Equal(etcdv1alpha1.ReasonRestoreFailed))
 		g.Expect(d.Message).To(ContainSubstring("has sha256 ff, expected " + sum))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+}
+
+// touchSchedule changes an annotation of the schedule so that the operator looks at it
+// again, at the time scheduleClock says.
+func touchSchedule(g Gomega, ns, name string) {
+	g.Eventually(func(g Gomega) {
+		got := get(g, ns, name, &etcdv1alpha1.EtcdBackupSchedule{})
+		patch := client.MergeFrom(got.DeepCopy())
+		got.Annotations = map[string]string{"test/now": scheduleClock.now().String()}
+		g.Expect(k8sClient.Patch(context.Background(), got, patch)).To(Succeed())
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }

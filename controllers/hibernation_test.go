@@ -119,13 +119,17 @@ func TestHibernationBacksUpThenStopsEveryMemberLeaderLast(t *testing.T) {
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).Should(ContainElements("FinalBackupCreated", "Hibernated", "Waking"))
 }
 
-// memberPods are the names of the namespace's member pods that are not being deleted.
-func memberPods(g Gomega, ns string) []string {
+// memberPods are the names of the namespace's member pods that are not being deleted, and
+// terminating those that are.
+func memberPods(g Gomega, ns string) []string  { return memberPodNames(g, ns, false) }
+func terminating(g Gomega, ns string) []string { return memberPodNames(g, ns, true) }
+
+func memberPodNames(g Gomega, ns string, deleting bool) []string {
 	var pods corev1.PodList
 	g.Expect(k8sClient.List(context.Background(), &pods, client.InNamespace(ns))).To(Succeed())
 	var out []string
 	for _, p := range pods.Items {
-		if p.Labels[cluster.LabelMember] != "" && p.DeletionTimestamp.IsZero() {
+		if p.Labels[cluster.LabelMember] != "" && p.DeletionTimestamp.IsZero() != deleting {
 			out = append(out, p.Name)
 		}
 	}
@@ -134,19 +138,6 @@ func memberPods(g Gomega, ns string) []string {
 
 // holdFinalizer keeps a deleted pod Terminating until the test removes it.
 const holdFinalizer = "test.etcdpilot.io/hold"
-
-// terminating are the names of the namespace's member pods being deleted.
-func terminating(g Gomega, ns string) []string {
-	var pods corev1.PodList
-	g.Expect(k8sClient.List(context.Background(), &pods, client.InNamespace(ns))).To(Succeed())
-	var out []string
-	for _, p := range pods.Items {
-		if p.Labels[cluster.LabelMember] != "" && !p.DeletionTimestamp.IsZero() {
-			out = append(out, p.Name)
-		}
-	}
-	return out
-}
 
 // A schedule of a hibernating cluster skips its runs, saying why, and records them as acted
 // on, so that waking does not bring a burst of backups. Serial: it moves scheduleClock.
@@ -165,12 +156,7 @@ func TestAScheduleSkipsTheRunsOfAHibernatingCluster(t *testing.T) {
 	firstRun := get(g, ns, "hourly", &etcdv1alpha1.EtcdBackupSchedule{}).CreationTimestamp.UTC().Truncate(time.Hour).Add(time.Hour)
 
 	scheduleClock.set(firstRun.Add(time.Minute))
-	g.Eventually(func(g Gomega) {
-		got := get(g, ns, "hourly", &etcdv1alpha1.EtcdBackupSchedule{})
-		patch := client.MergeFrom(got.DeepCopy())
-		got.Annotations = map[string]string{"test/now": scheduleClock.now().String()}
-		g.Expect(k8sClient.Patch(ctx, got, patch)).To(Succeed())
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	touchSchedule(g, ns, "hourly")
 	g.Eventually(func(g Gomega) {
 		got := get(g, ns, "hourly", &etcdv1alpha1.EtcdBackupSchedule{})
 		g.Expect(got.Status.LastScheduleTime).NotTo(BeNil())

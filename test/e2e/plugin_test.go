@@ -139,12 +139,7 @@ var _ = Describe("the kubectl plugin", longestSpec(180), func() {
 // the same cluster) hold every write.
 func hibernateAndWake(ctx context.Context, ns string, cli *clientv3.Client) {
 	By("hibernate --pvc --wait: writes acknowledged, then a final backup and no member pod left; the claims stay")
-	list, err := cli.MemberList(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	var ids []uint64
-	for _, m := range list.Members {
-		ids = append(ids, m.ID)
-	}
+	ids := etcdMemberIDs(ctx, Default, ns, "cli")
 	id := clusterID(ctx, cli)
 	written := map[string]string{"/plugin/key": "from-the-plugin"}
 	var last int64
@@ -167,7 +162,7 @@ func hibernateAndWake(ctx context.Context, ns string, cli *clientv3.Client) {
 	var claims corev1.PersistentVolumeClaimList
 	Expect(k8sClient.List(ctx, &claims, client.InNamespace(ns), client.HasLabels{cluster.LabelMember}, client.MatchingLabels{cluster.LabelCluster: "cli"})).To(Succeed())
 	Expect(claims.Items).To(HaveLen(3), "every member's claim keeps its data")
-	err = k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.For(c).PodDisruptionBudget()}, &policyv1.PodDisruptionBudget{})
+	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.For(c).PodDisruptionBudget()}, &policyv1.PodDisruptionBudget{})
 	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no disruption budget for members stopped on purpose: %v", err)
 	human := kubectlEtcdpilot(ctx, "status", "cli", "-n", ns)
 	Expect(human).To(MatchRegexp(`(?m)^Hibernated +True +Hibernated$`))
@@ -182,15 +177,8 @@ func hibernateAndWake(ctx context.Context, ns string, cli *clientv3.Client) {
 
 	By("wake --wait: the same members of the same cluster, with every acknowledged write")
 	kubectlEtcdpilot(ctx, "wake", "cli", "-n", ns, "--wait", "--timeout", "4m")
-	awake := etcdV3Client(ctx, ns, "cli")
-	list, err = awake.MemberList(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	var after []uint64
-	for _, m := range list.Members {
-		after = append(after, m.ID)
-	}
-	Expect(after).To(ConsistOf(ids), "the members came back with their identity")
-	Expect(clusterID(ctx, awake)).To(Equal(id))
+	Expect(etcdMemberIDs(ctx, Default, ns, "cli")).To(ConsistOf(ids), "the members came back with their identity")
+	Expect(clusterID(ctx, etcdV3Client(ctx, ns, "cli"))).To(Equal(id))
 	get(ctx, ns, cluster.For(c).PodDisruptionBudget(), &policyv1.PodDisruptionBudget{})
 	expectKeys(ctx, ns, "cli", written)
 }
